@@ -1,0 +1,79 @@
+# Tributary — build and test entry points.
+#
+#   make test              everything CI runs: vet, unit, integration, fuzz
+#   make test-unit         fast tests; integration tests skip without a server
+#   make test-integration  integration tests against a local moto server
+#   make build             Lambda bootstraps for functions/* into bin/<name>/
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := test
+MAKEFLAGS += --no-print-directory
+
+GO       ?= go
+FUZZTIME ?= 4s
+SERVERS  := .ci/servers.sh
+
+.PHONY: test vet test-unit test-integration fuzz bench build demo tidy-check
+
+## test: vet, unit tests, integration tests and fuzzing, in that order
+test:
+	$(MAKE) vet
+	$(MAKE) test-unit
+	$(MAKE) test-integration
+	$(MAKE) fuzz
+
+## vet: go vet and a gofmt check
+vet:
+	$(GO) vet ./...
+	@unformatted=$$(find . -name '*.go' -not -path './.git/*' -not -path './.tools/*' -not -path './bin/*' -print0 \
+		| xargs -0 -r gofmt -l); \
+	if [[ -n "$$unformatted" ]]; then \
+		echo "gofmt: these files are not formatted (run gofmt -w):"; \
+		echo "$$unformatted"; \
+		exit 1; \
+	fi
+
+## test-unit: all tests with the race detector, in shuffled order
+test-unit:
+	$(GO) test -race -shuffle=on -count=1 ./...
+
+## test-integration: tests named *Integration* against a local moto server
+test-integration:
+	bash $(SERVERS) install
+	bash $(SERVERS) run -- $(GO) test -race -count=1 -run 'Integration' ./...
+
+## fuzz: run every Fuzz target of every package for $(FUZZTIME)
+fuzz:
+	@pkgs=$$($(GO) list ./...); \
+	for pkg in $$pkgs; do \
+		targets=$$($(GO) test -list '^Fuzz' "$$pkg"); \
+		for name in $$(grep '^Fuzz' <<<"$$targets" || true); do \
+			echo "fuzz: $$pkg $$name ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$${name}\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+		done; \
+	done
+
+## bench: all benchmarks, with allocation counts
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## build: linux/arm64 Lambda bootstraps, bin/<name>/bootstrap per functions/<name>/
+build:
+	@for dir in functions/*/; do \
+		[[ -d "$$dir" ]] || continue; \
+		name=$$(basename "$$dir"); \
+		[[ "$$($(GO) list -f '{{.Name}}' "./functions/$$name")" == main ]] || continue; \
+		echo "build: bin/$$name/bootstrap"; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc \
+			-ldflags "-s -w" -o "bin/$$name/bootstrap" "./functions/$$name"; \
+	done
+
+## demo: run the end-to-end demo
+demo:
+	$(GO) run ./scripts/tributary demo
+
+## tidy-check: fail if `go mod tidy` would change go.mod or go.sum
+## (-diff only prints the change; go.mod and go.sum are never modified)
+tidy-check:
+	$(GO) mod tidy -diff

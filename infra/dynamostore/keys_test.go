@@ -1,0 +1,43 @@
+package dynamostore
+
+import (
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/projections"
+)
+
+func TestKeysEscapeProjection(t *testing.T) {
+	tests := []struct {
+		got  map[string]types.AttributeValue
+		want string
+	}{
+		{RowKey(projections.RowRef{Projection: "board", Partition: "S#1", Sort: "x"}), "R#board#S#1"},
+		{RowKey(projections.RowRef{Projection: "p#P", Partition: "x", Sort: "0"}), "R#p%23P#x"},
+		{RowKey(projections.RowRef{Projection: "p", Partition: "P#x", Sort: "0"}), "R#p#P#x"},
+		{RowKey(projections.RowRef{Projection: "100%#", Partition: "x", Sort: "0"}), "R#100%25%23#x"},
+		{AggregateKey(projections.AggregateRef{Projection: "a#b", Key: "c#d", Shard: 12}), "A#a%23b#c#d#12"},
+		{LedgerKey("ORDER#1"), "L#ORDER#1"},
+	}
+	for _, tt := range tests {
+		checkS(t, tt.got, "PK", tt.want)
+	}
+	checkS(t, RowKey(projections.RowRef{Projection: "board", Partition: "S#1", Sort: "R#9"}), "SK", "R#9")
+	checkS(t, AggregateKey(projections.AggregateRef{Projection: "p", Key: "k"}), "SK", "A")
+	checkS(t, LedgerKey("ORDER#1"), "SK", "L")
+}
+
+func checkS(t *testing.T, m map[string]types.AttributeValue, name, want string) {
+	t.Helper()
+	if v, ok := m[name].(*types.AttributeValueMemberS); !ok || v.Value != want {
+		t.Errorf("%s = %#v, want S %q", name, m[name], want)
+	}
+}
+
+func checkN(t *testing.T, m map[string]types.AttributeValue, name, want string) {
+	t.Helper()
+	if v, ok := m[name].(*types.AttributeValueMemberN); !ok || v.Value != want {
+		t.Errorf("%s = %#v, want N %q", name, m[name], want)
+	}
+}

@@ -1,0 +1,337 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/tributary/tributary/internal/emf"
+)
+
+// BatchHandler applies a batch of changes, in order.
+//
+// HandleBatch returns nil when every change is applied durably. Otherwise,
+// when the error is or wraps a *BatchError, every change before its Index is
+// applied and the change at Index failed; any other error claims nothing, as
+// if the first change had failed. Applying a change twice must be harmless:
+// Lambda redelivers whatever follows a reported failure.
+type BatchHandler interface {
+	HandleBatch(ctx context.Context, changes []Change) error
+}
+
+// BatchHandlerFunc adapts a function to a BatchHandler.
+type BatchHandlerFunc func(ctx context.Context, changes []Change) error
+
+// HandleBatch calls f(ctx, changes).
+func (f BatchHandlerFunc) HandleBatch(ctx context.Context, changes []Change) error {
+	return f(ctx, changes)
+}
+
+// Sequential makes a BatchHandler from a per-change Handler: changes are
+// handled one at a time, in order, and the first failure (a returned error,
+// or a panic, which becomes a *PanicError) stops the batch there.
+func Sequential(h Handler) BatchHandler {
+	return BatchHandlerFunc(func(ctx context.Context, changes []Change) error {
+		for i := range changes {
+			if err := handleOne(ctx, h, changes[i]); err != nil {
+				return &BatchError{Index: i, Err: err}
+			}
+		}
+		return nil
+	})
+}
+
+func handleOne(ctx context.Context, h Handler, c Change) (err error) {
+	defer recoverInto(&err)
+	return h.Handle(ctx, c)
+}
+
+// PermanentPolicy says what the processor does with a permanent failure (a
+// record that cannot be decoded, an item a projection rejects).
+type PermanentPolicy uint8
+
+const (
+	// ReportPermanent reports the record as the batch's failure, like any
+	// other: the event source mapping's bounded retries and bisection isolate
+	// it and its on-failure destination keeps it for redrive. Records before
+	// it are applied. This is the default.
+	ReportPermanent PermanentPolicy = iota
+	// SkipPermanent logs the record with its position, counts it as failed
+	// and goes on with the rest of the batch.
+	SkipPermanent
+)
+
+// Config configures a Processor. The zero value works.
+type Config struct {
+	// Options configures decoding.
+	Options Options
+	// Permanent is the policy for permanent failures.
+	Permanent PermanentPolicy
+	// Logger receives structured logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics receives CloudWatch embedded-metric-format lines, one set per
+	// batch; nil writes none.
+	Metrics io.Writer
+	// Namespace is the metrics namespace. Default "Tributary".
+	Namespace string
+	// Function names the function in metric dimensions. Default: the Lambda
+	// function name from the environment, or "local".
+	Function string
+}
+
+// Processor runs Lambda stream events through a BatchHandler with Lambda's
+// partial-batch semantics. It implements lambda.Handler, so a main can pass
+// it to lambda.Start and the event is decoded once, from its bytes.
+type Processor struct {
+	h      BatchHandler
+	cfg    Config
+	source Source
+	decode func([]byte, Options) ([]Change, error)
+}
+
+// NewStreamsProcessor returns a Processor for Lambda DynamoDB Streams events.
+func NewStreamsProcessor(h BatchHandler, cfg Config) *Processor {
+	return newProcessor(h, cfg, SourceStreams, DecodeStreamsEvent)
+}
+
+// NewKinesisProcessor returns a Processor for Lambda Kinesis events carrying
+// DynamoDB change records.
+func NewKinesisProcessor(h BatchHandler, cfg Config) *Processor {
+	return newProcessor(h, cfg, SourceKinesis, DecodeKinesisEvent)
+}
+
+func newProcessor(h BatchHandler, cfg Config, src Source, decode func([]byte, Options) ([]Change, error)) *Processor {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "Tributary"
+	}
+	if cfg.Function == "" {
+		cfg.Function = lambdacontext.FunctionName
+	}
+	if cfg.Function == "" {
+		cfg.Function = "local"
+	}
+	return &Processor{h: h, cfg: cfg, source: src, decode: decode}
+}
+
+// Result is what one batch came to.
+type Result struct {
+	// Records is how many records the event held.
+	Records int
+	// Applied is how many were handled successfully (skipped ones included).
+	Applied int
+	// Failed lists the records that failed, in order: the first stopped the
+	// batch (unless skipped under SkipPermanent).
+	Failed []Failure
+	// Report is the sequence number to report to Lambda as the batch item
+	// failure, or "" when the whole batch is done.
+	Report string
+}
+
+// Failure is one failed record.
+type Failure struct {
+	Index          int
+	SequenceNumber string
+	EntityType     string
+	Err            error
+	Skipped        bool // skipped under SkipPermanent rather than reported
+}
+
+// Invoke implements lambda.Handler: it decodes the event, processes it and
+// returns the partial batch response for the event's source. An error is
+// returned only when the payload cannot be read as an event at all, so that
+// Lambda retries (and bisects) the whole batch.
+func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	res, err := p.Process(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	return p.Response(res)
+}
+
+// Response renders a result as the source's partial batch response:
+// events.DynamoDBEventResponse or events.KinesisEventResponse.
+func (p *Processor) Response(res Result) ([]byte, error) {
+	if p.source == SourceKinesis {
+		r := events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}
+		if res.Report != "" {
+			r.BatchItemFailures = append(r.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: res.Report})
+		}
+		return json.Marshal(r)
+	}
+	r := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	if res.Report != "" {
+		r.BatchItemFailures = append(r.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: res.Report})
+	}
+	return json.Marshal(r)
+}
+
+// Process decodes a Lambda event and applies its records in order. Records
+// up to the first failure are applied; the failure's sequence number is
+// Result.Report. The error is non-nil only for a payload that is not an event.
+func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error) {
+	start := time.Now()
+	log := p.cfg.Logger
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		log = log.With(slog.String("requestId", lc.AwsRequestID))
+	}
+	changes, err := p.decode(payload, p.cfg.Options)
+	var bad []*RecordError
+	if err != nil {
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			log.LogAttrs(ctx, slog.LevelError, "event cannot be decoded", slog.String("source", p.source.String()),
+				slog.Int("bytes", len(payload)), slog.String("error", err.Error()))
+			return Result{}, err
+		}
+		bad = de.Records
+	}
+	res := Result{Records: len(changes) + len(bad)}
+	stats := newBatchStats()
+	for i := range changes {
+		stats.add(changes[i].EntityType(), "Records")
+	}
+
+	// Undecodable records: skipped, or the batch stops at the first of them.
+	stop := len(changes)
+	var stopFailure *Failure
+	for _, rb := range bad {
+		f := Failure{Index: rb.Index, SequenceNumber: rb.SequenceNumber, Err: rb, EntityType: "(undecodable)"}
+		stats.add(f.EntityType, "Records")
+		if p.cfg.Permanent == SkipPermanent {
+			f.Skipped = true
+			res.Failed = append(res.Failed, f)
+			stats.add(f.EntityType, "Failed")
+			p.logFailure(ctx, log, f)
+			continue
+		}
+		stop = sort.Search(len(changes), func(i int) bool { return changes[i].Position.Index > rb.Index })
+		stopFailure = &f
+		break
+	}
+
+	rest := changes[:stop]
+	var handlerFailure *Failure
+	for len(rest) > 0 {
+		err := p.handle(ctx, rest)
+		if err == nil {
+			res.Applied += len(rest)
+			break
+		}
+		idx := 0
+		var be *BatchError
+		if errors.As(err, &be) && be.Index >= 0 && be.Index < len(rest) {
+			idx, err = be.Index, be.Err
+		}
+		c := &rest[idx]
+		f := Failure{Index: c.Position.Index, SequenceNumber: c.Position.SequenceNumber, EntityType: c.EntityType(), Err: err}
+		res.Applied += idx
+		if p.cfg.Permanent == SkipPermanent && errors.Is(err, ErrPermanent) {
+			f.Skipped = true
+			res.Failed = append(res.Failed, f)
+			stats.add(f.EntityType, "Failed")
+			p.logFailure(ctx, log, f)
+			rest = rest[idx+1:]
+			continue
+		}
+		handlerFailure = &f
+		break
+	}
+	if handlerFailure != nil {
+		stopFailure = handlerFailure
+	}
+	if stopFailure != nil {
+		res.Failed = append(res.Failed, *stopFailure)
+		res.Report = stopFailure.SequenceNumber
+		stats.add(stopFailure.EntityType, "Failed")
+		p.logFailure(ctx, log, *stopFailure)
+		if res.Report == "" {
+			// Without a sequence number the record cannot be named: fail the
+			// whole invocation so that Lambda retries and bisects it.
+			return res, &RecordError{Index: stopFailure.Index, Err: stopFailure.Err}
+		}
+	}
+	p.emit(ctx, log, stats, res, time.Since(start))
+	return res, nil
+}
+
+// handle calls the batch handler, turning a panic into a failure of the
+// batch's first change.
+func (p *Processor) handle(ctx context.Context, changes []Change) (err error) {
+	defer recoverInto(&err)
+	return p.h.HandleBatch(ctx, changes)
+}
+
+func (p *Processor) logFailure(ctx context.Context, log *slog.Logger, f Failure) {
+	msg := "record failed; batch stops here"
+	if f.Skipped {
+		msg = "record failed permanently; skipped"
+	}
+	log.LogAttrs(ctx, slog.LevelError, msg,
+		slog.String("source", p.source.String()),
+		slog.Int("index", f.Index),
+		slog.String("seq", f.SequenceNumber),
+		slog.String("entityType", f.EntityType),
+		slog.Bool("permanent", errors.Is(f.Err, ErrPermanent)),
+		slog.String("error", f.Err.Error()))
+}
+
+// batchStats counts records per entity type for the metrics.
+type batchStats map[string]map[string]float64
+
+func newBatchStats() batchStats { return batchStats{} }
+
+func (s batchStats) add(entityType, metric string) {
+	if entityType == "" {
+		entityType = "(none)"
+	}
+	m := s[entityType]
+	if m == nil {
+		m = map[string]float64{"Records": 0, "Failed": 0}
+		s[entityType] = m
+	}
+	m[metric]++
+}
+
+func (p *Processor) emit(ctx context.Context, log *slog.Logger, stats batchStats, res Result, d time.Duration) {
+	log.LogAttrs(ctx, slog.LevelInfo, "batch done",
+		slog.String("source", p.source.String()),
+		slog.Int("records", res.Records),
+		slog.Int("applied", res.Applied),
+		slog.Int("failed", len(res.Failed)),
+		slog.String("report", res.Report),
+		slog.Duration("duration", d))
+	if p.cfg.Metrics == nil {
+		return
+	}
+	now := time.Now()
+	types := make([]string, 0, len(stats))
+	for t := range stats {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		set := emf.New(p.cfg.Namespace, map[string]string{"Function": p.cfg.Function, "EntityType": t})
+		for name, v := range stats[t] {
+			set.Add(name, emf.Count, v)
+		}
+		if _, err := set.WriteTo(p.cfg.Metrics, now); err != nil {
+			log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
+		}
+	}
+	set := emf.New(p.cfg.Namespace, map[string]string{"Function": p.cfg.Function})
+	set.Add("BatchDuration", emf.Milliseconds, float64(d.Microseconds())/1000)
+	set.Add("BatchRecords", emf.Count, float64(res.Records))
+	if _, err := set.WriteTo(p.cfg.Metrics, now); err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
+	}
+}

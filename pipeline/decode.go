@@ -1,0 +1,583 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Options configures decoding. The zero value is ready to use.
+type Options struct {
+	// TypeAttribute names the attribute holding an item's entity type.
+	// Default "EntityType".
+	TypeAttribute string
+	// VersionAttribute names the attribute holding an item's version number.
+	// Default "version".
+	VersionAttribute string
+	// KeyAttributes names the table's key attributes, used where a source
+	// gives whole items but no keys (full export lines). Default PK, SK.
+	KeyAttributes []string
+	// MaxRecordBytes rejects a record whose JSON is larger. Default 1 MiB:
+	// a DynamoDB item is at most 400 KB, so a record with both images fits.
+	MaxRecordBytes int
+}
+
+// Defaults for Options.
+const (
+	DefaultTypeAttribute    = "EntityType"
+	DefaultVersionAttribute = "version"
+	DefaultMaxRecordBytes   = 1 << 20
+)
+
+func (o Options) withDefaults() Options {
+	if o.TypeAttribute == "" {
+		o.TypeAttribute = DefaultTypeAttribute
+	}
+	if o.VersionAttribute == "" {
+		o.VersionAttribute = DefaultVersionAttribute
+	}
+	if len(o.KeyAttributes) == 0 {
+		o.KeyAttributes = []string{"PK", "SK"}
+	}
+	if o.MaxRecordBytes <= 0 {
+		o.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	return o
+}
+
+// RecordError is one record that could not be decoded. The rest of its batch
+// decodes normally. It is permanent: retrying cannot fix it.
+type RecordError struct {
+	Index          int    // place in the batch, from 0
+	SequenceNumber string // when the record's sequence number could be read
+	EventID        string // when it could be read
+	Err            error  // usually a *FieldError
+}
+
+func (e *RecordError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "record %d", e.Index)
+	if e.SequenceNumber != "" || e.EventID != "" {
+		b.WriteString(" (")
+		if e.SequenceNumber != "" {
+			b.WriteString("seq ")
+			b.WriteString(e.SequenceNumber)
+		}
+		if e.EventID != "" {
+			if e.SequenceNumber != "" {
+				b.WriteString(", ")
+			}
+			b.WriteString("event ")
+			b.WriteString(e.EventID)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// Is makes every RecordError match ErrPermanent.
+func (e *RecordError) Is(target error) bool { return target == ErrPermanent }
+
+// DecodeError lists the records of a batch that could not be decoded. A
+// decoder returns it together with every record that did decode.
+type DecodeError struct {
+	Records []*RecordError
+}
+
+func (e *DecodeError) Error() string {
+	if len(e.Records) == 1 {
+		return "pipeline: " + e.Records[0].Error()
+	}
+	return fmt.Sprintf("pipeline: %d records could not be decoded; first: %v", len(e.Records), e.Records[0])
+}
+
+// Unwrap returns the record errors, for errors.Is and errors.As.
+func (e *DecodeError) Unwrap() []error {
+	out := make([]error, len(e.Records))
+	for i, r := range e.Records {
+		out[i] = r
+	}
+	return out
+}
+
+// DecodeStreamsEvent decodes a Lambda DynamoDB Streams event
+// ({"Records":[...]}) straight from its bytes into Changes, in record order.
+//
+// A record that is valid JSON but not a valid change is left out of the result
+// and reported in a *DecodeError, with its index and sequence number, while
+// every other record is returned: one bad record never hides the good ones.
+// A payload that is not valid JSON, or not an event, gives no changes and a
+// plain error.
+func DecodeStreamsEvent(data []byte, opts Options) ([]Change, error) {
+	d := newDec(opts)
+	return d.event(data, d.streamsRecord)
+}
+
+// DecodeKinesisEvent decodes a Lambda Kinesis event whose records carry
+// DynamoDB change records, as DynamoDB's Kinesis streaming destination writes
+// them (base64 JSON, no DynamoDB sequence number, millisecond or microsecond
+// times). Position.SequenceNumber is the Kinesis sequence number, which
+// Lambda's partial batch response names. Errors are as for DecodeStreamsEvent.
+func DecodeKinesisEvent(data []byte, opts Options) ([]Change, error) {
+	d := newDec(opts)
+	return d.event(data, d.kinesisRecord)
+}
+
+// DecodeStreamsAPIResponse decodes the JSON body of a DynamoDB Streams
+// GetRecords response ({"Records":[...],"NextShardIterator":...}) as it is
+// captured from the API. stream and shard fill in the Position, which the body
+// does not carry. Errors are as for DecodeStreamsEvent.
+func DecodeStreamsAPIResponse(data []byte, stream, shard string, opts Options) ([]Change, error) {
+	d := newDec(opts)
+	changes, err := d.event(data, d.streamsRecord)
+	for i := range changes {
+		if changes[i].Position.Stream == "" {
+			changes[i].Position.Stream = stream
+		}
+		changes[i].Position.Shard = shard
+	}
+	return changes, err
+}
+
+type recordFunc func(c *Change) (seq, id string)
+
+// event reads {"Records":[...]} and decodes each record with rec.
+func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
+	s := &d.s
+	s.reset(data)
+	if c := s.peek(); c != '{' {
+		if c == 0 {
+			return nil, errors.New("pipeline: event is empty")
+		}
+		return nil, fmt.Errorf("pipeline: event: want a JSON object, got %s", s.kind())
+	}
+	var (
+		changes []Change
+		bad     []*RecordError
+		seen    bool
+	)
+	s.pos++
+	for n := 0; s.next('}', &n); {
+		k := s.key()
+		if string(k) != "Records" {
+			s.skip()
+			continue
+		}
+		seen = true
+		if s.isNull() {
+			continue
+		}
+		if s.peek() != '[' {
+			return nil, fmt.Errorf("pipeline: event: Records: want array, got %s", s.kind())
+		}
+		s.pos++
+		changes = make([]Change, 0, estimateRecords(len(data)))
+		for i := 0; s.next(']', &i); {
+			idx := i - 1
+			start := s.pos
+			changes = append(changes, Change{})
+			c := &changes[len(changes)-1]
+			c.Position.Index = idx
+			d.recErr = nil
+			d.path = d.path[:0]
+			seq, id := rec(c)
+			if s.err != nil {
+				break
+			}
+			if d.recErr == nil && s.pos-start > d.opts.MaxRecordBytes {
+				d.recErr = &FieldError{Msg: fmt.Sprintf("record is %d bytes, over the limit of %d", s.pos-start, d.opts.MaxRecordBytes)}
+			}
+			if d.recErr != nil {
+				bad = append(bad, &RecordError{Index: idx, SequenceNumber: seq, EventID: id, Err: d.recErr})
+				changes = changes[:len(changes)-1]
+			}
+		}
+	}
+	s.end()
+	if s.err != nil {
+		return nil, fmt.Errorf("pipeline: event: %w", s.err)
+	}
+	if !seen {
+		return nil, errors.New("pipeline: event: no Records member")
+	}
+	if bad != nil {
+		return changes, &DecodeError{Records: bad}
+	}
+	return changes, nil
+}
+
+// estimateRecords guesses a batch's record count from its size, to size the
+// result slice once.
+func estimateRecords(n int) int {
+	e := n/1200 + 1
+	if e > 10000 {
+		e = 10000
+	}
+	return e
+}
+
+func (d *dec) member(k []byte) { d.path = append(d.path[:0], pathElem{name: k}) }
+
+// streamsRecord reads one DynamoDB Streams record (Lambda event or API form).
+func (d *dec) streamsRecord(c *Change) (seq, id string) {
+	s := &d.s
+	if s.peek() != '{' {
+		d.semantic("record: want object, got %s", s.kind())
+		s.skip()
+		return "", ""
+	}
+	s.pos++
+	c.Position.Source = SourceStreams
+	var (
+		name     string
+		hasDDB   bool
+		viewType string
+	)
+	for n := 0; s.next('}', &n); {
+		k := s.key()
+		switch string(k) {
+		case "eventID":
+			d.member(k)
+			id = d.optString()
+			c.EventID = id
+		case "eventName":
+			d.member(k)
+			name = d.optString()
+		case "awsRegion":
+			d.member(k)
+			c.Region = d.optString()
+		case "eventSourceARN":
+			d.member(k)
+			c.Position.Stream = d.optString()
+			c.Table = tableFromStreamARN(c.Position.Stream)
+		case "userIdentity":
+			d.member(k)
+			c.TTL = d.userIdentity()
+		case "dynamodb":
+			d.member(k)
+			hasDDB = true
+			seq, viewType = d.streamRecord(c, Second)
+		default:
+			s.skip()
+		}
+	}
+	d.path = d.path[:0]
+	if s.err != nil || d.recErr != nil {
+		return seq, id
+	}
+	if !hasDDB {
+		d.semantic("dynamodb: missing")
+		return seq, id
+	}
+	if seq == "" {
+		d.path = append(d.path, pathElem{name: []byte("dynamodb")}, pathElem{name: []byte("SequenceNumber")})
+		d.semantic("missing")
+		return seq, id
+	}
+	c.Position.SequenceNumber = seq
+	d.finish(c, name, viewType, "dynamodb")
+	return seq, id
+}
+
+// streamRecord reads the "dynamodb" object. unit is the time unit of
+// ApproximateCreationDateTime when the record does not say.
+func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
+	s := &d.s
+	if s.peek() != '{' {
+		d.semantic("want object, got %s", s.kind())
+		s.skip()
+		return "", ""
+	}
+	s.pos++
+	var rawTime []byte
+	var precision string
+	for n := 0; s.next('}', &n); {
+		k := s.key()
+		d.push(k)
+		switch string(k) {
+		case "Keys":
+			c.Keys = d.item(0)
+		case "NewImage":
+			if !s.isNull() {
+				c.New = d.item(0)
+			}
+		case "OldImage":
+			if !s.isNull() {
+				c.Old = d.item(0)
+			}
+		case "SequenceNumber":
+			seq = d.optString()
+			if seq != "" && !allDigits(seq) {
+				d.semantic("%q is not a sequence number", seq)
+			}
+		case "SizeBytes":
+			if s.peek() == '"' || s.peek() == '{' || s.peek() == '[' {
+				d.semantic("want number, got %s", s.kind())
+				s.skip()
+			} else if !s.isNull() {
+				v, ok := s.int64()
+				if !ok || v < 0 {
+					d.semantic("want a non-negative integer")
+				}
+				c.SizeBytes = v
+			}
+		case "StreamViewType":
+			viewType = d.optString()
+		case "ApproximateCreationDateTime":
+			if s.peek() == '"' || s.peek() == '{' || s.peek() == '[' || s.peek() == 't' || s.peek() == 'f' {
+				d.semantic("want number, got %s", s.kind())
+				s.skip()
+			} else if !s.isNull() {
+				rawTime = append(rawTime[:0], s.number()...)
+			}
+		case "ApproximateCreationDateTimePrecision":
+			precision = d.optString()
+		default:
+			s.skip()
+		}
+		d.pop()
+	}
+	if s.err != nil || d.recErr != nil {
+		return seq, viewType
+	}
+	switch precision {
+	case "", "MILLISECOND", "MICROSECOND":
+	default:
+		d.semanticAt(d.pathString()+".ApproximateCreationDateTimePrecision", fmt.Sprintf("unknown precision %q", precision))
+		return seq, viewType
+	}
+	if rawTime != nil {
+		d.push([]byte("ApproximateCreationDateTime"))
+		d.setTime(c, rawTime, unit, precision)
+		d.pop()
+	}
+	return seq, viewType
+}
+
+// setTime interprets ApproximateCreationDateTime. Streams gives epoch seconds
+// (an integer from Lambda, possibly fractional from the API); Kinesis gives
+// milliseconds, or microseconds when the precision says MICROSECOND.
+func (d *dec) setTime(c *Change, raw []byte, unit Precision, precision string) {
+	if unit == Second {
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || f < 0 || f > 1e11 {
+			d.semantic("%s is not an epoch time in seconds", raw)
+			return
+		}
+		sec, frac := math.Modf(f)
+		c.Time = time.Unix(int64(sec), int64(math.Round(frac*1e3))*int64(time.Millisecond)).UTC()
+		c.Precision = Second
+		if frac != 0 {
+			c.Precision = Millisecond
+		}
+		return
+	}
+	v, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || v < 0 {
+		d.semantic("%s is not a non-negative integer epoch time", raw)
+		return
+	}
+	switch precision {
+	case "MICROSECOND":
+		c.Time, c.Precision = time.UnixMicro(v).UTC(), Microsecond
+	default:
+		// Without a stated precision, 16 digits can only be microseconds.
+		if precision == "" && v >= 1e15 {
+			c.Time, c.Precision = time.UnixMicro(v).UTC(), Microsecond
+		} else {
+			c.Time, c.Precision = time.UnixMilli(v).UTC(), Millisecond
+		}
+	}
+}
+
+// finish checks the record's event name and images and fills in the fields
+// derived from the images.
+func (d *dec) finish(c *Change, name, viewType, ddb string) {
+	switch name {
+	case "INSERT":
+		c.Kind = Insert
+	case "MODIFY":
+		c.Kind = Modify
+	case "REMOVE":
+		c.Kind = Remove
+	case "":
+		d.semanticAt("eventName", "missing")
+		return
+	default:
+		d.semanticAt("eventName", fmt.Sprintf("unknown event name %q", name))
+		return
+	}
+	if len(c.Keys) == 0 {
+		d.semanticAt(ddb+".Keys", "missing")
+		return
+	}
+	newView := viewType == "NEW_IMAGE" || viewType == "NEW_AND_OLD_IMAGES"
+	switch {
+	case c.Kind != Remove && c.New == nil && newView:
+		d.semanticAt(ddb+".NewImage", fmt.Sprintf("missing from %s with StreamViewType %s", name, viewType))
+		return
+	case c.Kind == Remove && c.New != nil:
+		d.semanticAt(ddb+".NewImage", "present on REMOVE")
+		return
+	case c.Kind == Insert && c.Old != nil:
+		d.semanticAt(ddb+".OldImage", "present on INSERT")
+		return
+	}
+	d.derive(c, ddb)
+}
+
+func (d *dec) semanticAt(path, msg string) {
+	if d.recErr == nil {
+		d.recErr = &FieldError{Path: path, Msg: msg}
+	}
+}
+
+// derive reads the entity types and the version from the images.
+func (d *dec) derive(c *Change, prefix string) {
+	var ok bool
+	if c.OldType, ok = d.entityType(c.Old, prefix+".OldImage"); !ok {
+		return
+	}
+	if c.NewType, ok = d.entityType(c.New, prefix+".NewImage"); !ok {
+		return
+	}
+	img, where := c.New, prefix+".NewImage"
+	if img == nil {
+		img, where = c.Old, prefix+".OldImage"
+	}
+	av, present := img[d.opts.VersionAttribute]
+	if !present {
+		return
+	}
+	where += "." + d.opts.VersionAttribute
+	n, isN := av.(*types.AttributeValueMemberN)
+	if !isN {
+		d.semanticAt(where, "version attribute must be a number, got "+typeName(av))
+		return
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil || v < 0 {
+		d.semanticAt(where+".N", fmt.Sprintf("version %q is not a non-negative integer", n.Value))
+		return
+	}
+	c.Version, c.HasVersion = v, true
+}
+
+func (d *dec) entityType(img Item, where string) (string, bool) {
+	if img == nil {
+		return "", true
+	}
+	av, ok := img[d.opts.TypeAttribute]
+	if !ok {
+		return "", true
+	}
+	s, isS := av.(*types.AttributeValueMemberS)
+	if !isS {
+		d.semanticAt(where+"."+d.opts.TypeAttribute, "entity type must be a string, got "+typeName(av))
+		return "", false
+	}
+	return s.Value, true
+}
+
+// typeName names an attribute value's DynamoDB type.
+func typeName(av types.AttributeValue) string {
+	switch av.(type) {
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	}
+	return fmt.Sprintf("%T", av)
+}
+
+// optString reads a string, or null as "", recording a field error for any
+// other kind of value.
+func (d *dec) optString() string {
+	s := &d.s
+	switch s.peek() {
+	case '"':
+		return s.str()
+	case 'n':
+		s.literal()
+		return ""
+	}
+	d.semantic("want string, got %s", s.kind())
+	s.skip()
+	return ""
+}
+
+// userIdentity reads the userIdentity member and reports whether it marks a
+// TTL deletion.
+func (d *dec) userIdentity() bool {
+	s := &d.s
+	if s.isNull() {
+		return false
+	}
+	if s.peek() != '{' {
+		d.semantic("want object, got %s", s.kind())
+		s.skip()
+		return false
+	}
+	s.pos++
+	var typ, principal string
+	for n := 0; s.next('}', &n); {
+		k := s.key()
+		switch string(k) {
+		case "type", "Type": // Lambda spells it type, the Streams API Type
+			typ = d.optString()
+		case "principalId", "PrincipalId":
+			principal = d.optString()
+		default:
+			s.skip()
+		}
+	}
+	return typ == "Service" && principal == "dynamodb.amazonaws.com"
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// tableFromStreamARN returns the table name in a stream ARN
+// (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME/stream/LABEL), or "".
+func tableFromStreamARN(arn string) string {
+	_, rest, ok := strings.Cut(arn, ":table/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name
+}

@@ -1,0 +1,206 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Handler handles one change.
+type Handler interface {
+	Handle(ctx context.Context, c Change) error
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, c Change) error
+
+// Handle calls f(ctx, c).
+func (f HandlerFunc) Handle(ctx context.Context, c Change) error { return f(ctx, c) }
+
+// UnknownPolicy says what to do with a change whose image has no entity type,
+// or a type nothing is registered for.
+type UnknownPolicy uint8
+
+const (
+	// SkipUnknown skips such images, counts them and logs the item's key.
+	SkipUnknown UnknownPolicy = iota
+	// FailUnknown fails the change with a permanent *UnknownTypeError.
+	FailUnknown
+)
+
+// Mux routes changes to the values registered for their entity types: a
+// handler, or a projection. Register everything before use; routing is then
+// safe for concurrent use.
+type Mux[H any] struct {
+	// Policy applies to images whose type is missing or unregistered.
+	Policy UnknownPolicy
+	// Logger receives the skip lines; nil means slog.Default().
+	Logger *slog.Logger
+
+	routes  map[string][]H
+	ignored map[string]bool
+
+	mu      sync.Mutex
+	skipped map[string]int64
+}
+
+// NewMux returns an empty Mux with the SkipUnknown policy.
+func NewMux[H any]() *Mux[H] {
+	return &Mux[H]{routes: map[string][]H{}, ignored: map[string]bool{}, skipped: map[string]int64{}}
+}
+
+// Register routes images of entityType to h, after those registered before.
+// It panics on an empty type: that is a wiring mistake.
+func (m *Mux[H]) Register(entityType string, h H) {
+	if entityType == "" {
+		panic("pipeline: Register with an empty entity type")
+	}
+	m.routes[entityType] = append(m.routes[entityType], h)
+}
+
+// Ignore declares entityType as known but not routed anywhere: its images are
+// skipped without a log line under either policy.
+func (m *Mux[H]) Ignore(entityType string) { m.ignored[entityType] = true }
+
+// Has reports whether anything is registered for entityType.
+func (m *Mux[H]) Has(entityType string) bool {
+	_, ok := m.routes[entityType]
+	return ok
+}
+
+// Types returns the registered entity types, sorted.
+func (m *Mux[H]) Types() []string {
+	out := make([]string, 0, len(m.routes))
+	for t := range m.routes {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns what is registered for an image's entity type. An image with
+// a missing or unregistered type gets nothing under SkipUnknown (counted and
+// logged), and an *UnknownTypeError under FailUnknown. A nil image has no
+// routes and no error.
+func (m *Mux[H]) Lookup(ctx context.Context, c *Change, img Item, entityType string) ([]H, error) {
+	if img == nil {
+		return nil, nil
+	}
+	if hs, ok := m.routes[entityType]; ok {
+		return hs, nil
+	}
+	if entityType != "" && m.ignored[entityType] {
+		m.count(entityType)
+		return nil, nil
+	}
+	if m.Policy == FailUnknown {
+		return nil, &UnknownTypeError{Type: entityType, Key: KeyString(c.Keys)}
+	}
+	m.count(entityType)
+	log := m.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	msg := "skipping change: no handler for entity type"
+	if entityType == "" {
+		msg = "skipping change: item has no entity type"
+	}
+	log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("entityType", entityType),
+		slog.String("key", KeyString(c.Keys)), slog.String("seq", c.Position.SequenceNumber))
+	return nil, nil
+}
+
+func (m *Mux[H]) count(entityType string) {
+	if entityType == "" {
+		entityType = "(none)"
+	}
+	m.mu.Lock()
+	m.skipped[entityType]++
+	m.mu.Unlock()
+}
+
+// Skipped returns how many images were skipped per entity type ("(none)" for
+// a missing type) since the Mux was made.
+func (m *Mux[H]) Skipped() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.skipped))
+	for k, v := range m.skipped {
+		out[k] = v
+	}
+	return out
+}
+
+// Dispatch returns a Handler that routes each change through m. A change
+// whose old and new images have different entity types goes to both: the old
+// type's handlers get it as a removal of the old image (retract), the new
+// type's as an insertion of the new one (apply). A panic in a handler becomes
+// a *PanicError.
+func Dispatch(m *Mux[Handler]) Handler {
+	return HandlerFunc(func(ctx context.Context, c Change) (err error) {
+		defer recoverInto(&err)
+		if c.Old != nil && c.New != nil && c.OldType != c.NewType {
+			olds, err := m.Lookup(ctx, &c, c.Old, c.OldType)
+			if err != nil {
+				return err
+			}
+			news, err := m.Lookup(ctx, &c, c.New, c.NewType)
+			if err != nil {
+				return err
+			}
+			retract, apply := c, c
+			retract.Kind, retract.New, retract.NewType = Remove, nil, ""
+			apply.Kind, apply.Old, apply.OldType = Insert, nil, ""
+			for _, h := range olds {
+				if err := h.Handle(ctx, retract); err != nil {
+					return err
+				}
+			}
+			for _, h := range news {
+				if err := h.Handle(ctx, apply); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		hs, err := m.Lookup(ctx, &c, c.Image(), c.EntityType())
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if err := h.Handle(ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func recoverInto(err *error) {
+	if r := recover(); r != nil {
+		*err = &PanicError{Value: r, Stack: debug.Stack()}
+	}
+}
+
+// KeyString renders an item's keys for logs and errors: name=value pairs in
+// name order, e.g. "PK=USER#u42 SK=ORDER#2026-11-30#o1".
+func KeyString(keys Item) string {
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, k := range names {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(scalarString(keys[k]))
+	}
+	return b.String()
+}

@@ -1,0 +1,843 @@
+#!/usr/bin/env python3
+"""Generates the pipeline decoder fixtures under pipeline/testdata/.
+
+Run from anywhere:  python3 pipeline/testdata/generate_fixtures.py
+The output is deterministic (no clocks, no randomness), so re-running it
+rewrites byte-identical files.  See README.md next to this script for what
+each file is and where its shape comes from.
+"""
+
+import base64
+import copy
+import gzip
+import hashlib
+import json
+import os
+import re
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+REGION = "eu-west-1"
+ACCOUNT = "111122223333"
+STREAM_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/app/stream/2026-11-01T00:00:00.000"
+KINESIS_ARN = f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/app-changes"
+INVOKE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/tributary-kinesis-consumer"
+TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+T_1015 = 1796033700  # 2026-11-30T10:15:00Z
+T_MIDNIGHT = 1795996800  # 2026-11-30T00:00:00Z
+
+
+# --------------------------------------------------------------------------
+# helpers
+
+
+def S(v):
+    return {"S": v}
+
+
+def N(v):
+    return {"N": v}
+
+
+def sort_image(img):
+    """Sorts attribute names (recursively into M) so sorted re-encoding round-trips."""
+    def fix(av):
+        if "M" in av and isinstance(av["M"], dict):
+            return {"M": {k: fix(av["M"][k]) for k in sorted(av["M"])}}
+        if "L" in av and isinstance(av["L"], list):
+            return {"L": [fix(x) for x in av["L"]]}
+        return av
+    return {k: fix(img[k]) for k in sorted(img)}
+
+
+def keys_of(img):
+    return {"PK": img["PK"], "SK": img["SK"]}
+
+
+def av_size(av):
+    """Rough DynamoDB size of one attribute value, in bytes."""
+    t, v = next(iter(av.items()))
+    if t == "S":
+        return len(v.encode()) if isinstance(v, str) else 8
+    if t == "N":
+        return (len(str(v).replace("-", "").replace(".", "")) + 1) // 2 + 1
+    if t == "B":
+        return len(v) * 3 // 4
+    if t in ("SS", "NS", "BS"):
+        return sum(av_size({t[0]: x}) for x in v)
+    if t == "M":
+        return 3 + sum(len(k.encode()) + 1 + av_size(x) for k, x in v.items())
+    if t == "L":
+        return 3 + sum(1 + av_size(x) for x in v)
+    return 1
+
+
+def image_size(img):
+    return sum(len(k.encode()) + av_size(v) for k, v in (img or {}).items())
+
+
+def record_size(keys, new=None, old=None):
+    return image_size(keys) + image_size(new) + image_size(old)
+
+
+def hexid(seed):
+    return hashlib.md5(seed.encode()).hexdigest()
+
+
+def uuid_from(seed):
+    h = hashlib.sha1(seed.encode()).hexdigest()
+    return f"{h[0:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
+
+
+def partition_key(keys):
+    return hashlib.md5((keys["PK"]["S"] + "|" + keys["SK"]["S"]).encode()).hexdigest().upper()
+
+
+def write(rel, text, binary=False):
+    path = os.path.join(HERE, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(text if binary else text.encode("utf-8"))
+
+
+SCALAR_AV = re.compile(
+    r'\{\n\s*("(?:S|N|B|BOOL|NULL)": (?:"(?:[^"\\]|\\.)*"|true|false|-?[0-9.eE+]+))\n\s*\}')
+
+
+def pretty(obj):
+    """Indented JSON with scalar attribute values such as {"S": "x"} kept on one line."""
+    return SCALAR_AV.sub(r"{\1}", json.dumps(obj, indent=2, ensure_ascii=False)) + "\n"
+
+
+def compact_sorted(obj):
+    # Same bytes as Go's json.Marshal of map[string]any (keys sorted, no spaces,
+    # raw UTF-8) as long as strings contain no <, >, &, U+2028/2029 or \b \f.
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------
+# seed items
+
+
+def order(version=1, status="PENDING", **extra):
+    img = {
+        "PK": S("USER#u42"),
+        "SK": S("ORDER#2026-11-30#o1001"),
+        "EntityType": S("Order"),
+        "version": N(str(version)),
+        "orderId": S("o1001"),
+        "userId": S("u42"),
+        "status": S(status),
+        "total": N("120.50"),
+        "currency": S("EUR"),
+        "orderDate": S("2026-11-30"),
+        "itemCount": N("3"),
+    }
+    img.update(extra)
+    return sort_image(img)
+
+
+def player(version=7, rating="1834", **extra):
+    img = {
+        "PK": S("PLAYER#u8231"),
+        "SK": S("PROFILE"),
+        "EntityType": S("Player"),
+        "version": N(str(version)),
+        "handle": S("nightowl"),
+        "season": S("2026-Q2"),
+        "rating": N(rating),
+        "country": S("IE"),
+    }
+    img.update(extra)
+    return sort_image(img)
+
+
+def match(version=1, score="2150", result="WIN", **extra):
+    img = {
+        "PK": S("PLAYER#u8231"),
+        "SK": S("MATCH#2026-11-30T10:15:00Z#m77"),
+        "EntityType": S("Match"),
+        "version": N(str(version)),
+        "matchId": S("m77"),
+        "season": S("2026-Q2"),
+        "result": S(result),
+        "score": N(score),
+        "durationSeconds": N("1284"),
+        "opponent": S("PLAYER#u1907"),
+    }
+    img.update(extra)
+    return sort_image(img)
+
+
+def document(version=1, title="Q4 roadmap", **extra):
+    img = {
+        "PK": S("WS#acme"),
+        "SK": S("DOC#d1"),
+        "EntityType": S("Document"),
+        "version": N(str(version)),
+        "docId": S("d1"),
+        "title": S(title),
+        "ownerId": S("u42"),
+        "updatedAt": S("2026-11-30T10:15:00Z"),
+    }
+    img.update(extra)
+    return sort_image(img)
+
+
+def comment(cid="c9", version=1, ttl=T_MIDNIGHT, **extra):
+    img = {
+        "PK": S("WS#acme"),
+        "SK": S(f"DOC#d1#CMT#{cid}"),
+        "EntityType": S("Comment"),
+        "version": N(str(version)),
+        "commentId": S(cid),
+        "authorId": S("u8231"),
+        "body": S("Can we move the launch to Q1?"),
+        "createdAt": S("2026-11-23T09:12:44Z"),
+        "ttl": N(str(ttl)),
+    }
+    img.update(extra)
+    return sort_image(img)
+
+
+def cart_item(version=1, quantity="1", **extra):
+    img = {
+        "PK": S("CART#c5"),
+        "SK": S("ITEM#p3"),
+        "EntityType": S("CartItem"),
+        "version": N(str(version)),
+        "productId": S("p3"),
+        "quantity": N(quantity),
+        "unitPrice": N("19.99"),
+        "addedAt": S("2026-11-30T10:02:11Z"),
+    }
+    img.update(extra)
+    return sort_image(img)
+
+
+# --------------------------------------------------------------------------
+# Lambda DynamoDB Streams event records
+
+
+def stream_record(event_name, seq, t, new=None, old=None, keys=None, ttl=False,
+                  view="NEW_AND_OLD_IMAGES", seed=None, size=None):
+    keys = keys if keys is not None else keys_of(new or old)
+    ddb = {"ApproximateCreationDateTime": t, "Keys": sort_image(keys)}
+    if new is not None:
+        ddb["NewImage"] = new
+    if old is not None:
+        ddb["OldImage"] = old
+    ddb["SequenceNumber"] = seq
+    ddb["SizeBytes"] = size if size is not None else record_size(keys, new, old)
+    ddb["StreamViewType"] = view
+    rec = {
+        "eventID": hexid(seed or seq),
+        "eventName": event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": REGION,
+    }
+    if ttl:
+        rec["userIdentity"] = dict(TTL_IDENTITY)
+    rec["dynamodb"] = ddb
+    rec["eventSourceARN"] = STREAM_ARN
+    return rec
+
+
+SEQ = [
+    "4421584500000000017450439091",
+    "4421584600000000017450439211",
+    "4421584700000000017450439377",
+    "4421584800000000017450439502",
+]
+
+
+def build_streams():
+    recs = [
+        stream_record("INSERT", SEQ[0], T_1015, new=order(1, "PENDING")),
+        stream_record("MODIFY", SEQ[1], T_1015 + 42,
+                      new=order(2, "PAID", paidAt=S("2026-11-30T10:15:42Z"),
+                                paymentRef=S("pay_7Hq2Lx9c")),
+                      old=order(1, "PENDING")),
+        stream_record("REMOVE", SEQ[2], T_1015 + 97, old=player()),
+        stream_record("REMOVE", SEQ[3], T_1015 + 301, old=comment(), ttl=True),
+    ]
+    write("streams/event.json", pretty({"Records": recs}))
+
+
+def build_all_types():
+    esc_in = 'She said "hi" \\ C:\\tmp\\x\nline 2 caf@@E9@@ @@EMOJI@@ a@@SOL@@b\ttab'
+    img = {
+        "PK": S("WS#acme"),
+        "SK": S("DOC#d2"),
+        "EntityType": S("Document"),
+        "version": N("1"),
+        "title": S("Every attribute type"),
+        "emptyString": S(""),
+        "escaped": S(esc_in),
+        "unicode": S("Zoë Ærøskøbing – 東京 😀"),
+        "nInt": N("42"),
+        "nDecimal": N("120.50"),
+        "nNegative": N("-17.25"),
+        "nExponent": N("1E+2"),
+        "nSmall": N("0.000001"),
+        "n38Digits": N("12345678901234567890123456789012345678"),
+        "blob": {"B": base64.b64encode(b"\x00\x01\x02\xfe\xffTributary").decode()},
+        "stringSet": {"SS": ["blue", "green", "red"]},
+        "numberSet": {"NS": ["-3", "1", "1E+2", "2.5"]},
+        "binarySet": {"BS": [base64.b64encode(b"\x00\x01\x02").decode(),
+                             base64.b64encode(b"\xfa\xfb\xfc\xfd").decode()]},
+        "nested": {"M": {
+            "author": {"M": {
+                "name": S("Ada"),
+                "tags": {"L": [S("x"), N("1"), {"BOOL": True}]},
+            }},
+            "depth": N("2"),
+        }},
+        "mixedList": {"L": [
+            S("first"),
+            N("2"),
+            {"BOOL": False},
+            {"NULL": True},
+            {"M": {"k": S("v"), "n": N("3.5")}},
+            {"L": [S("inner"), {"SS": ["a", "b"]}]},
+            {"B": base64.b64encode(b"hi").decode()},
+        ]},
+        "nothing": {"NULL": True},
+        "yes": {"BOOL": True},
+        "no": {"BOOL": False},
+        "emptyList": {"L": []},
+        "emptyMap": {"M": {}},
+    }
+    img = sort_image(img)
+    rec = stream_record("INSERT", "4421585000000000017450440001", T_1015 + 600, new=img)
+    text = pretty({"Records": [rec]})
+    text = (text.replace("@@E9@@", "\\u00e9")
+                .replace("@@EMOJI@@", "\\ud83d\\ude00")
+                .replace("@@SOL@@", "\\/"))
+    write("streams/all-types.json", text)
+
+
+# --------------------------------------------------------------------------
+# DynamoDB -> Kinesis streaming destination payloads, Lambda Kinesis event
+
+
+def kinesis_payload(event_name, t_ms, new=None, old=None, ttl=False, seed="",
+                    precision=None, keys=None):
+    keys = keys if keys is not None else keys_of(new or old)
+    ddb = {"ApproximateCreationDateTime": t_ms, "Keys": sort_image(keys)}
+    if new is not None:
+        ddb["NewImage"] = new
+    if old is not None:
+        ddb["OldImage"] = old
+    ddb["SizeBytes"] = record_size(keys, new, old)
+    if precision:
+        ddb["ApproximateCreationDateTimePrecision"] = precision
+    return {
+        "awsRegion": REGION,
+        "eventID": uuid_from(seed + event_name + str(t_ms)),
+        "eventName": event_name,
+        "userIdentity": dict(TTL_IDENTITY) if ttl else None,
+        "recordFormat": "application/json",
+        "tableName": "app",
+        "dynamodb": ddb,
+        "eventSource": "aws:dynamodb",
+    }
+
+
+def encode_payload(payload):
+    raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return base64.b64encode(raw).decode()
+
+
+KSEQ_BASE = 49656632116218945776331460766507834718496431279652880386
+
+
+def kseq(i):
+    return str(KSEQ_BASE + i * 1208925819614629174706176)  # +2^80 per record
+
+
+def kinesis_record(data_b64, seq, arrival, pkey, shard="shardId-000000000000"):
+    return {
+        "kinesis": {
+            "kinesisSchemaVersion": "1.0",
+            "partitionKey": pkey,
+            "sequenceNumber": seq,
+            "data": data_b64,
+            "approximateArrivalTimestamp": arrival,
+        },
+        "eventSource": "aws:kinesis",
+        "eventVersion": "1.0",
+        "eventID": f"{shard}:{seq}",
+        "eventName": "aws:kinesis:record",
+        "invokeIdentityArn": INVOKE_ROLE,
+        "awsRegion": REGION,
+        "eventSourceARN": KINESIS_ARN,
+    }
+
+
+def kinesis_event(payloads, first_seq=0, arrivals=None):
+    recs = []
+    for i, p in enumerate(payloads):
+        keys = {k: v for k, v in p["dynamodb"]["Keys"].items()} if isinstance(p, dict) and "dynamodb" in p else None
+        pk = partition_key(keys) if keys else "9F2C3A7D51E04B8C86A1D2E3F4A5B6C7"
+        arr = arrivals[i] if arrivals else round(p["dynamodb"]["ApproximateCreationDateTime"] / 1000 + 0.412, 3)
+        recs.append(kinesis_record(encode_payload(p), kseq(first_seq + i), arr, pk))
+    return {"Records": recs}
+
+
+def build_kinesis():
+    t = (T_1015 + 900) * 1000  # 10:30:00.000Z in ms
+    ms_payloads = [
+        kinesis_payload("INSERT", t + 123, new=match(), seed="ms0"),
+        kinesis_payload("MODIFY", t + 5873, new=cart_item(2, "3"), old=cart_item(1, "1"), seed="ms1"),
+        kinesis_payload("REMOVE", t + 61207, old=comment("c10", ttl=T_MIDNIGHT + 3600,
+                                                            body=S("Typo in section 2.")),
+                        ttl=True, seed="ms2"),
+    ]
+    write("kinesis/event-ms.json", pretty(kinesis_event(ms_payloads, first_seq=0)))
+    write("kinesis/event-ms.payloads.json", pretty(ms_payloads))
+
+    t_us = (T_1015 + 1800) * 1000000 + 123456  # 10:45:00.123456Z in us
+    p = kinesis_payload("MODIFY", t_us,
+                        new=order(3, "SHIPPED", paidAt=S("2026-11-30T10:15:42Z"),
+                                  paymentRef=S("pay_7Hq2Lx9c"), carrier=S("DPD"),
+                                  trackingNo=S("15501234567890")),
+                        old=order(2, "PAID", paidAt=S("2026-11-30T10:15:42Z"),
+                                  paymentRef=S("pay_7Hq2Lx9c")),
+                        precision="MICROSECOND", seed="us0")
+    dup = copy.deepcopy(p)
+    arrival = round(t_us / 1e6 + 0.388, 3)
+    ev = kinesis_event([p, dup], first_seq=10, arrivals=[arrival, round(arrival + 2.731, 3)])
+    write("kinesis/event-us.json", pretty(ev))
+    write("kinesis/event-us.payloads.json", pretty([p, dup]))
+
+
+# --------------------------------------------------------------------------
+# DynamoDB Streams GetRecords response body
+
+
+def build_getrecords():
+    def api_record(event_name, seq, t, new=None, old=None):
+        keys = keys_of(new or old)
+        ddb = {"ApproximateCreationDateTime": t, "Keys": sort_image(keys)}
+        if new is not None:
+            ddb["NewImage"] = new
+        if old is not None:
+            ddb["OldImage"] = old
+        ddb["SequenceNumber"] = seq
+        ddb["SizeBytes"] = record_size(keys, new, old)
+        ddb["StreamViewType"] = "NEW_AND_OLD_IMAGES"
+        return {
+            "awsRegion": REGION,
+            "dynamodb": ddb,
+            "eventID": hexid("api" + seq),
+            "eventName": event_name,
+            "eventSource": "aws:dynamodb",
+            "eventVersion": "1.1",
+        }
+
+    tail = base64.b64encode(hashlib.sha512(b"tributary-iterator").digest() * 2).decode()
+    body = {
+        "NextShardIterator": f"{STREAM_ARN}|1|AAAAAAAAAAH{tail}",
+        "Records": [
+            api_record("INSERT", "4421586000000000017450441004", "@@T0@@", new=document(1)),
+            api_record("MODIFY", "4421586100000000017450441187", T_1015 + 1260,
+                       new=document(2, "Q4 roadmap (final)", updatedAt=S("2026-11-30T10:36:00Z")),
+                       old=document(1)),
+        ],
+    }
+    text = pretty(body)
+    # The API's JSON protocol writes timestamps as epoch-second numbers; the API
+    # reference example shows them in exponent form (1.46480431E9). Record 0 uses
+    # that form, record 1 a plain integer.
+    t0 = T_1015 + 1200  # 1796034900 = 1.7960349E9
+    assert float("1.7960349E9") == t0
+    text = text.replace('"@@T0@@"', "1.7960349E9")
+    write("streams-api/getrecords.json", text)
+
+
+# --------------------------------------------------------------------------
+# exports
+
+
+def build_exports():
+    items = [
+        order(2, "PAID", paidAt=S("2026-11-30T10:15:42Z"), paymentRef=S("pay_7Hq2Lx9c")),
+        player(8, "1851"),
+        match(),
+        document(2, "Q4 roadmap (final)", updatedAt=S("2026-11-30T10:36:00Z"),
+                 tags={"SS": ["planning", "q4"]}),
+        cart_item(2, "3"),
+        # a legacy item written before EntityType existed
+        sort_image({"PK": S("USER#u42"), "SK": S("PROFILE"), "version": N("4"),
+                    "displayName": S("Zoë Ó Briain"), "email": S("zoe@example.com"),
+                    "marketingOptIn": {"BOOL": False}}),
+    ]
+    lines = "".join(compact_sorted({"Item": it}) + "\n" for it in items)
+    write("export/full.json", lines)
+    gz = os.path.join(HERE, "export/full.json.gz")
+    if os.path.exists(gz):
+        os.remove(gz)
+    subprocess.run(["gzip", "-kn", os.path.join(HERE, "export/full.json")], check=True)
+
+    w0 = (T_1015 + 3600) * 1000000  # 11:15:00Z in us
+    inc = [
+        # new item: Keys + NewImage
+        {"Metadata": {"WriteTimestampMicros": N(str(w0 + 118734))},
+         "Keys": keys_of(cart_item()), "NewImage": cart_item(1, "1")},
+        # update: Keys + OldImage + NewImage
+        {"Metadata": {"WriteTimestampMicros": N(str(w0 + 2451009))},
+         "Keys": keys_of(order()),
+         "OldImage": order(2, "PAID", paidAt=S("2026-11-30T10:15:42Z"), paymentRef=S("pay_7Hq2Lx9c")),
+         "NewImage": order(3, "SHIPPED", paidAt=S("2026-11-30T10:15:42Z"), paymentRef=S("pay_7Hq2Lx9c"),
+                           carrier=S("DPD"), trackingNo=S("15501234567890"))},
+        # delete (NEW_AND_OLD_IMAGES view): Keys + OldImage
+        {"Metadata": {"WriteTimestampMicros": N(str(w0 + 7390554))},
+         "Keys": keys_of(player()), "OldImage": player(8, "1851")},
+        # one more update, of a Match
+        {"Metadata": {"WriteTimestampMicros": N(str(w0 + 9012345))},
+         "Keys": keys_of(match()), "OldImage": match(),
+         "NewImage": match(2, "2210", "WIN", reviewed={"BOOL": True})},
+    ]
+    write("export/incremental.json", "".join(compact_sorted(x) + "\n" for x in inc))
+
+    inc_new = [
+        {"Metadata": {"WriteTimestampMicros": N(str(w0 + 118734))},
+         "Keys": keys_of(cart_item()), "NewImage": cart_item(1, "1")},
+        {"Metadata": {"WriteTimestampMicros": N(str(w0 + 2451009))},
+         "Keys": keys_of(order()),
+         "NewImage": order(3, "SHIPPED", paidAt=S("2026-11-30T10:15:42Z"), paymentRef=S("pay_7Hq2Lx9c"),
+                           carrier=S("DPD"), trackingNo=S("15501234567890"))},
+        # delete (NEW_IMAGE view): Keys only
+        {"Metadata": {"WriteTimestampMicros": N(str(w0 + 7390554))},
+         "Keys": keys_of(player())},
+    ]
+    write("export/incremental-new-image.json", "".join(compact_sorted(x) + "\n" for x in inc_new))
+
+
+# --------------------------------------------------------------------------
+# malformed inputs
+
+CASES = []
+
+
+def case(file, fmt, whole, record, seq, path, what, content, binary=False):
+    write("malformed/" + file, content, binary=binary)
+    CASES.append({"file": file, "format": fmt, "whole": whole, "record": record,
+                  "seq": seq, "path": path, "what": what})
+
+
+TRIPLETS = 0
+
+
+def streams_triplet(tag, bad_mutator, bad_base="modify"):
+    """Three records: good INSERT, bad record, good REMOVE. Returns (event, bad seq)."""
+    global TRIPLETS
+    TRIPLETS += 1
+    base = 4421600000000000017450400000 + TRIPLETS * 100000000000000000
+    seqs = [str(base + i * 117 + 3) for i in range(3)]
+    good0 = stream_record("INSERT", seqs[0], T_1015, new=order(1, "PENDING"), seed=tag + "0")
+    if bad_base == "modify":
+        bad = stream_record("MODIFY", seqs[1], T_1015 + 42,
+                            new=order(2, "PAID", paidAt=S("2026-11-30T10:15:42Z")),
+                            old=order(1, "PENDING"), seed=tag + "1")
+    else:
+        bad = stream_record("INSERT", seqs[1], T_1015 + 50, new=cart_item(), seed=tag + "1")
+    good2 = stream_record("REMOVE", seqs[2], T_1015 + 97, old=player(), seed=tag + "2")
+    bad = bad_mutator(bad)
+    return {"Records": [good0, bad, good2]}, seqs[1]
+
+
+def set_new(attr, value):
+    def m(r):
+        r["dynamodb"]["NewImage"][attr] = value
+        r["dynamodb"]["NewImage"] = sort_image(r["dynamodb"]["NewImage"])
+        return r
+    return m
+
+
+def streams_attr_case(file, attr, value, path, what):
+    ev, seq = streams_triplet(file, set_new(attr, value))
+    case(file, "streams", False, 1, seq, path, what, pretty(ev))
+
+
+KTRIPLETS = 0
+
+
+def build_malformed():
+    good_event = open(os.path.join(HERE, "streams/event.json"), encoding="utf-8").read()
+
+    # ---- Lambda DynamoDB Streams event: whole payload unusable
+    case("streams-truncated.json", "streams", True, -1, "", "",
+         "JSON ends in the middle of the second record", good_event[:1500])
+    case("streams-empty.json", "streams", True, -1, "", "", "empty file (0 bytes)", "")
+    case("streams-not-json.json", "streams", True, -1, "", "", "plain text, not JSON",
+         "Records: INSERT USER#u42 ORDER#2026-11-30#o1001 status=PENDING\n")
+    ev = json.loads(good_event)
+    case("streams-top-level-array.json", "streams", True, -1, "", "",
+         "top level is an array of records instead of {\"Records\":[...]}", pretty(ev["Records"][:2]))
+    case("streams-records-not-array.json", "streams", True, -1, "", "Records",
+         "Records is a single record object, not an array", pretty({"Records": ev["Records"][0]}))
+    case("streams-records-string.json", "streams", True, -1, "", "Records",
+         "Records is a string", pretty({"Records": "INSERT"}))
+
+    # ---- Lambda DynamoDB Streams event: one bad record between two good ones
+    ev, seq = streams_triplet("notobj", lambda r: "INSERT USER#u42 ORDER#2026-11-30#o1001")
+    case("streams-record-not-object.json", "streams", False, 1, "", "",
+         "record is a JSON string, not an object (its sequence number cannot be read)", pretty(ev))
+
+    def m_event_name(r):
+        r["eventName"] = "UPSERT"
+        return r
+    ev, seq = streams_triplet("upsert", m_event_name)
+    case("streams-eventname-unknown.json", "streams", False, 1, seq, "eventName",
+         "unknown eventName \"UPSERT\"", pretty(ev))
+
+    def m_no_event_name(r):
+        del r["eventName"]
+        return r
+    ev, seq = streams_triplet("noname", m_no_event_name)
+    case("streams-eventname-missing.json", "streams", False, 1, seq, "eventName",
+         "eventName missing", pretty(ev))
+
+    def m_no_ddb(r):
+        del r["dynamodb"]
+        return r
+    ev, seq = streams_triplet("noddb", m_no_ddb)
+    case("streams-dynamodb-missing.json", "streams", False, 1, "", "dynamodb",
+         "dynamodb object missing (so its SequenceNumber is missing too)", pretty(ev))
+
+    def m_no_keys(r):
+        del r["dynamodb"]["Keys"]
+        return r
+    ev, seq = streams_triplet("nokeys", m_no_keys)
+    case("streams-keys-missing.json", "streams", False, 1, seq, "dynamodb.Keys",
+         "MODIFY with both images but no Keys", pretty(ev))
+
+    def m_insert_empty(r):
+        del r["dynamodb"]["Keys"]
+        del r["dynamodb"]["NewImage"]
+        r["dynamodb"]["SizeBytes"] = 1
+        return r
+    ev, seq = streams_triplet("insempty", m_insert_empty, bad_base="insert")
+    case("streams-insert-no-image-no-keys.json", "streams", False, 1, seq, "dynamodb.Keys",
+         "INSERT with neither Keys nor NewImage", pretty(ev))
+
+    streams_attr_case("streams-av-two-types.json", "status", {"S": "a", "N": "1"},
+                      "dynamodb.NewImage.status", "attribute value with two type keys {\"S\":\"a\",\"N\":\"1\"}")
+    streams_attr_case("streams-av-no-type.json", "orderDate", {},
+                      "dynamodb.NewImage.orderDate", "attribute value with no type key {}")
+    streams_attr_case("streams-av-unknown-type.json", "total", {"X": "1"},
+                      "dynamodb.NewImage.total", "unknown type key {\"X\":\"1\"}")
+    streams_attr_case("streams-s-number.json", "status", {"S": 42},
+                      "dynamodb.NewImage.status.S", "S given a JSON number")
+    streams_attr_case("streams-n-json-number.json", "total", {"N": 120.5},
+                      "dynamodb.NewImage.total.N", "N given a JSON number instead of a string")
+    streams_attr_case("streams-n-garbage.json", "total", {"N": "12x"},
+                      "dynamodb.NewImage.total.N", "N is \"12x\"")
+    streams_attr_case("streams-n-empty.json", "total", {"N": ""},
+                      "dynamodb.NewImage.total.N", "N is the empty string")
+    streams_attr_case("streams-n-nan.json", "total", {"N": "NaN"},
+                      "dynamodb.NewImage.total.N", "N is \"NaN\"")
+    streams_attr_case("streams-n-39-digits.json", "total",
+                      {"N": "123456789012345678901234567890123456789"},
+                      "dynamodb.NewImage.total.N", "N has 39 significant digits (DynamoDB allows 38)")
+    streams_attr_case("streams-n-out-of-range.json", "total", {"N": "1E+126"},
+                      "dynamodb.NewImage.total.N",
+                      "N is 1E+126, above DynamoDB's largest number (9.99...E+125)")
+    streams_attr_case("streams-b-not-base64.json", "receipt", {"B": "not base64!!"},
+                      "dynamodb.NewImage.receipt.B", "B is not valid base64")
+    streams_attr_case("streams-bool-string.json", "gift", {"BOOL": "true"},
+                      "dynamodb.NewImage.gift.BOOL", "BOOL given the string \"true\"")
+    streams_attr_case("streams-null-false.json", "coupon", {"NULL": False},
+                      "dynamodb.NewImage.coupon.NULL", "NULL is false (DynamoDB only writes NULL:true)")
+    streams_attr_case("streams-ss-non-string.json", "tags", {"SS": ["gift", 1]},
+                      "dynamodb.NewImage.tags.SS[1]", "SS element is a number")
+    streams_attr_case("streams-ss-empty.json", "tags", {"SS": []},
+                      "dynamodb.NewImage.tags.SS", "empty SS (DynamoDB has no empty sets)")
+    streams_attr_case("streams-ns-bad-number.json", "lineQty", {"NS": ["1", "two"]},
+                      "dynamodb.NewImage.lineQty.NS[1]", "NS element \"two\" is not a number")
+    streams_attr_case("streams-bs-non-string.json", "signatures", {"BS": ["AAEC", 5]},
+                      "dynamodb.NewImage.signatures.BS[1]",
+                      "BS element is a number (aws-lambda-go's decoder panics here)")
+    streams_attr_case("streams-m-array.json", "shipping", {"M": [S("Dublin"), S("D02")]},
+                      "dynamodb.NewImage.shipping.M", "M given an array")
+    streams_attr_case("streams-l-object.json", "lines", {"L": {"p3": N("1")}},
+                      "dynamodb.NewImage.lines.L", "L given an object")
+    streams_attr_case("streams-nested-bad-n.json", "lines",
+                      {"L": [{"M": {"productId": S("p3"), "qty": N("1")}},
+                             {"M": {"productId": S("p9"), "qty": N("two")}}]},
+                      "dynamodb.NewImage.lines.L[1].M.qty.N", "bad N deep inside L of M")
+    streams_attr_case("streams-version-string.json", "version", S("3"),
+                      "dynamodb.NewImage.version", "version attribute is a string {\"S\":\"3\"}")
+    streams_attr_case("streams-entitytype-number.json", "EntityType", N("1"),
+                      "dynamodb.NewImage.EntityType", "EntityType attribute is a number {\"N\":\"1\"}")
+
+    def m_old_bad(r):
+        r["dynamodb"]["OldImage"]["total"] = N("12x")
+        return r
+    ev, seq = streams_triplet("oldbad", m_old_bad)
+    case("streams-oldimage-bad-n.json", "streams", False, 1, seq, "dynamodb.OldImage.total.N",
+         "bad N in the OldImage of a MODIFY", pretty(ev))
+
+    def m_seq(r):
+        r["dynamodb"]["SequenceNumber"] = "44216000000000001745043A9211"
+        return r
+    ev, seq = streams_triplet("seqbad", m_seq)
+    case("streams-seq-not-digits.json", "streams", False, 1, "44216000000000001745043A9211",
+         "dynamodb.SequenceNumber", "SequenceNumber contains a letter", pretty(ev))
+
+    def m_time(r):
+        r["dynamodb"]["ApproximateCreationDateTime"] = "2026-11-30T10:15:42Z"
+        return r
+    ev, seq = streams_triplet("timestr", m_time)
+    case("streams-time-string.json", "streams", False, 1, seq, "dynamodb.ApproximateCreationDateTime",
+         "ApproximateCreationDateTime is a string", pretty(ev))
+
+    big = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 20000)[:1100000]
+    assert len(big) == 1100000
+
+    def m_big(r):
+        r["dynamodb"]["NewImage"]["body"] = S(big)
+        r["dynamodb"]["SizeBytes"] = record_size(r["dynamodb"]["Keys"], r["dynamodb"]["NewImage"])
+        return r
+    ev, seq = streams_triplet("oversize", m_big, bad_base="insert")
+    text = json.dumps(ev, separators=(",", ":")) + "\n"
+    assert len(text.encode()) < 1200000, len(text)
+    case("streams-oversized-record.json", "streams", False, 1, seq, "",
+         "record larger than any real one: NewImage has an S of 1,100,000 characters "
+         "(DynamoDB items are at most 400 KB, Lambda payloads 6 MB)", text)
+
+    # ---- Lambda Kinesis event
+    t = (T_1015 + 900) * 1000
+
+    def ktriplet(tag, bad_payload=None, bad_data=None):
+        good0 = kinesis_payload("INSERT", t + 11, new=match(), seed=tag + "0")
+        good2 = kinesis_payload("REMOVE", t + 907, old=comment("c10"), ttl=True, seed=tag + "2")
+        global KTRIPLETS
+        KTRIPLETS += 1
+        ev = kinesis_event([good0, bad_payload if bad_payload is not None else good0, good2],
+                           first_seq=100 + 10 * KTRIPLETS)
+        if bad_data is not None:
+            ev["Records"][1]["kinesis"]["data"] = bad_data
+        return ev, ev["Records"][1]["kinesis"]["sequenceNumber"]
+
+    good_k = pretty(kinesis_event([kinesis_payload("INSERT", t + 11, new=match(), seed="kt0"),
+                                   kinesis_payload("MODIFY", t + 50, new=cart_item(2, "3"),
+                                                   old=cart_item(), seed="kt1")], first_seq=90))
+    case("kinesis-truncated.json", "kinesis", True, -1, "", "",
+         "JSON ends inside the first record's data", good_k[:400])
+    case("kinesis-records-not-array.json", "kinesis", True, -1, "", "Records",
+         "Records is an object", pretty({"Records": json.loads(good_k)["Records"][0]}))
+
+    ev, seq = ktriplet("kb64", bad_data="eyJhd3NSZWdpb24iOiJldS13ZXN0LTEi!!not*base64")
+    case("kinesis-data-not-base64.json", "kinesis", False, 1, seq, "kinesis.data",
+         "data is not valid base64", pretty(ev))
+
+    ev, seq = ktriplet("knojson", bad_data=base64.b64encode(
+        b"INSERT USER#u42 ORDER#2026-11-30#o1001 status=PENDING").decode())
+    case("kinesis-data-not-json.json", "kinesis", False, 1, seq, "kinesis.data",
+         "data is valid base64 but decodes to plain text, not JSON", pretty(ev))
+
+    p = kinesis_payload("MODIFY", t + 50, new=cart_item(2, "3"), old=cart_item(), seed="knoname")
+    del p["eventName"]
+    ev, seq = ktriplet("knoname", bad_payload=p)
+    case("kinesis-eventname-missing.json", "kinesis", False, 1, seq, "kinesis.data.eventName",
+         "decoded payload has no eventName", pretty(ev))
+
+    p = kinesis_payload("MODIFY", t + 50, new=cart_item(2, "3"), old=cart_item(), seed="kneg")
+    p["dynamodb"]["ApproximateCreationDateTime"] = -(t + 50)
+    ev, seq = ktriplet("kneg", bad_payload=p)
+    case("kinesis-time-negative.json", "kinesis", False, 1, seq,
+         "kinesis.data.dynamodb.ApproximateCreationDateTime",
+         "ApproximateCreationDateTime is negative", pretty(ev))
+
+    p = kinesis_payload("MODIFY", t * 1000 + 50123, new=cart_item(2, "3"), old=cart_item(),
+                        precision="NANOSECOND", seed="kprec")
+    ev, seq = ktriplet("kprec", bad_payload=p)
+    case("kinesis-precision-unknown.json", "kinesis", False, 1, seq,
+         "kinesis.data.dynamodb.ApproximateCreationDateTimePrecision",
+         "unknown ApproximateCreationDateTimePrecision \"NANOSECOND\"", pretty(ev))
+
+    p = kinesis_payload("MODIFY", t + 50, new=cart_item(2, "3"), old=cart_item(), seed="kbadn")
+    p["dynamodb"]["NewImage"]["quantity"] = N("3 pcs")
+    ev, seq = ktriplet("kbadn", bad_payload=p)
+    case("kinesis-bad-n.json", "kinesis", False, 1, seq, "kinesis.data.dynamodb.NewImage.quantity.N",
+         "N \"3 pcs\" inside the decoded payload", pretty(ev))
+
+    p = kinesis_payload("MODIFY", t + 50, new=cart_item(2, "3"), old=cart_item(), seed="knotobj")
+    ev, seq = ktriplet("knotobj", bad_payload=p,
+                       bad_data=base64.b64encode(b'["INSERT",{"PK":{"S":"CART#c5"}}]').decode())
+    case("kinesis-data-array.json", "kinesis", False, 1, seq, "kinesis.data",
+         "decoded payload is a JSON array, not an object", pretty(ev))
+
+    # ---- DynamoDB Streams GetRecords response
+    api = json.load(open(os.path.join(HERE, "streams-api/getrecords.json")))
+    case("streams-api-records-not-array.json", "streams-api", True, -1, "", "Records",
+         "Records is an object", pretty({"NextShardIterator": api["NextShardIterator"],
+                                         "Records": api["Records"][0]}))
+    recs = copy.deepcopy(api["Records"])
+    mid = copy.deepcopy(recs[1])
+    mid["dynamodb"]["SequenceNumber"] = "4421586050000000017450441090"
+    mid["eventID"] = hexid("api-mid")
+    mid["dynamodb"]["ApproximateCreationDateTime"] = "2026-11-30T10:35:00Z"
+    third = copy.deepcopy(recs[1])
+    third["dynamodb"]["SequenceNumber"] = "4421586200000000017450441290"
+    third["eventID"] = hexid("api-third")
+    case("streams-api-time-string.json", "streams-api", False, 1, "4421586050000000017450441090",
+         "dynamodb.ApproximateCreationDateTime", "ApproximateCreationDateTime is an ISO string",
+         pretty({"NextShardIterator": api["NextShardIterator"], "Records": [recs[0], mid, third]}))
+
+    # ---- export lines
+    full = open(os.path.join(HERE, "export/full.json"), encoding="utf-8").read().splitlines(True)
+    inc = open(os.path.join(HERE, "export/incremental.json"), encoding="utf-8").read().splitlines(True)
+    case("export-line-not-json.json", "export", False, 1, "", "",
+         "second line is not JSON (cut off mid-item)",
+         full[0] + full[1][:57] + "\n" + full[2])
+    bad = json.loads(full[1])
+    case("export-line-no-item.json", "export", False, 1, "", "Item",
+         "line has \"item\" (wrong case) instead of \"Item\"",
+         full[0] + compact_sorted({"item": bad["Item"]}) + "\n" + full[2])
+    bad = json.loads(full[3])
+    bad["Item"]["tags"] = {"SS": ["planning", 4]}
+    case("export-ss-non-string.json", "export", False, 1, "", "Item.tags.SS[1]",
+         "SS element is a number", full[0] + compact_sorted(bad) + "\n" + full[4])
+    bad = json.loads(full[1])
+    bad["Item"]["version"] = S("3")
+    case("export-version-string.json", "export", False, 1, "", "Item.version",
+         "version attribute is a string {\"S\":\"3\"}", full[0] + compact_sorted(bad) + "\n" + full[2])
+    bad = json.loads(full[2])
+    bad["Item"]["EntityType"] = N("1")
+    case("export-entitytype-number.json", "export", False, 1, "", "Item.EntityType",
+         "EntityType attribute is a number {\"N\":\"1\"}", full[0] + compact_sorted(bad) + "\n" + full[3])
+    bad = json.loads(inc[1])
+    case("export-incremental-no-keys-no-images.json", "export", False, 1, "", "Keys",
+         "incremental line with Metadata only: no Keys, no NewImage, no OldImage",
+         inc[0] + compact_sorted({"Metadata": bad["Metadata"]}) + "\n" + inc[2])
+    bad = json.loads(inc[1])
+    bad["NewImage"]["total"] = N("12x")
+    case("export-incremental-bad-n.json", "export", False, 1, "", "NewImage.total.N",
+         "bad N in an incremental line's NewImage", inc[0] + compact_sorted(bad) + "\n" + inc[2])
+    bad = json.loads(inc[1])
+    bad["Metadata"]["WriteTimestampMicros"] = N("soon")
+    case("export-incremental-bad-timestamp.json", "export", False, 1, "",
+         "Metadata.WriteTimestampMicros.N", "WriteTimestampMicros is not a number",
+         inc[0] + compact_sorted(bad) + "\n" + inc[2])
+
+    write("malformed/cases.json", pretty(CASES))
+
+
+def main():
+    build_streams()
+    build_all_types()
+    build_kinesis()
+    build_getrecords()
+    build_exports()
+    build_malformed()
+
+
+if __name__ == "__main__":
+    main()

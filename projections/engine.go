@@ -1,0 +1,623 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/pipeline"
+)
+
+// Limits of one DynamoDB transaction (TransactWriteItems).
+const (
+	MaxTxActions = 100
+	MaxTxBytes   = 4 << 20
+)
+
+// Config configures an Engine. The zero value works.
+type Config struct {
+	// Policy applies to images whose entity type is missing or has no
+	// projection: skip and count (default), or fail the change.
+	Policy pipeline.UnknownPolicy
+	// Ignore lists entity types that no projection reads and that should be
+	// skipped silently (no log line), e.g. "User".
+	Ignore []string
+	// TombstoneTTL is how long the ledger keeps a removed item's tombstone
+	// before the store may expire it. It must exceed the longest replay
+	// window: a change older than an expired tombstone would be applied again.
+	// Default 400 days (Kinesis keeps at most 365).
+	TombstoneTTL time.Duration
+	// MaxAttempts bounds the commits of one transaction (ledger conflicts and
+	// contention are retried). Default 8.
+	MaxAttempts int
+	// Logger receives logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics receives embedded-metric-format lines per batch; nil: none.
+	Metrics io.Writer
+	// Namespace for metrics. Default "Tributary".
+	Namespace string
+	// Now returns the time; default time.Now. Used for tombstone expiry.
+	Now func() time.Time
+	// Sleep waits between retries; default a timer that honours ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Engine applies batches of changes to projections with an exactly-once
+// effect. It implements pipeline.BatchHandler and is safe for concurrent use.
+type Engine struct {
+	store Store
+	cfg   Config
+	mux   *pipeline.Mux[Projection]
+	names map[string]bool
+	stats counters
+}
+
+// New returns an engine writing to store for the given projections. It panics
+// on a nil projection or two with the same name: those are wiring mistakes.
+func New(store Store, cfg Config, ps ...Projection) *Engine {
+	if cfg.TombstoneTTL <= 0 {
+		cfg.TombstoneTTL = 400 * 24 * time.Hour
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 8
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "Tributary"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	e := &Engine{store: store, cfg: cfg, mux: pipeline.NewMux[Projection](), names: map[string]bool{}}
+	e.mux.Policy = cfg.Policy
+	e.mux.Logger = cfg.Logger
+	for _, t := range cfg.Ignore {
+		e.mux.Ignore(t)
+	}
+	for _, p := range ps {
+		if p == nil {
+			panic("projections: New with a nil projection")
+		}
+		if e.names[p.Name()] {
+			panic("projections: two projections named " + p.Name())
+		}
+		e.names[p.Name()] = true
+		for _, t := range p.EntityTypes() {
+			e.mux.Register(t, p)
+		}
+	}
+	return e
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// EntityTypes returns the entity types some projection reads, sorted.
+func (e *Engine) EntityTypes() []string { return e.mux.Types() }
+
+// Stats are the engine's running totals.
+type Stats struct {
+	Changes      int64 // changes handed to the engine
+	Superseded   int64 // changes replaced by a newer one of the same item in the batch
+	Stale        int64 // changes already applied, or older than what was (duplicates, replays)
+	Unprojected  int64 // changes to items no projection reads
+	Items        int64 // item states written (ledger entries)
+	Transactions int64 // commits that succeeded
+	Conflicts    int64 // commits refused by a ledger condition, then recomputed
+	Contention   int64 // commits retried after contention
+	WriteUnits   float64
+}
+
+type counters struct {
+	changes, superseded, stale, unprojected, items, txs, conflicts, contention atomic.Int64
+	wu                                                                         atomic.Int64 // in tenths
+}
+
+// Stats returns the totals since the engine was made.
+func (e *Engine) Stats() Stats {
+	s := &e.stats
+	return Stats{
+		Changes: s.changes.Load(), Superseded: s.superseded.Load(), Stale: s.stale.Load(),
+		Unprojected: s.unprojected.Load(), Items: s.items.Load(), Transactions: s.txs.Load(),
+		Conflicts: s.conflicts.Load(), Contention: s.contention.Load(), WriteUnits: float64(s.wu.Load()) / 10,
+	}
+}
+
+// item is one source item's part of a batch.
+type item struct {
+	key    string
+	first  int // index of its first change in the batch
+	newest *pipeline.Change
+	tok    Token
+	next   contribSet
+	old    *ledger // nil: no ledger entry
+	rev    int64
+	skip   bool // nothing to write
+}
+
+// HandleBatch applies changes: for each item, the newest change wins; its
+// contributions replace what the ledger says the item contributed, in
+// transactions that write the ledger entries and the aggregate deltas
+// together. On failure it returns a *pipeline.BatchError whose Index is the
+// first change not applied; every change before it is applied.
+func (e *Engine) HandleBatch(ctx context.Context, changes []pipeline.Change) error {
+	start := time.Now()
+	before := e.Stats()
+	err := e.handle(ctx, changes)
+	e.emit(ctx, before, time.Since(start))
+	return err
+}
+
+func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
+	e.stats.changes.Add(int64(len(changes)))
+	items, err := e.plan(ctx, changes)
+	if err != nil {
+		var be *pipeline.BatchError
+		if errors.As(err, &be) {
+			// A change no projection can take: apply what comes before it.
+			e.stats.changes.Add(-int64(len(changes)))
+			if be.Index > 0 {
+				if err := e.handle(ctx, changes[:be.Index]); err != nil {
+					return err
+				}
+			}
+		}
+		return err
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	if err := e.readLedgers(ctx, items); err != nil {
+		return &pipeline.BatchError{Index: items[0].first, Err: err}
+	}
+	for _, it := range items {
+		e.decide(it)
+	}
+	for _, chunk := range e.chunks(items) {
+		if err := e.commit(ctx, chunk); err != nil {
+			return &pipeline.BatchError{Index: chunk[0].first, Err: err}
+		}
+	}
+	return nil
+}
+
+// plan groups the batch by item, keeps each item's newest change and
+// computes what it contributes. Items come back in order of first change.
+func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, error) {
+	byKey := make(map[string]*item, len(changes))
+	var items []*item
+	for i := range changes {
+		c := &changes[i]
+		key := ledgerKey(c.Keys)
+		tok := TokenOf(c)
+		it := byKey[key]
+		if it == nil {
+			it = &item{key: key, first: i, newest: c, tok: tok}
+			byKey[key] = it
+			items = append(items, it)
+			continue
+		}
+		if tok.Newer(it.tok) {
+			it.newest, it.tok = c, tok
+		}
+		e.stats.superseded.Add(1)
+	}
+	out := items[:0]
+	var poison *pipeline.BatchError
+	for _, it := range items {
+		c := it.newest
+		ok, err := e.projected(ctx, c)
+		if err == nil && !ok {
+			e.stats.unprojected.Add(1)
+			continue
+		}
+		var next contribSet
+		if err == nil {
+			next, err = e.contributions(ctx, c, it.key)
+		}
+		if err != nil {
+			idx := indexOf(changes, c)
+			if poison == nil || idx < poison.Index {
+				poison = &pipeline.BatchError{Index: idx, Err: pipeline.Permanent(err)}
+			}
+			continue
+		}
+		it.next = next
+		out = append(out, it)
+	}
+	if poison != nil {
+		return nil, poison
+	}
+	return out, nil
+}
+
+func indexOf(changes []pipeline.Change, c *pipeline.Change) int {
+	for i := range changes {
+		if &changes[i] == c {
+			return i
+		}
+	}
+	return 0
+}
+
+// projected reports whether a change can matter to any projection: its
+// newest or old image has a projected type, or it is a removal without an old
+// image (only the ledger knows what the item contributed). The newest image's
+// type goes through the unknown-type policy: skipped and logged, or failed.
+func (e *Engine) projected(ctx context.Context, c *pipeline.Change) (bool, error) {
+	if c.Kind == pipeline.Remove && c.Old == nil {
+		return true, nil
+	}
+	img, t := c.Image(), c.EntityType()
+	if e.mux.Has(t) || (c.Old != nil && e.mux.Has(c.OldType)) {
+		return true, nil
+	}
+	_, err := e.mux.Lookup(ctx, c, img, t)
+	return false, err
+}
+
+// contributions computes what the change's new image contributes to every
+// projection of its type. A removal contributes nothing.
+func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey string) (set contribSet, err error) {
+	if c.Kind == pipeline.Remove || c.New == nil {
+		return set, nil
+	}
+	ps, err := e.mux.Lookup(ctx, c, c.New, c.NewType)
+	if err != nil {
+		return set, err
+	}
+	aggs := map[AggregateRef]map[string]decimal.Decimal{}
+	for _, p := range ps {
+		con, err := contribute(p, c.New)
+		if err != nil {
+			return set, fmt.Errorf("projection %s, item %s: %w", p.Name(), pipeline.KeyString(c.Keys), err)
+		}
+		for _, ctr := range con.Counters {
+			if ctr.Key == "" {
+				return set, fmt.Errorf("projection %s, item %s: counter with an empty key", p.Name(), pipeline.KeyString(c.Keys))
+			}
+			ref := AggregateRef{Projection: p.Name(), Key: ctr.Key, Shard: shardOf(itemKey, ctr.Shards)}
+			vs := aggs[ref]
+			if vs == nil {
+				vs = make(map[string]decimal.Decimal, len(ctr.Values))
+				aggs[ref] = vs
+			}
+			for name, v := range ctr.Values {
+				if ReservedName(name) {
+					return set, fmt.Errorf("projection %s, item %s: value name %q is reserved", p.Name(), pipeline.KeyString(c.Keys), name)
+				}
+				vs[name] = vs[name].Add(v)
+			}
+		}
+		for _, r := range con.Rows {
+			if r.Partition == "" || r.Sort == "" {
+				return set, fmt.Errorf("projection %s, item %s: row with an empty partition or sort key", p.Name(), pipeline.KeyString(c.Keys))
+			}
+			for name := range r.Attrs {
+				if ReservedName(name) {
+					return set, fmt.Errorf("projection %s, item %s: row attribute %q is reserved", p.Name(), pipeline.KeyString(c.Keys), name)
+				}
+			}
+			set.Rows = append(set.Rows, rowContrib{
+				Ref:   RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort},
+				Hash:  hashItem(r.Attrs),
+				Attrs: r.Attrs,
+			})
+		}
+	}
+	for ref, vs := range aggs {
+		set.Aggs = append(set.Aggs, aggContrib{Ref: ref, Values: vs})
+	}
+	set.sort()
+	return set, nil
+}
+
+// contribute calls a projection, turning a panic into an error.
+func contribute(p Projection, img pipeline.Item) (c Contribution, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &pipeline.PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return p.Contribute(img)
+}
+
+func (e *Engine) readLedgers(ctx context.Context, items []*item) error {
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = it.key
+	}
+	got, err := e.store.ReadLedgers(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("reading %d ledger entries: %w", len(keys), err)
+	}
+	for _, it := range items {
+		if err := it.setLedger(got[it.key]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (it *item) setLedger(entry LedgerEntry) error {
+	it.old, it.rev = nil, entry.Rev
+	if entry.Rev == 0 {
+		return nil
+	}
+	l, err := decodeLedger(it.key, entry)
+	if err != nil {
+		return err
+	}
+	it.old = l
+	return nil
+}
+
+// decide marks an item to skip when its ledger already holds this change or
+// a newer one.
+func (e *Engine) decide(it *item) {
+	it.skip = it.old != nil && !it.tok.Newer(it.old.Tok)
+	if it.skip {
+		e.stats.stale.Add(1)
+	}
+}
+
+// actions is one item's share of a transaction.
+func (e *Engine) actions(it *item) (l LedgerPut, deltas map[AggregateRef]map[string]decimal.Decimal, puts []RowPut, dels []RowRef) {
+	var old contribSet
+	if it.old != nil {
+		old = it.old.C
+	}
+	removed := it.newest.Kind == pipeline.Remove
+	nl := ledger{Tok: it.tok, Removed: removed, C: it.next}
+	l = LedgerPut{Key: it.key, ExpectRev: it.rev, Body: encodeLedger(&nl)}
+	if removed {
+		l.ExpiresAt = e.cfg.Now().Add(e.cfg.TombstoneTTL).Unix()
+	}
+	deltas = map[AggregateRef]map[string]decimal.Decimal{}
+	add := func(ref AggregateRef, vs map[string]decimal.Decimal, neg bool) {
+		d := deltas[ref]
+		if d == nil {
+			d = map[string]decimal.Decimal{}
+			deltas[ref] = d
+		}
+		for k, v := range vs {
+			if neg {
+				v = v.Neg()
+			}
+			d[k] = d[k].Add(v)
+		}
+	}
+	for _, a := range old.Aggs {
+		add(a.Ref, a.Values, true)
+	}
+	for _, a := range it.next.Aggs {
+		add(a.Ref, a.Values, false)
+	}
+	oldRows := map[RowRef]string{}
+	for _, r := range old.Rows {
+		oldRows[r.Ref] = r.Hash
+	}
+	newRows := map[RowRef]bool{}
+	for _, r := range it.next.Rows {
+		newRows[r.Ref] = true
+		if h, ok := oldRows[r.Ref]; !ok || h != r.Hash {
+			puts = append(puts, RowPut{Ref: r.Ref, Attrs: r.Attrs})
+		}
+	}
+	for _, r := range old.Rows {
+		if !newRows[r.Ref] {
+			dels = append(dels, r.Ref)
+		}
+	}
+	return l, deltas, puts, dels
+}
+
+// chunks packs the items to write into transactions of at most MaxTxActions
+// actions and MaxTxBytes, never splitting an item, in order of first change.
+func (e *Engine) chunks(items []*item) [][]*item {
+	var (
+		out   [][]*item
+		cur   []*item
+		aggs  = map[AggregateRef]bool{}
+		rows  = map[RowRef]bool{}
+		n, sz int
+	)
+	for _, it := range items {
+		if it.skip {
+			continue
+		}
+		l, deltas, puts, dels := e.actions(it)
+		add, bytes := 1, len(l.Key)+len(l.Body)+64
+		for ref := range deltas {
+			if !aggs[ref] {
+				add++
+			}
+			bytes += len(ref.Key) + 64
+		}
+		for _, p := range puts {
+			if !rows[p.Ref] {
+				add++
+			}
+			bytes += itemSize(p.Attrs) + len(p.Ref.Partition) + len(p.Ref.Sort)
+		}
+		for _, d := range dels {
+			if !rows[d] {
+				add++
+			}
+		}
+		if len(cur) > 0 && (n+add > MaxTxActions || sz+bytes > MaxTxBytes-64<<10) {
+			out = append(out, cur)
+			cur, n, sz = nil, 0, 0
+			aggs, rows = map[AggregateRef]bool{}, map[RowRef]bool{}
+		}
+		cur = append(cur, it)
+		n += add
+		sz += bytes
+		for ref := range deltas {
+			aggs[ref] = true
+		}
+		for _, p := range puts {
+			rows[p.Ref] = true
+		}
+		for _, d := range dels {
+			rows[d] = true
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// build assembles the transaction for a chunk of items, summing deltas per
+// aggregate and dropping deltas that sum to zero.
+func (e *Engine) build(chunk []*item) *Tx {
+	tx := &Tx{}
+	sums := map[AggregateRef]map[string]decimal.Decimal{}
+	var order []AggregateRef
+	rowOps := map[RowRef]*RowPut{} // nil Attrs: delete
+	var rowOrder []RowRef
+	for _, it := range chunk {
+		if it.skip {
+			continue
+		}
+		l, deltas, puts, dels := e.actions(it)
+		tx.Ledgers = append(tx.Ledgers, l)
+		for ref, d := range deltas {
+			s := sums[ref]
+			if s == nil {
+				s = map[string]decimal.Decimal{}
+				sums[ref] = s
+				order = append(order, ref)
+			}
+			for k, v := range d {
+				s[k] = s[k].Add(v)
+			}
+		}
+		for _, d := range dels {
+			if _, ok := rowOps[d]; !ok {
+				rowOrder = append(rowOrder, d)
+				rowOps[d] = &RowPut{Ref: d}
+			}
+		}
+		for _, p := range puts {
+			if _, ok := rowOps[p.Ref]; !ok {
+				rowOrder = append(rowOrder, p.Ref)
+			}
+			rowOps[p.Ref] = &RowPut{Ref: p.Ref, Attrs: p.Attrs}
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return refLess(order[i], order[j]) })
+	for _, ref := range order {
+		vs := sums[ref]
+		for k, v := range vs {
+			if v.IsZero() {
+				delete(vs, k)
+			}
+		}
+		if len(vs) > 0 {
+			tx.Adds = append(tx.Adds, Add{Ref: ref, Values: vs})
+		}
+	}
+	for _, ref := range rowOrder {
+		op := rowOps[ref]
+		if op.Attrs == nil {
+			tx.Deletes = append(tx.Deletes, ref)
+		} else {
+			tx.Puts = append(tx.Puts, *op)
+		}
+	}
+	return tx
+}
+
+// commit writes one chunk, recomputing after ledger conflicts and backing off
+// after contention.
+func (e *Engine) commit(ctx context.Context, chunk []*item) error {
+	byKey := make(map[string]*item, len(chunk))
+	for _, it := range chunk {
+		byKey[it.key] = it
+	}
+	backoff := 20 * time.Millisecond
+	var last error
+	for attempt := 1; attempt <= e.cfg.MaxAttempts; attempt++ {
+		tx := e.build(chunk)
+		if len(tx.Ledgers) == 0 {
+			return nil
+		}
+		err := e.store.Commit(ctx, tx)
+		e.stats.wu.Add(int64(WriteUnits(tx) * 10))
+		if err == nil {
+			e.stats.txs.Add(1)
+			e.stats.items.Add(int64(len(tx.Ledgers)))
+			return nil
+		}
+		last = err
+		var ce *ConflictError
+		switch {
+		case errors.As(err, &ce):
+			// Another delivery got there first, or our read was stale: take
+			// the current entries (returned with the failure) and decide again.
+			e.stats.conflicts.Add(1)
+			for key, entry := range ce.Current {
+				it := byKey[key]
+				if it == nil {
+					return fmt.Errorf("commit: conflict on %s, which is not in the transaction", key)
+				}
+				if err := it.setLedger(entry); err != nil {
+					return err
+				}
+				e.decide(it)
+			}
+		case errors.Is(err, ErrContention):
+			e.stats.contention.Add(1)
+			if err := e.cfg.Sleep(ctx, rand.N(backoff)+backoff/2); err != nil {
+				return err
+			}
+			backoff = min(2*backoff, 2*time.Second)
+		default:
+			return fmt.Errorf("commit of %d items: %w", len(tx.Ledgers), err)
+		}
+	}
+	return fmt.Errorf("commit: gave up after %d attempts: %w", e.cfg.MaxAttempts, last)
+}
+
+func (e *Engine) emit(ctx context.Context, before Stats, d time.Duration) {
+	if e.cfg.Metrics == nil {
+		return
+	}
+	now := e.Stats()
+	set := emf.New(e.cfg.Namespace, map[string]string{"Component": "engine"})
+	set.Add("Changes", emf.Count, float64(now.Changes-before.Changes))
+	set.Add("ItemsWritten", emf.Count, float64(now.Items-before.Items))
+	set.Add("Stale", emf.Count, float64(now.Stale-before.Stale))
+	set.Add("Superseded", emf.Count, float64(now.Superseded-before.Superseded))
+	set.Add("Transactions", emf.Count, float64(now.Transactions-before.Transactions))
+	set.Add("Conflicts", emf.Count, float64(now.Conflicts-before.Conflicts))
+	set.Add("WriteUnits", emf.Count, now.WriteUnits-before.WriteUnits)
+	set.Add("ApplyDuration", emf.Milliseconds, float64(d.Microseconds())/1000)
+	if _, err := set.WriteTo(e.cfg.Metrics, time.Now()); err != nil {
+		e.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "engine metrics not written", slog.String("error", err.Error()))
+	}
+}

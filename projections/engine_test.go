@@ -1,0 +1,255 @@
+package projections_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// scripts are per-projection histories: inserts, updates that move
+// aggregates, deletes, TTL expiry, type changes and re-creations.
+var scripts = map[string]func(s *stream){
+	"season-standings": func(s *stream) {
+		m1, m2, m3 := match("u1", "m1", "2026-Q2", "WIN", "10", 1), match("u1", "m2", "2026-Q2", "LOSS", "5", 1), match("u2", "m3", "2026-Q3", "DRAW", "7.5", 1)
+		s.write(nil, m1)
+		s.write(nil, m2)
+		s.write(nil, m3)
+		m1b := with(m1, "result", "DRAW", "score", "N:12", "version", "N:2")
+		s.write(m1, m1b)
+		s.write(m2, nil)
+		s.write(m3, with(m3, "EntityType", "Replay", "version", "N:2")) // type change: retracted
+	},
+	"season-leaderboard": func(s *stream) {
+		p1, p2, p3 := player("u1", "2026-Q2", "1500", 1), player("u2", "2026-Q2", "1842", 1), player("u3", "", "900", 1)
+		s.write(nil, p1)
+		s.write(nil, p2)
+		s.write(nil, p3)
+		p1b := with(p1, "rating", "N:1900", "version", "N:2")
+		s.write(p1, p1b)
+		s.write(p2, nil)
+		s.write(p1b, with(p1b, "season", "2026-Q3", "version", "N:3"))
+		s.write(p3, with(p3, "season", "2026-Q2", "version", "N:2"))
+	},
+	"workspace-activity": func(s *stream) {
+		d1, d2 := doc("acme", "d1", 1), doc("acme", "d2", 1)
+		c1, c2, c3 := comment("acme", "d1", "c1", 1), comment("acme", "d1", "c2", 1), comment("acme", "d2", "c3", 1)
+		s.write(nil, d1)
+		s.write(nil, d2)
+		s.write(nil, c1)
+		s.write(nil, c2)
+		s.write(nil, c3)
+		s.expire(c1)
+		s.write(d2, nil)
+		s.write(c3, with(c3, "EntityType", "Note", "version", "N:2"))
+		s.write(nil, attrs("PK", "WS#acme", "SK", "WS#acme", "EntityType", "Workspace", "version", "N:1"))
+	},
+	"order-totals": func(s *stream) {
+		o1, o2 := order("u1", "o1", "PENDING", "120.50", 1), order("u2", "o2", "PAID", "10.00", 1)
+		s.write(nil, o1)
+		s.write(nil, o2)
+		o1b := with(o1, "status", "PAID", "version", "N:2")
+		s.write(o1, o1b)
+		o1c := with(o1b, "status", "SHIPPED", "version", "N:3")
+		s.write(o1b, o1c)
+		s.write(o2, nil)
+		o2again := order("u2", "o2", "PENDING", "33.33", 1) // re-created: version restarts
+		s.write(nil, o2again)
+		s.write(o1c, with(o1c, "EntityType", "ArchivedOrder", "version", "N:4"))
+	},
+	"cart-contents": func(s *stream) {
+		a, b := cartItem("c1", "p1", "1", 1), cartItem("c1", "p2", "2", 1)
+		s.write(nil, a)
+		s.write(nil, b)
+		s.write(a, with(a, "quantity", "N:3", "version", "N:2"))
+		s.write(b, nil)
+		s.write(nil, cartItem("c2", "p1", "5", 1))
+	},
+}
+
+// TestGoldenProjections applies each projection's history twice through the
+// Lambda handler path and expects the golden aggregates, equal to a
+// recomputation from the final items, both times.
+func TestGoldenProjections(t *testing.T) {
+	for _, p := range seed.All() {
+		t.Run(p.Name(), func(t *testing.T) {
+			s := newStream()
+			scripts[p.Name()](s)
+			st := openStore(t)
+			e := newEngine(st)
+			event := s.event()
+
+			res := process(t, e, event)
+			if res.Report != "" || len(res.Failed) != 0 {
+				t.Fatalf("first delivery failed: %+v", res)
+			}
+			first := mustView(t, st)
+			written := e.Stats().Items
+			res = process(t, e, event)
+			if res.Report != "" {
+				t.Fatalf("second delivery failed: %+v", res)
+			}
+			if e.Stats().Items != written {
+				t.Errorf("second delivery wrote %d item states, want 0", e.Stats().Items-written)
+			}
+			second := mustView(t, st)
+			if d := projections.Diff(second, first); len(d) > 0 {
+				t.Errorf("second delivery changed the aggregates:\n%s", strings.Join(d, "\n"))
+			}
+			want, err := projections.Recompute(s.finalItems(), "", seed.All()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := projections.Diff(second, want); len(d) > 0 {
+				t.Errorf("aggregates differ from the recomputation:\n%s", strings.Join(d, "\n"))
+			}
+			got := second.AppendJSONLines(nil)
+			path := filepath.Join("testdata", "golden", p.Name()+".jsonl")
+			if *update {
+				os.WriteFile(path, got, 0o644)
+			}
+			golden, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if !bytes.Equal(got, golden) {
+				t.Errorf("aggregates differ from %s:\n got:\n%s\nwant:\n%s", path, got, golden)
+			}
+		})
+	}
+}
+
+// TestOneBatchPerChange delivers the same history one record at a time and
+// in one batch: the same aggregates.
+func TestOneBatchPerChange(t *testing.T) {
+	s := newStream()
+	for _, name := range []string{"order-totals", "season-leaderboard", "workspace-activity"} {
+		scripts[name](s)
+	}
+	whole, single := openStore(t), openStore(t)
+	process(t, newEngine(whole), s.event())
+	e := newEngine(single)
+	for _, r := range s.recs {
+		process(t, e, []byte(`{"Records":[`+r+`]}`))
+	}
+	if d := projections.Diff(mustView(t, single), mustView(t, whole)); len(d) > 0 {
+		t.Fatalf("record-at-a-time differs from one batch:\n%s", strings.Join(d, "\n"))
+	}
+}
+
+// TestOutOfOrderAndTombstones feeds Kinesis-style deliveries: newer before
+// older, duplicates, and an insert arriving after the item's deletion.
+func TestOutOfOrderAndTombstones(t *testing.T) {
+	ctx := context.Background()
+	s := newStream()
+	o1 := order("u1", "o1", "PENDING", "50", 1)
+	o1b := with(o1, "status", "PAID", "version", "N:2")
+	s.write(nil, o1)
+	s.write(o1, o1b)
+	s.write(o1b, nil)
+	changes, err := pipeline.DecodeStreamsEvent(s.event(), pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if read from Kinesis: no DynamoDB sequence numbers, ms times.
+	for i := range changes {
+		changes[i].Position.Source = pipeline.SourceKinesis
+		changes[i].Precision = pipeline.Millisecond
+	}
+	st := openStore(t)
+	e := newEngine(st)
+	for _, order := range [][]int{{1}, {0}, {1, 0}, {2}, {0, 1}} {
+		batch := make([]pipeline.Change, len(order))
+		for i, j := range order {
+			batch[i] = changes[j]
+		}
+		if err := e.HandleBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := mustView(t, st); len(v.Aggregates) != 0 {
+		t.Fatalf("deleted order still counted: %s", v.AppendJSONLines(nil))
+	}
+	// {0} is older than the applied v2; {1,0} coalesces to v2, already
+	// applied; {0,1} coalesces to v2, older than the tombstone.
+	if st := e.Stats(); st.Stale != 3 || st.Superseded != 2 {
+		t.Errorf("stale %d superseded %d, want 3 and 2", st.Stale, st.Superseded)
+	}
+}
+
+type failing struct{ projections.Projection }
+
+func (f failing) Contribute(item pipeline.Item) (projections.Contribution, error) {
+	if s, ok := item["status"]; ok && string(pipeline.AppendValue(nil, s)) == `{"S":"BROKEN"}` {
+		panic("projection bug")
+	}
+	return f.Projection.Contribute(item)
+}
+
+// TestPoisonStopsAtTheRecord checks that an item a projection cannot handle
+// stops the batch at that record, with everything before it applied.
+func TestPoisonStopsAtTheRecord(t *testing.T) {
+	s := newStream()
+	s.write(nil, order("u1", "o1", "PAID", "1", 1))
+	s.write(nil, order("u2", "o2", "PAID", "2", 1))
+	s.write(nil, order("u3", "o3", "BROKEN", "3", 1))
+	s.write(nil, order("u4", "o4", "PAID", "4", 1))
+	st := openStore(t)
+	e := projections.New(st, projections.Config{Logger: quiet()}, failing{seed.All()[3]})
+	res := process(t, e, s.event())
+	if len(res.Failed) != 1 || res.Report != "4421584500000000017450000300" {
+		t.Fatalf("result %+v, want the third record reported", res)
+	}
+	if !errors.Is(res.Failed[0].Err, pipeline.ErrPermanent) {
+		t.Errorf("a projection panic should be permanent: %v", res.Failed[0].Err)
+	}
+	v := mustView(t, st)
+	if got := v.Aggregates[projections.AggregateKey{Projection: "order-totals", Key: "ORDERS#PAID"}]["orders"].String(); got != "2" {
+		t.Errorf("orders before the poison = %s, want 2", got)
+	}
+}
+
+// staleReads returns no ledger entries on its first read, as an eventually
+// consistent read may: the commit's conditions must catch it.
+type staleReads struct {
+	projections.Store
+	reads int
+}
+
+func (s *staleReads) ReadLedgers(ctx context.Context, keys []string) (map[string]projections.LedgerEntry, error) {
+	s.reads++
+	if s.reads == 2 {
+		return map[string]projections.LedgerEntry{}, nil
+	}
+	return s.Store.ReadLedgers(ctx, keys)
+}
+
+func TestStaleReadIsCaughtByTheLedgerCondition(t *testing.T) {
+	s := newStream()
+	o := order("u1", "o1", "PENDING", "10", 1)
+	s.write(nil, o)
+	first := s.event()
+	s.recs = nil
+	s.write(o, with(o, "status", "PAID", "version", "N:2"))
+	st := openStore(t)
+	e := newEngine(&staleReads{Store: st})
+	process(t, e, first)
+	process(t, e, s.event())
+	if e.Stats().Conflicts != 1 {
+		t.Errorf("conflicts = %d, want 1", e.Stats().Conflicts)
+	}
+	want, _ := projections.Recompute(s.finalItems(), "", seed.All()...)
+	if d := projections.Diff(mustView(t, st), want); len(d) > 0 {
+		t.Fatalf("after a stale read:\n%s", strings.Join(d, "\n"))
+	}
+}

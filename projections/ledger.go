@@ -1,0 +1,159 @@
+package projections
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sort"
+
+	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/pipeline"
+)
+
+// ledger is what the engine records per source item: the token of the last
+// change applied and what the item contributed at that point. A removal
+// leaves a tombstone (Removed, no contributions) so that a late, older change
+// cannot bring the item back.
+type ledger struct {
+	Tok     Token      `json:"t"`
+	Removed bool       `json:"d,omitempty"`
+	C       contribSet `json:"c"`
+}
+
+// contribSet is everything one item image contributes, across projections,
+// in physical form (aggregate shards) and sorted, so that equal sets encode
+// equally.
+type contribSet struct {
+	Aggs []aggContrib `json:"a,omitempty"`
+	Rows []rowContrib `json:"r,omitempty"`
+}
+
+type aggContrib struct {
+	Ref    AggregateRef               `json:"-"`
+	Values map[string]decimal.Decimal `json:"-"`
+}
+
+// MarshalJSON keeps ledger rows small: DynamoDB bills writes per kilobyte.
+func (a aggContrib) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		P string                     `json:"p"`
+		K string                     `json:"k"`
+		S int                        `json:"s,omitempty"`
+		V map[string]decimal.Decimal `json:"v"`
+	}{a.Ref.Projection, a.Ref.Key, a.Ref.Shard, a.Values})
+}
+
+func (a *aggContrib) UnmarshalJSON(b []byte) error {
+	var v struct {
+		P string                     `json:"p"`
+		K string                     `json:"k"`
+		S int                        `json:"s"`
+		V map[string]decimal.Decimal `json:"v"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	a.Ref, a.Values = AggregateRef{Projection: v.P, Key: v.K, Shard: v.S}, v.V
+	return nil
+}
+
+type rowContrib struct {
+	Ref   RowRef        `json:"-"`
+	Hash  string        `json:"-"`
+	Attrs pipeline.Item `json:"-"` // only on freshly computed contributions
+}
+
+func (r rowContrib) MarshalJSON() ([]byte, error) {
+	return json.Marshal([4]string{r.Ref.Projection, r.Ref.Partition, r.Ref.Sort, r.Hash})
+}
+
+func (r *rowContrib) UnmarshalJSON(b []byte) error {
+	var v [4]string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	r.Ref, r.Hash = RowRef{Projection: v[0], Partition: v[1], Sort: v[2]}, v[3]
+	return nil
+}
+
+func (s *contribSet) sort() {
+	sort.Slice(s.Aggs, func(i, j int) bool { return refLess(s.Aggs[i].Ref, s.Aggs[j].Ref) })
+	sort.Slice(s.Rows, func(i, j int) bool { return rowLess(s.Rows[i].Ref, s.Rows[j].Ref) })
+}
+
+func refLess(a, b AggregateRef) bool {
+	if a.Projection != b.Projection {
+		return a.Projection < b.Projection
+	}
+	if a.Key != b.Key {
+		return a.Key < b.Key
+	}
+	return a.Shard < b.Shard
+}
+
+func rowLess(a, b RowRef) bool {
+	if a.Projection != b.Projection {
+		return a.Projection < b.Projection
+	}
+	if a.Partition != b.Partition {
+		return a.Partition < b.Partition
+	}
+	return a.Sort < b.Sort
+}
+
+func encodeLedger(l *ledger) []byte {
+	b, err := json.Marshal(l)
+	if err != nil {
+		// Only maps of strings and decimals: cannot fail.
+		panic(fmt.Sprintf("projections: encoding a ledger: %v", err))
+	}
+	return b
+}
+
+func decodeLedger(key string, e LedgerEntry) (*ledger, error) {
+	var l ledger
+	if err := json.Unmarshal(e.Body, &l); err != nil {
+		return nil, fmt.Errorf("projections: ledger entry %s (rev %d) is corrupt: %w", key, e.Rev, err)
+	}
+	return &l, nil
+}
+
+// ledgerKey is the key a source item's ledger entry is stored under: its
+// canonical key JSON, or a hash of it when that is too long for a DynamoDB
+// partition key.
+func ledgerKey(keys pipeline.Item) string {
+	k := pipeline.ItemKey(keys)
+	if len(k) > 1024 {
+		sum := sha256.Sum256([]byte(k))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return k
+}
+
+// shardOf picks the write shard of an item's contribution to a sharded
+// aggregate: deterministic, so retractions reach the same shard.
+func shardOf(itemKey string, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(itemKey))
+	return int(h.Sum32() % uint32(shards))
+}
+
+func hashString(s string) string {
+	if s == "" {
+		return ""
+	}
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+func hashItem(item pipeline.Item) string {
+	h := fnv.New64a()
+	h.Write(pipeline.AppendItem(nil, item))
+	return fmt.Sprintf("%016x", h.Sum64())
+}

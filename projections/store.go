@@ -1,0 +1,127 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/pipeline"
+)
+
+// Store persists ledger entries, aggregates and rows with the transactional
+// semantics of DynamoDB's TransactWriteItems. Implementations must be safe for
+// concurrent use.
+type Store interface {
+	// ReadLedgers returns the ledger entries stored under the given item keys.
+	// Keys with no entry are absent from the map. Reads may be eventually
+	// consistent: Commit's conditions catch a stale read.
+	ReadLedgers(ctx context.Context, keys []string) (map[string]LedgerEntry, error)
+	// Commit applies tx atomically: all of it or none of it. Every ledger put is
+	// conditioned on the entry's current revision being ExpectRev (0: no entry);
+	// if any condition fails nothing is written and the error is a
+	// *ConflictError holding the current entries of the keys that failed.
+	// Contention with concurrent writers that a retry can resolve is reported as
+	// an error matching ErrContention. A Tx that is empty is a no-op.
+	Commit(ctx context.Context, tx *Tx) error
+}
+
+// Reader reads the aggregates and rows a Store holds, for queries, the CLI and
+// verification.
+type Reader interface {
+	// ScanAggregates calls fn for every stored aggregate item (one per shard),
+	// in no particular order.
+	ScanAggregates(ctx context.Context, fn func(ref AggregateRef, values map[string]decimal.Decimal) error) error
+	// ScanRows calls fn for every stored row, in no particular order.
+	ScanRows(ctx context.Context, fn func(row StoredRow) error) error
+	// QueryRows returns up to limit rows of one projection's partition, in
+	// descending sort-key order (limit <= 0: all of them).
+	QueryRows(ctx context.Context, projection, partition string, limit int) ([]StoredRow, error)
+}
+
+// LedgerEntry is a stored ledger row: a revision for optimistic concurrency,
+// and the engine's encoded record of what the item last contributed.
+type LedgerEntry struct {
+	Rev  int64
+	Body []byte
+}
+
+// Tx is one atomic write: ledger puts and the aggregate deltas and row writes
+// of exactly those ledger entries' items. No two operations in a Tx may touch
+// the same stored item.
+type Tx struct {
+	Ledgers []LedgerPut
+	Adds    []Add
+	Puts    []RowPut
+	Deletes []RowRef
+}
+
+// Len is the number of write actions in the transaction.
+func (tx *Tx) Len() int { return len(tx.Ledgers) + len(tx.Adds) + len(tx.Puts) + len(tx.Deletes) }
+
+// LedgerPut writes a ledger entry with revision ExpectRev+1, on condition that
+// the stored revision is ExpectRev (0: that there is no entry).
+type LedgerPut struct {
+	Key       string
+	ExpectRev int64
+	Body      []byte
+	// ExpiresAt, when non-zero, is an epoch-seconds time after which the store
+	// may delete the entry (DynamoDB TTL). Used for tombstones.
+	ExpiresAt int64
+}
+
+// AggregateRef names one stored aggregate item: a projection's logical key and
+// the write shard.
+type AggregateRef struct {
+	Projection string
+	Key        string
+	Shard      int
+}
+
+// Add adds Values to an aggregate item, creating it when missing (values
+// missing from the item count as zero).
+type Add struct {
+	Ref    AggregateRef
+	Values map[string]decimal.Decimal
+}
+
+// RowRef names one stored row.
+type RowRef struct {
+	Projection string
+	Partition  string
+	Sort       string
+}
+
+// RowPut creates or replaces a row.
+type RowPut struct {
+	Ref   RowRef
+	Attrs pipeline.Item
+}
+
+// StoredRow is a row as a Reader returns it.
+type StoredRow struct {
+	Ref   RowRef
+	Attrs pipeline.Item
+}
+
+// ErrContention marks a Commit that failed because of concurrent writers or
+// throttling; the same transaction may succeed if retried after a backoff.
+var ErrContention = errors.New("projections: transaction contention")
+
+// ConflictError is returned by Commit when a ledger condition failed. Current
+// holds, for each key whose condition failed, the entry now stored (Rev 0 and
+// no body when there is none).
+type ConflictError struct {
+	Current map[string]LedgerEntry
+}
+
+func (e *ConflictError) Error() string {
+	keys := make([]string, 0, len(e.Current))
+	for k := range e.Current {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return fmt.Sprintf("projections: ledger condition failed for %d item(s): %s", len(keys), strings.Join(keys, ", "))
+}

@@ -1,0 +1,106 @@
+package projections
+
+import (
+	"time"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+// Token orders the changes of one item, across sources and incarnations.
+//
+//   - Two changes read from the same DynamoDB stream compare by sequence
+//     number: exact, because a stream keeps each item's records in order.
+//   - Otherwise they compare by approximate creation time, cut to the coarser
+//     of the two precisions, then by the item's version: Kinesis records carry
+//     milliseconds or microseconds, Streams records whole seconds.
+//   - Equal tokens are the same change (a duplicate): not newer.
+//
+// The version restarts at 1 when an item is deleted and created again, so it
+// cannot order incarnations; the time does, as long as a re-creation comes
+// at least one clock tick (of the coarser precision) after the deletion. An
+// item without a version attribute is ordered by time alone, so two of its
+// changes within one tick are indistinguishable: the first to arrive wins.
+// See docs/engine.md.
+type Token struct {
+	// Stream identifies the DynamoDB stream Seq belongs to (a hash of its ARN);
+	// empty for other sources.
+	Stream string `json:"s,omitempty"`
+	// Seq is the DynamoDB Streams sequence number.
+	Seq string `json:"q,omitempty"`
+	// Micros is the approximate creation time in microseconds since the epoch,
+	// exact to Precision.
+	Micros int64 `json:"u,omitempty"`
+	// Precision of Micros.
+	Precision pipeline.Precision `json:"p,omitempty"`
+	// Version is the item's version attribute; HasVersion false when absent.
+	Version    int64 `json:"v,omitempty"`
+	HasVersion bool  `json:"hv,omitempty"`
+}
+
+// TokenOf returns the order token of a change.
+func TokenOf(c *pipeline.Change) Token {
+	t := Token{Version: c.Version, HasVersion: c.HasVersion}
+	if !c.Time.IsZero() {
+		t.Micros = c.Time.UnixMicro()
+		t.Precision = c.Precision
+	}
+	if c.Position.Source == pipeline.SourceStreams && c.Position.SequenceNumber != "" {
+		t.Seq = c.Position.SequenceNumber
+		t.Stream = hashString(c.Position.Stream)
+	}
+	return t
+}
+
+// Newer reports whether t is a strictly newer change than u.
+func (t Token) Newer(u Token) bool {
+	if t.Seq != "" && u.Seq != "" && t.Stream == u.Stream {
+		return compareSeq(t.Seq, u.Seq) > 0
+	}
+	p := t.Precision
+	if u.Precision != 0 && (p == 0 || u.Precision < p) {
+		p = u.Precision
+	}
+	a, b := truncMicros(t.Micros, p), truncMicros(u.Micros, p)
+	if a != b {
+		return a > b
+	}
+	if t.HasVersion && u.HasVersion {
+		return t.Version > u.Version
+	}
+	return false
+}
+
+func truncMicros(us int64, p pipeline.Precision) int64 {
+	var unit int64
+	switch p {
+	case pipeline.Second:
+		unit = int64(time.Second / time.Microsecond)
+	case pipeline.Millisecond:
+		unit = int64(time.Millisecond / time.Microsecond)
+	default:
+		return us
+	}
+	return us - us%unit
+}
+
+// compareSeq compares decimal sequence numbers of any length.
+func compareSeq(a, b string) int {
+	for len(a) > 1 && a[0] == '0' {
+		a = a[1:]
+	}
+	for len(b) > 1 && b[0] == '0' {
+		b = b[1:]
+	}
+	switch {
+	case len(a) != len(b):
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,239 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/pipeline"
+)
+
+// View is the logical content of an aggregate table: aggregates summed over
+// their write shards, and rows. Values that sum to zero are left out, and so
+// are aggregates whose values are all zero: an aggregate that no item
+// contributes to any more reads as absent.
+type View struct {
+	Aggregates map[AggregateKey]map[string]decimal.Decimal
+	Rows       map[RowRef]pipeline.Item
+}
+
+// AggregateKey names a logical aggregate.
+type AggregateKey struct {
+	Projection string
+	Key        string
+}
+
+// NewView returns an empty view.
+func NewView() *View {
+	return &View{Aggregates: map[AggregateKey]map[string]decimal.Decimal{}, Rows: map[RowRef]pipeline.Item{}}
+}
+
+func (v *View) add(k AggregateKey, values map[string]decimal.Decimal) {
+	cur := v.Aggregates[k]
+	if cur == nil {
+		cur = map[string]decimal.Decimal{}
+		v.Aggregates[k] = cur
+	}
+	for name, x := range values {
+		cur[name] = cur[name].Add(x)
+	}
+}
+
+func (v *View) prune() {
+	for k, vs := range v.Aggregates {
+		for name, x := range vs {
+			if x.IsZero() {
+				delete(vs, name)
+			}
+		}
+		if len(vs) == 0 {
+			delete(v.Aggregates, k)
+		}
+	}
+}
+
+// ReadView reads a store's logical view.
+func ReadView(ctx context.Context, r Reader) (*View, error) {
+	v := NewView()
+	err := r.ScanAggregates(ctx, func(ref AggregateRef, values map[string]decimal.Decimal) error {
+		v.add(AggregateKey{ref.Projection, ref.Key}, values)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading aggregates: %w", err)
+	}
+	err = r.ScanRows(ctx, func(row StoredRow) error {
+		v.Rows[row.Ref] = row.Attrs
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading rows: %w", err)
+	}
+	v.prune()
+	return v, nil
+}
+
+// Recompute builds the view from scratch from a table's current items: what
+// the aggregate table must hold once every change has been applied. It is the
+// reference the engine is checked against.
+func Recompute(items []pipeline.Item, typeAttribute string, ps ...Projection) (*View, error) {
+	if typeAttribute == "" {
+		typeAttribute = pipeline.DefaultTypeAttribute
+	}
+	byType := map[string][]Projection{}
+	for _, p := range ps {
+		for _, t := range p.EntityTypes() {
+			byType[t] = append(byType[t], p)
+		}
+	}
+	v := NewView()
+	for _, item := range items {
+		var t string
+		if sv, ok := item[typeAttribute].(*types.AttributeValueMemberS); ok {
+			t = sv.Value
+		}
+		for _, p := range byType[t] {
+			con, err := contribute(p, item)
+			if err != nil {
+				return nil, fmt.Errorf("recompute: projection %s: %w", p.Name(), err)
+			}
+			for _, c := range con.Counters {
+				v.add(AggregateKey{p.Name(), c.Key}, c.Values)
+			}
+			for _, r := range con.Rows {
+				v.Rows[RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}] = r.Attrs
+			}
+		}
+	}
+	v.prune()
+	return v, nil
+}
+
+// Diff lists the differences between two views, "want" being the reference,
+// one line each, sorted. No lines: the views agree.
+func Diff(got, want *View) []string {
+	var out []string
+	keys := map[AggregateKey]bool{}
+	for k := range got.Aggregates {
+		keys[k] = true
+	}
+	for k := range want.Aggregates {
+		keys[k] = true
+	}
+	for k := range keys {
+		g, w := got.Aggregates[k], want.Aggregates[k]
+		names := map[string]bool{}
+		for n := range g {
+			names[n] = true
+		}
+		for n := range w {
+			names[n] = true
+		}
+		for n := range names {
+			if g[n].Cmp(w[n]) != 0 {
+				out = append(out, fmt.Sprintf("%s %s %s: got %s, want %s", k.Projection, k.Key, n, g[n], w[n]))
+			}
+		}
+	}
+	rows := map[RowRef]bool{}
+	for r := range got.Rows {
+		rows[r] = true
+	}
+	for r := range want.Rows {
+		rows[r] = true
+	}
+	for r := range rows {
+		g, gok := got.Rows[r]
+		w, wok := want.Rows[r]
+		switch {
+		case !gok:
+			out = append(out, fmt.Sprintf("%s row %s/%s: missing", r.Projection, r.Partition, r.Sort))
+		case !wok:
+			out = append(out, fmt.Sprintf("%s row %s/%s: unexpected", r.Projection, r.Partition, r.Sort))
+		case string(pipeline.AppendItem(nil, g)) != string(pipeline.AppendItem(nil, w)):
+			out = append(out, fmt.Sprintf("%s row %s/%s: got %s, want %s", r.Projection, r.Partition, r.Sort,
+				pipeline.AppendItem(nil, g), pipeline.AppendItem(nil, w)))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AppendJSONLines appends the view as JSON lines, the form `tributary
+// aggregates --json` prints, sorted by projection and key:
+//
+//	{"projection":"order-totals","key":"ORDERS#PAID#DAY#2026-11-30","values":{"orders":3,"revenue":"120.50"}}
+//	{"projection":"season-leaderboard","key":"SEASON#2026-Q2","sort":"RATING#0000001842#PLAYER#u8231","values":{...}}
+//
+// Integer values print as JSON numbers; values with a fractional part print
+// as strings, so that no decimal goes through a float on the way to a reader.
+// Row values print in DynamoDB JSON.
+func (v *View) AppendJSONLines(buf []byte) []byte {
+	keys := make([]AggregateKey, 0, len(v.Aggregates))
+	for k := range v.Aggregates {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Projection != keys[j].Projection {
+			return keys[i].Projection < keys[j].Projection
+		}
+		return keys[i].Key < keys[j].Key
+	})
+	for _, k := range keys {
+		buf = append(buf, `{"projection":`...)
+		buf = strconv.AppendQuote(buf, k.Projection)
+		buf = append(buf, `,"key":`...)
+		buf = strconv.AppendQuote(buf, k.Key)
+		buf = append(buf, `,"values":{`...)
+		vs := v.Aggregates[k]
+		names := make([]string, 0, len(vs))
+		for n := range vs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for i, n := range names {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = strconv.AppendQuote(buf, n)
+			buf = append(buf, ':')
+			s := vs[n].String()
+			if isInteger(s) {
+				buf = append(buf, s...)
+			} else {
+				buf = strconv.AppendQuote(buf, s)
+			}
+		}
+		buf = append(buf, "}}\n"...)
+	}
+	rows := make([]RowRef, 0, len(v.Rows))
+	for r := range v.Rows {
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rowLess(rows[i], rows[j]) })
+	for _, r := range rows {
+		buf = append(buf, `{"projection":`...)
+		buf = strconv.AppendQuote(buf, r.Projection)
+		buf = append(buf, `,"key":`...)
+		buf = strconv.AppendQuote(buf, r.Partition)
+		buf = append(buf, `,"sort":`...)
+		buf = strconv.AppendQuote(buf, r.Sort)
+		buf = append(buf, `,"values":`...)
+		buf = pipeline.AppendItem(buf, v.Rows[r])
+		buf = append(buf, "}\n"...)
+	}
+	return buf
+}
+
+func isInteger(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			return false
+		}
+	}
+	return true
+}
