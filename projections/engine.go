@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -151,10 +152,20 @@ type item struct {
 	first  int // index of its first change in the batch
 	newest *pipeline.Change
 	tok    Token
-	next   contribSet
-	old    *ledger // nil: no ledger entry
-	rev    int64
-	skip   bool // nothing to write
+	shard  uint32 // the batch's write shard for new sharded contributions
+	// touches: some change of the item in the batch has an image of a
+	// projected type (or is a removal without an old image). When the newest
+	// change alone does not (a Document turned Template, then edited), an
+	// earlier one may still retract what the item contributed.
+	touches bool
+	// logical is what the newest image contributes, sharded aggregates not
+	// yet given a physical shard; next is the same with shards chosen
+	// against the ledger.
+	logical contribSet
+	next    contribSet
+	old     *ledger // nil: no ledger entry
+	rev     int64
+	skip    bool // nothing to write
 }
 
 // HandleBatch applies changes: for each item, the newest change wins; its
@@ -195,9 +206,18 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 	for _, it := range items {
 		e.decide(it)
 	}
-	for _, chunk := range e.chunks(items) {
+	chunks := e.chunks(items)
+	for k, chunk := range chunks {
 		if err := e.commit(ctx, chunk); err != nil {
-			return &pipeline.BatchError{Index: chunk[0].first, Err: err}
+			// Every item of an earlier chunk is applied; the first change not
+			// applied is the earliest first change of this chunk or a later one.
+			first := chunk[0].first
+			for _, c := range chunks[k:] {
+				for _, it := range c {
+					first = min(first, it.first)
+				}
+			}
+			return &pipeline.BatchError{Index: first, Err: err}
 		}
 	}
 	return nil
@@ -208,17 +228,22 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, error) {
 	byKey := make(map[string]*item, len(changes))
 	var items []*item
+	var shard uint32
+	if len(changes) > 0 {
+		shard = batchShard(&changes[0])
+	}
 	for i := range changes {
 		c := &changes[i]
 		key := ledgerKey(c.Keys)
 		tok := TokenOf(c)
 		it := byKey[key]
 		if it == nil {
-			it = &item{key: key, first: i, newest: c, tok: tok}
+			it = &item{key: key, first: i, newest: c, tok: tok, shard: shard, touches: e.touches(c)}
 			byKey[key] = it
 			items = append(items, it)
 			continue
 		}
+		it.touches = it.touches || e.touches(c)
 		if tok.Newer(it.tok) {
 			it.newest, it.tok = c, tok
 		}
@@ -228,7 +253,12 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 	var poison *pipeline.BatchError
 	for _, it := range items {
 		c := it.newest
-		ok, err := e.projected(ctx, c)
+		ok, err := it.touches, error(nil)
+		if !ok {
+			// Apply the unknown-type policy to the newest image: log and
+			// skip, or fail.
+			_, err = e.mux.Lookup(ctx, c, c.Image(), c.EntityType())
+		}
 		if err == nil && !ok {
 			e.stats.unprojected.Add(1)
 			continue
@@ -244,7 +274,7 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 			}
 			continue
 		}
-		it.next = next
+		it.logical = next
 		out = append(out, it)
 	}
 	if poison != nil {
@@ -262,20 +292,12 @@ func indexOf(changes []pipeline.Change, c *pipeline.Change) int {
 	return 0
 }
 
-// projected reports whether a change can matter to any projection: its
-// newest or old image has a projected type, or it is a removal without an old
-// image (only the ledger knows what the item contributed). The newest image's
-// type goes through the unknown-type policy: skipped and logged, or failed.
-func (e *Engine) projected(ctx context.Context, c *pipeline.Change) (bool, error) {
-	if c.Kind == pipeline.Remove && c.Old == nil {
-		return true, nil
-	}
-	img, t := c.Image(), c.EntityType()
-	if e.mux.Has(t) || (c.Old != nil && e.mux.Has(c.OldType)) {
-		return true, nil
-	}
-	_, err := e.mux.Lookup(ctx, c, img, t)
-	return false, err
+// touches reports whether a change can matter to any projection: its new or
+// old image has a projected type, or it is a removal without an old image
+// (only the ledger knows what the item contributed).
+func (e *Engine) touches(c *pipeline.Change) bool {
+	return (c.New != nil && e.mux.Has(c.NewType)) || (c.Old != nil && e.mux.Has(c.OldType)) ||
+		(c.Kind == pipeline.Remove && c.Old == nil)
 }
 
 // contributions computes what the change's new image contributes to every
@@ -289,6 +311,7 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 		return set, err
 	}
 	aggs := map[AggregateRef]map[string]decimal.Decimal{}
+	shards := map[AggregateRef]int{}
 	for _, p := range ps {
 		con, err := contribute(p, c.New)
 		if err != nil {
@@ -298,11 +321,14 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 			if ctr.Key == "" {
 				return set, fmt.Errorf("projection %s, item %s: counter with an empty key", p.Name(), pipeline.KeyString(c.Keys))
 			}
-			ref := AggregateRef{Projection: p.Name(), Key: ctr.Key, Shard: shardOf(itemKey, ctr.Shards)}
+			ref := AggregateRef{Projection: p.Name(), Key: ctr.Key}
 			vs := aggs[ref]
 			if vs == nil {
 				vs = make(map[string]decimal.Decimal, len(ctr.Values))
 				aggs[ref] = vs
+			}
+			if ctr.Shards > shards[ref] {
+				shards[ref] = ctr.Shards
 			}
 			for name, v := range ctr.Values {
 				if ReservedName(name) {
@@ -328,7 +354,7 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 		}
 	}
 	for ref, vs := range aggs {
-		set.Aggs = append(set.Aggs, aggContrib{Ref: ref, Values: vs})
+		set.Aggs = append(set.Aggs, aggContrib{Ref: ref, Values: vs, Shards: shards[ref]})
 	}
 	set.sort()
 	return set, nil
@@ -380,7 +406,33 @@ func (e *Engine) decide(it *item) {
 	it.skip = it.old != nil && !it.tok.Newer(it.old.Tok)
 	if it.skip {
 		e.stats.stale.Add(1)
+		return
 	}
+	it.next = placeShards(it.logical, it.old, it.shard)
+}
+
+// placeShards gives each sharded aggregate contribution its physical shard:
+// the one the item already contributes to, if any (an unchanged
+// contribution then costs nothing), else the batch's shard. Retractions
+// always go where the ledger says the contribution was added.
+func placeShards(logical contribSet, old *ledger, shard uint32) contribSet {
+	out := contribSet{Rows: logical.Rows, Aggs: make([]aggContrib, len(logical.Aggs))}
+	for i, a := range logical.Aggs {
+		if a.Shards > 1 {
+			a.Ref.Shard = int(shard % uint32(a.Shards))
+			if old != nil {
+				for _, o := range old.C.Aggs {
+					if o.Ref.Projection == a.Ref.Projection && o.Ref.Key == a.Ref.Key {
+						a.Ref.Shard = o.Ref.Shard
+						break
+					}
+				}
+			}
+		}
+		out.Aggs[i] = a
+	}
+	out.sort()
+	return out
 }
 
 // actions is one item's share of a transaction.
@@ -435,7 +487,9 @@ func (e *Engine) actions(it *item) (l LedgerPut, deltas map[AggregateRef]map[str
 }
 
 // chunks packs the items to write into transactions of at most MaxTxActions
-// actions and MaxTxBytes, never splitting an item, in order of first change.
+// actions and MaxTxBytes, never splitting an item, in order of first change;
+// items whose change moves no aggregate and no row get a transaction of
+// their own, which the store writes as a single conditional put.
 func (e *Engine) chunks(items []*item) [][]*item {
 	var (
 		out   [][]*item
@@ -444,11 +498,37 @@ func (e *Engine) chunks(items []*item) [][]*item {
 		rows  = map[RowRef]bool{}
 		n, sz int
 	)
+	type planned struct {
+		it     *item
+		l      LedgerPut
+		deltas map[AggregateRef]map[string]decimal.Decimal
+		puts   []RowPut
+		dels   []RowRef
+		sig    string
+	}
+	var (
+		alone [][]*item
+		todo  []planned
+	)
 	for _, it := range items {
 		if it.skip {
 			continue
 		}
 		l, deltas, puts, dels := e.actions(it)
+		if len(puts) == 0 && len(dels) == 0 && allZero(deltas) {
+			// Only the ledger moves (the change left every aggregate as it
+			// was): one conditional put, at half a transaction's price.
+			alone = append(alone, []*item{it})
+			continue
+		}
+		todo = append(todo, planned{it, l, deltas, puts, dels, signature(deltas)})
+	}
+	// Items that touch the same aggregates go into the same transaction, so
+	// each aggregate is written as few times as possible. Order does not
+	// matter for correctness: each transaction stands on its own.
+	sort.SliceStable(todo, func(i, j int) bool { return todo[i].sig < todo[j].sig })
+	for _, p := range todo {
+		it, l, deltas, puts, dels := p.it, p.l, p.deltas, p.puts, p.dels
 		add, bytes := 1, len(l.Key)+len(l.Body)+64
 		for ref := range deltas {
 			if !aggs[ref] {
@@ -488,7 +568,42 @@ func (e *Engine) chunks(items []*item) [][]*item {
 	if len(cur) > 0 {
 		out = append(out, cur)
 	}
-	return out
+	return append(out, alone...)
+}
+
+// signature lists the aggregates an item's deltas touch, for grouping.
+func signature(deltas map[AggregateRef]map[string]decimal.Decimal) string {
+	refs := make([]AggregateRef, 0, len(deltas))
+	for ref, d := range deltas {
+		for _, v := range d {
+			if !v.IsZero() {
+				refs = append(refs, ref)
+				break
+			}
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool { return refLess(refs[i], refs[j]) })
+	var b []byte
+	for _, r := range refs {
+		b = append(b, r.Projection...)
+		b = append(b, 0)
+		b = append(b, r.Key...)
+		b = append(b, 0)
+		b = strconv.AppendInt(b, int64(r.Shard), 10)
+		b = append(b, 1)
+	}
+	return string(b)
+}
+
+func allZero(deltas map[AggregateRef]map[string]decimal.Decimal) bool {
+	for _, d := range deltas {
+		for _, v := range d {
+			if !v.IsZero() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // build assembles the transaction for a chunk of items, summing deltas per

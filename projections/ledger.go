@@ -33,6 +33,9 @@ type contribSet struct {
 type aggContrib struct {
 	Ref    AggregateRef               `json:"-"`
 	Values map[string]decimal.Decimal `json:"-"`
+	// Shards is the counter's write-shard count; only on freshly computed
+	// contributions, before a physical shard is chosen.
+	Shards int `json:"-"`
 }
 
 // MarshalJSON keeps ledger rows small: DynamoDB bills writes per kilobyte.
@@ -132,15 +135,16 @@ func ledgerKey(keys pipeline.Item) string {
 	return k
 }
 
-// shardOf picks the write shard of an item's contribution to a sharded
-// aggregate: deterministic, so retractions reach the same shard.
-func shardOf(itemKey string, shards int) int {
-	if shards <= 1 {
-		return 0
-	}
+// batchShard picks the write shard that a batch's new contributions to
+// sharded aggregates go to: one shard per batch, so a batch writes each hot
+// aggregate once, and concurrent batches (other stream shards) most likely
+// write other shards. It depends only on the batch's first record, so a
+// redelivered batch chooses the same shard.
+func batchShard(c *pipeline.Change) uint32 {
 	h := fnv.New32a()
-	h.Write([]byte(itemKey))
-	return int(h.Sum32() % uint32(shards))
+	h.Write([]byte(c.Position.SequenceNumber))
+	h.Write([]byte(c.EventID))
+	return h.Sum32()
 }
 
 func hashString(s string) string {

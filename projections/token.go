@@ -13,7 +13,9 @@ import (
 //   - Otherwise they compare by approximate creation time, cut to the coarser
 //     of the two precisions, then by the item's version: Kinesis records carry
 //     milliseconds or microseconds, Streams records whole seconds.
-//   - Equal tokens are the same change (a duplicate): not newer.
+//   - At an equal time and version a removal is newer than a write (it removes
+//     the image it carries); otherwise equal tokens are the same change (a
+//     duplicate): not newer.
 //
 // The version restarts at 1 when an item is deleted and created again, so it
 // cannot order incarnations; the time does, as long as a re-creation comes
@@ -35,11 +37,15 @@ type Token struct {
 	// Version is the item's version attribute; HasVersion false when absent.
 	Version    int64 `json:"v,omitempty"`
 	HasVersion bool  `json:"hv,omitempty"`
+	// Removed marks a removal. A removal carries the version of the image it
+	// removed and may share its clock tick, so at an equal time and version
+	// it is the newer of the two.
+	Removed bool `json:"x,omitempty"`
 }
 
 // TokenOf returns the order token of a change.
 func TokenOf(c *pipeline.Change) Token {
-	t := Token{Version: c.Version, HasVersion: c.HasVersion}
+	t := Token{Version: c.Version, HasVersion: c.HasVersion, Removed: c.Kind == pipeline.Remove}
 	if !c.Time.IsZero() {
 		t.Micros = c.Time.UnixMicro()
 		t.Precision = c.Precision
@@ -64,10 +70,10 @@ func (t Token) Newer(u Token) bool {
 	if a != b {
 		return a > b
 	}
-	if t.HasVersion && u.HasVersion {
+	if t.HasVersion && u.HasVersion && t.Version != u.Version {
 		return t.Version > u.Version
 	}
-	return false
+	return t.Removed && !u.Removed
 }
 
 func truncMicros(us int64, p pipeline.Precision) int64 {
