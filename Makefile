@@ -19,6 +19,7 @@ SERVERS  := .ci/servers.sh
 ## test: vet, unit tests, integration tests and fuzzing, in that order
 test:
 	$(MAKE) vet
+	$(MAKE) tidy-check
 	$(MAKE) test-unit
 	$(MAKE) test-integration
 	$(MAKE) fuzz
@@ -34,9 +35,12 @@ vet:
 		exit 1; \
 	fi
 
-## test-unit: all tests with the race detector, in shuffled order
+## test-unit: all tests with the race detector, in shuffled order (-short:
+## the exactly-once simulations at a tenth of their size), then the full-size
+## exactly-once simulations (100,000 changes per source) without it
 test-unit:
-	$(GO) test -race -shuffle=on -count=1 ./...
+	$(GO) test -race -short -shuffle=on -count=1 ./...
+	$(GO) test -count=1 -run 'TestExactlyOnce' ./projections/
 
 ## test-integration: tests named *Integration* against a local moto server
 test-integration:

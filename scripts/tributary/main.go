@@ -44,6 +44,7 @@ var errFailed = errors.New("failed")
 
 func commands() []command {
 	return []command{
+		{"demo", "simulate a workload through Lambda's delivery with faults, then check the aggregates", runDemo},
 		{"decode", "print captured change records as normalised changes, one JSON object a line", runDecode},
 		{"process", "run captured Lambda events through the projector's handler into a store", runProcess},
 		{"aggregates", "print the aggregates a store holds", runAggregates},
