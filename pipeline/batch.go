@@ -140,6 +140,7 @@ type Result struct {
 // Failure is one failed record.
 type Failure struct {
 	Index          int
+	Shard          string // when the source says it
 	SequenceNumber string
 	EntityType     string
 	Err            error
@@ -210,7 +211,7 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		if p.cfg.Permanent == SkipPermanent {
 			f.Skipped = true
 			res.Failed = append(res.Failed, f)
-			stats.add(f.EntityType, "Failed")
+			stats.add(f.EntityType, "Skipped")
 			p.logFailure(ctx, log, f)
 			continue
 		}
@@ -225,6 +226,9 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		err := p.handle(ctx, rest)
 		if err == nil {
 			res.Applied += len(rest)
+			for i := range rest {
+				stats.add(rest[i].EntityType(), "Processed")
+			}
 			break
 		}
 		idx := 0
@@ -233,12 +237,15 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 			idx, err = be.Index, be.Err
 		}
 		c := &rest[idx]
-		f := Failure{Index: c.Position.Index, SequenceNumber: c.Position.SequenceNumber, EntityType: c.EntityType(), Err: err}
+		f := Failure{Index: c.Position.Index, Shard: c.Position.Shard, SequenceNumber: c.Position.SequenceNumber, EntityType: c.EntityType(), Err: err}
+		for i := range rest[:idx] {
+			stats.add(rest[i].EntityType(), "Processed")
+		}
 		res.Applied += idx
 		if p.cfg.Permanent == SkipPermanent && errors.Is(err, ErrPermanent) {
 			f.Skipped = true
 			res.Failed = append(res.Failed, f)
-			stats.add(f.EntityType, "Failed")
+			stats.add(f.EntityType, "Skipped")
 			p.logFailure(ctx, log, f)
 			rest = rest[idx+1:]
 			continue
@@ -279,13 +286,16 @@ func (p *Processor) logFailure(ctx context.Context, log *slog.Logger, f Failure)
 	log.LogAttrs(ctx, slog.LevelError, msg,
 		slog.String("source", p.source.String()),
 		slog.Int("index", f.Index),
+		slog.String("shard", f.Shard),
 		slog.String("seq", f.SequenceNumber),
 		slog.String("entityType", f.EntityType),
 		slog.Bool("permanent", errors.Is(f.Err, ErrPermanent)),
 		slog.String("error", f.Err.Error()))
 }
 
-// batchStats counts records per entity type for the metrics.
+// batchStats counts records per entity type for the metrics: Records
+// received, Processed (applied), Skipped (permanent failures skipped under
+// SkipPermanent) and Failed (the record that stopped the batch).
 type batchStats map[string]map[string]float64
 
 func newBatchStats() batchStats { return batchStats{} }
@@ -296,7 +306,7 @@ func (s batchStats) add(entityType, metric string) {
 	}
 	m := s[entityType]
 	if m == nil {
-		m = map[string]float64{"Records": 0, "Failed": 0}
+		m = map[string]float64{"Records": 0, "Processed": 0, "Skipped": 0, "Failed": 0}
 		s[entityType] = m
 	}
 	m[metric]++

@@ -222,7 +222,7 @@ func TestMetricsAndLogs(t *testing.T) {
 		}
 		if m["EntityType"] == "Order" {
 			sawOrder = true
-			if m["Records"] != 3.0 || m["Failed"] != 1.0 || m["Function"] != "projector" {
+			if m["Records"] != 3.0 || m["Processed"] != 1.0 || m["Skipped"] != 0.0 || m["Failed"] != 1.0 || m["Function"] != "projector" {
 				t.Errorf("Order metrics %v", m)
 			}
 		}
