@@ -49,6 +49,8 @@ func commands() []command {
 		{"process", "run captured Lambda events through the projector's handler into a store", runProcess},
 		{"aggregates", "print the aggregates a store holds", runAggregates},
 		{"leaderboard", "print a season's leaderboard from a store", runLeaderboard},
+		{"archive", "list (ls) or print (cat) a TTL archive in a directory or S3", runArchive},
+		{"restore", "load TTL-archived items back into a table, or an export-shaped directory", runRestore},
 	}
 }
 

@@ -1,0 +1,248 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+func TestEntitySegment(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Comment", "Comment"},
+		{"", UnknownEntity},
+		{"_unknown", "%5Funknown"}, // a real type never lands among the untyped
+		{"_private", "%5Fprivate"},
+		{"a_b", "a_b"},
+		{".", "%2E"},
+		{"..", "%2E."},
+		{".hidden", "%2Ehidden"},
+		{"Legacy/Type v2", "Legacy%2FType%20v2"},
+		{"100%", "100%25"},
+		{"a=b", "a%3Db"},
+		{"Café", "Caf%C3%A9"},
+		{"x~y-z.1", "x~y-z.1"},
+	} {
+		if got := EntitySegment(tc.in); got != tc.want {
+			t.Errorf("EntitySegment(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		back, ok := EntityFromSegment(tc.want)
+		if !ok || back != tc.in {
+			t.Errorf("EntityFromSegment(%q) = %q, %t, want %q", tc.want, back, ok, tc.in)
+		}
+	}
+	long := EntitySegment(strings.Repeat("/", 100))
+	if !strings.HasPrefix(long, "_sha256-") || len(long) != len("_sha256-")+16 {
+		t.Errorf("long type: %q", long)
+	}
+	if _, ok := EntityFromSegment(long); ok {
+		t.Errorf("a hashed segment cannot be reversed")
+	}
+	for _, bad := range []string{"", "_x", "a/b", "%zz", "%4", "a b"} {
+		if _, ok := EntityFromSegment(bad); ok {
+			t.Errorf("EntityFromSegment(%q) accepted", bad)
+		}
+	}
+}
+
+// FuzzEntitySegment: every type maps to one safe segment, and back.
+func FuzzEntitySegment(f *testing.F) {
+	for _, s := range []string{"Comment", "", "_unknown", "..", "a/b c%", "Café"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		seg := EntitySegment(s)
+		if seg == "" || seg == "." || seg == ".." || strings.ContainsAny(seg, "/=\\ ") || len(seg) > 200 {
+			t.Fatalf("EntitySegment(%q) = %q is not a safe path segment", s, seg)
+		}
+		if s != "" && seg == UnknownEntity {
+			t.Fatalf("type %q maps to the untyped segment", s)
+		}
+		if strings.HasPrefix(seg, "_sha256-") {
+			return
+		}
+		back, ok := EntityFromSegment(seg)
+		if !ok || back != s {
+			t.Fatalf("round trip of %q: %q -> %q, %t", s, seg, back, ok)
+		}
+	})
+}
+
+func TestDateOf(t *testing.T) {
+	removed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	n := func(v string) pipeline.Item { return pipeline.Item{"ttl": &types.AttributeValueMemberN{Value: v}} }
+	for _, tc := range []struct {
+		name    string
+		item    pipeline.Item
+		removed time.Time
+		want    string
+	}{
+		{"ttl", n("1767225000"), removed, "2025-12-31"},
+		{"ttl midnight", n("1767225600"), removed, "2026-01-01"},
+		{"fractional ttl", n("1767225599.999"), removed, "2025-12-31"},
+		{"no ttl", pipeline.Item{}, removed, "2026-01-02"},
+		{"string ttl", pipeline.Item{"ttl": &types.AttributeValueMemberS{Value: "1767225000"}}, removed, "2026-01-02"},
+		{"negative ttl", n("-5"), removed, "2026-01-02"},
+		{"milliseconds by mistake", n("1767225000000"), removed, "2026-01-02"},
+		{"38 digits", n("99999999999999999999999999999999999999"), removed, "2026-01-02"},
+		{"epoch", n("0"), removed, "1970-01-01"},
+		{"nothing", pipeline.Item{}, time.Time{}, UnknownDate},
+	} {
+		if got := DateOf(tc.item, "ttl", tc.removed); got != tc.want {
+			t.Errorf("%s: DateOf = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestParseKey(t *testing.T) {
+	good := "entity=Legacy%2FType/date=2026-01-01/4421584500000000017450439091.jsonl.gz"
+	if got, ok := ParseKey(good); !ok || got != (KeyInfo{"Legacy%2FType", "2026-01-01", "4421584500000000017450439091"}) {
+		t.Errorf("ParseKey(%q) = %+v, %t", good, got, ok)
+	}
+	if k := ObjectKey("", "Legacy%2FType", "2026-01-01", "4421584500000000017450439091"); k != good {
+		t.Errorf("ObjectKey = %q", k)
+	}
+	for _, bad := range []string{
+		"entity=A/date=2026-01-01/12.json.gz",
+		"entity=A/date=2026-13-01/12.jsonl.gz",
+		"entity=A/date=2026-01-01/x12.jsonl.gz",
+		"entity=/date=2026-01-01/12.jsonl.gz",
+		"x/entity=A/date=2026-01-01/12.jsonl.gz",
+		"entity=A/2026-01-01/12.jsonl.gz",
+		"manifest.json",
+	} {
+		if _, ok := ParseKey(bad); ok {
+			t.Errorf("ParseKey(%q) accepted", bad)
+		}
+	}
+}
+
+func TestLineRoundTrip(t *testing.T) {
+	item := pipeline.Item{
+		"PK": &types.AttributeValueMemberS{Value: "A#1"},
+		"n":  &types.AttributeValueMemberN{Value: "1.50"},
+		"s":  &types.AttributeValueMemberS{Value: "tab\there <&> \u2028"},
+	}
+	m := Meta{EventID: "e1", RemovedAt: "2026-01-01T00:00:00Z", Table: "T", StreamARN: "arn:x", SequenceNumber: "123"}
+	line := AppendLine(nil, item, m)
+	if line[len(line)-1] != '\n' || bytes.Count(line, []byte{'\n'}) != 1 {
+		t.Fatalf("one line with a final newline, got %q", line)
+	}
+	l, err := ParseLine(line[:len(line)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Archive != m {
+		t.Errorf("meta %+v", l.Archive)
+	}
+	if want := pipeline.AppendItem(nil, item); !bytes.Equal(l.Item, want) {
+		t.Errorf("item %s, want %s", l.Item, want)
+	}
+	for _, bad := range []string{`{}`, `{"Item":null}`, `{"Item":1}`, `[]`, `{"Item":{}`} {
+		if _, err := ParseLine([]byte(bad)); err == nil {
+			t.Errorf("ParseLine(%s) accepted", bad)
+		}
+	}
+}
+
+func TestGzipDeterministic(t *testing.T) {
+	a, b := Gzip([]byte("hello\n")), Gzip([]byte("hello\n"))
+	if !bytes.Equal(a, b) {
+		t.Fatal("equal input, different gzip bytes")
+	}
+	if out, err := gunzip(a); err != nil || string(out) != "hello\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+func TestDirStore(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d := NewDir(root)
+	if err := d.Put(ctx, "p/entity=A/date=2026-01-01/1.jsonl.gz", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(ctx, "p/entity=A/date=2026-01-01/1.jsonl.gz", []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(ctx, "p/entity=B/date=2026-01-01/2.jsonl.gz", []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	// A leftover temporary file of a crashed write is never listed.
+	os.WriteFile(filepath.Join(root, "p", "entity=A", "date=2026-01-01", ".tmp-123"), []byte("partial"), 0o644)
+
+	var got []string
+	err := d.List(ctx, "p/entity=A/", func(o Object) error {
+		got = append(got, o.Key+":"+string(rune('0'+o.Size)))
+		return nil
+	})
+	if err != nil || len(got) != 1 || got[0] != "p/entity=A/date=2026-01-01/1.jsonl.gz:3" {
+		t.Errorf("List = %v, %v", got, err)
+	}
+	rc, err := d.Open(ctx, "p/entity=A/date=2026-01-01/1.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.ReadFrom(rc)
+	rc.Close()
+	if b.String() != "two" {
+		t.Errorf("overwritten object reads %q", b.String())
+	}
+	if _, err := d.Open(ctx, "p/none"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Open of a missing object: %v", err)
+	}
+	for _, bad := range []string{"", "/abs", "a//b", "a/../b", "a/./b", `a\b`, "a/"} {
+		if err := d.Put(ctx, bad, nil); err == nil {
+			t.Errorf("Put(%q) accepted", bad)
+		}
+	}
+	// No temporary files are left behind by successful writes.
+	entries, _ := os.ReadDir(filepath.Join(root, "p", "entity=B", "date=2026-01-01"))
+	if len(entries) != 1 {
+		t.Errorf("entries %v", entries)
+	}
+	// Listing a missing directory lists nothing.
+	if err := NewDir(filepath.Join(root, "missing")).List(ctx, "", func(Object) error { return errors.New("called") }); err != nil {
+		t.Errorf("List of a missing root: %v", err)
+	}
+}
+
+// TestReadLines: lines longer than the read buffer, and objects that are
+// not whole.
+func TestReadLines(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	long := bytes.Repeat([]byte("x"), 300_000)
+	store.objs["ok"] = Gzip(append(append(append([]byte("a\n"), long...), '\n'), "b\n"...))
+	store.objs["truncated"] = Gzip([]byte("a\nb"))
+	store.objs["blank"] = Gzip([]byte("a\n\nb\n"))
+	store.objs["plain"] = []byte("a\n")
+	a := Open(store, "")
+	var got []int
+	if err := a.ReadLines(ctx, "ok", func(n int, line []byte) error { got = append(got, len(line)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] != 1 || got[1] != len(long) || got[2] != 1 {
+		t.Errorf("line lengths %v", got)
+	}
+	for key, want := range map[string]string{
+		"truncated": "line 2: no final newline",
+		"blank":     "line 2: empty line",
+		"plain":     "not gzip",
+		"missing":   "not found",
+	} {
+		err := a.ReadLines(ctx, key, func(int, []byte) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", key, err, want)
+		}
+	}
+}

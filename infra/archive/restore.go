@@ -1,0 +1,408 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+// Selection is the set of archived items to restore: the lines of the
+// selected objects, with one winner per item key. An item archived more than
+// once (it was created again after it expired, and expired again) is
+// restored as its latest removal: the greatest RemovedAt, then the greatest
+// sequence number; the others are superseded.
+//
+// Select reads the objects once to pick the winners, keeping only item keys
+// and positions in memory; Each reads them again to hand the winners out.
+type Selection struct {
+	a       *Archive
+	objects []ObjectInfo
+	other   []string
+	keys    []string
+	winners map[string]winner
+	lines   int
+}
+
+// winner is where an item's latest archived version is.
+type winner struct {
+	removed time.Time
+	seq     string
+	object  int // index in Selection.objects
+	line    int
+}
+
+func (w winner) newerThan(o winner) bool {
+	if !w.removed.Equal(o.removed) {
+		return w.removed.After(o.removed)
+	}
+	return seqLess(o.seq, w.seq)
+}
+
+// seqLess compares two sequence numbers (strings of digits) numerically.
+func seqLess(a, b string) bool {
+	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// DefaultKeyAttributes are the key attributes assumed when none are given.
+var DefaultKeyAttributes = []string{"PK", "SK"}
+
+// Select picks the items to restore from the objects f selects. keyAttrs
+// names the table's key attributes (default PK, SK); an item without them
+// is an error naming its object and line. Lines are decoded by the export
+// decoder (pipeline.ExportDecoder), the same reader the reimport tooling
+// uses, which ignores the "Archive" member beside "Item".
+func (a *Archive) Select(ctx context.Context, f Filter, keyAttrs []string) (*Selection, error) {
+	if len(keyAttrs) == 0 {
+		keyAttrs = DefaultKeyAttributes
+	}
+	objs, other, err := a.Objects(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	s := &Selection{a: a, objects: objs, other: other, keys: keyAttrs, winners: make(map[string]winner)}
+	dec := pipeline.NewExportDecoder(pipeline.Options{KeyAttributes: keyAttrs})
+	for oi, o := range objs {
+		err := a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
+			c, l, err := decodeLine(dec, o.Key, n, line)
+			if err != nil {
+				return err
+			}
+			s.lines++
+			w := winner{seq: l.Archive.SequenceNumber, object: oi, line: n}
+			if l.Archive.RemovedAt != "" {
+				if w.removed, err = time.Parse(time.RFC3339Nano, l.Archive.RemovedAt); err != nil {
+					return fmt.Errorf("archive: %s line %d: RemovedAt: %w", o.Key, n, err)
+				}
+			}
+			k := pipeline.ItemKey(c.Keys)
+			if old, ok := s.winners[k]; !ok || w.newerThan(old) {
+				s.winners[k] = w
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// decodeLine reads one archive line both ways: as the export decoder sees it
+// (the item and its keys) and as an archive line (the metadata and the
+// item's bytes).
+func decodeLine(dec *pipeline.ExportDecoder, key string, n int, line []byte) (pipeline.Change, Line, error) {
+	l, err := ParseLine(line)
+	if err != nil {
+		return pipeline.Change{}, Line{}, fmt.Errorf("archive: %s line %d: %w", key, n, err)
+	}
+	c, err := dec.Decode(line, key, n)
+	if err != nil {
+		return pipeline.Change{}, Line{}, fmt.Errorf("archive: %w", err)
+	}
+	return c, l, nil
+}
+
+// Objects returns the selected objects; Other the keys under the prefix
+// that are not archive objects (and were not read).
+func (s *Selection) Objects() []ObjectInfo { return s.objects }
+
+// Other returns the keys under the archive prefix that are not archive objects.
+func (s *Selection) Other() []string { return s.other }
+
+// Lines returns the number of archive lines read; Items the number of
+// distinct items among them. Lines-Items versions are superseded.
+func (s *Selection) Lines() int { return s.lines }
+
+// Items returns the number of distinct items selected.
+func (s *Selection) Items() int { return len(s.winners) }
+
+// Each reads the selected objects again, in key order, and calls fn for each
+// winning line: the item decoded and its DynamoDB JSON bytes as archived. If
+// an object changed since Select so that a winner is no longer where it was,
+// Each fails rather than skip it.
+func (s *Selection) Each(ctx context.Context, fn func(o ObjectInfo, item pipeline.Item, raw json.RawMessage) error) error {
+	dec := pipeline.NewExportDecoder(pipeline.Options{KeyAttributes: s.keys})
+	emitted := 0
+	for oi, o := range s.objects {
+		err := s.a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
+			c, l, err := decodeLine(dec, o.Key, n, line)
+			if err != nil {
+				return err
+			}
+			if w := s.winners[pipeline.ItemKey(c.Keys)]; w.object != oi || w.line != n {
+				return nil
+			}
+			emitted++
+			return fn(o, c.New, l.Item)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if emitted != len(s.winners) {
+		return fmt.Errorf("archive: the objects changed while being read: %d of %d items found again; run again", emitted, len(s.winners))
+	}
+	return nil
+}
+
+// BatchWriter is the DynamoDB call a restore makes. *dynamodb.Client
+// implements it.
+type BatchWriter interface {
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+// TableOptions configures RestoreTable. The zero value works.
+type TableOptions struct {
+	// MaxAttempts bounds the BatchWriteItem calls for one chunk of 25 items
+	// while some stay unprocessed. Default 12.
+	MaxAttempts int
+	// BaseDelay and MaxDelay shape the backoff between those calls: full
+	// jitter over min(MaxDelay, BaseDelay·2^attempt). Defaults 50 ms and 5 s.
+	BaseDelay, MaxDelay time.Duration
+	// Sleep waits between attempts; nil waits on a timer, ending early when
+	// ctx is done. Tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// MaxBatchWrite is the most put requests one BatchWriteItem call may carry.
+const MaxBatchWrite = 25
+
+// RestoreTable puts every selected item into table with BatchWriteItem, 25
+// at a time, retrying unprocessed items with capped exponential backoff and
+// full jitter (the SDK itself retries throttled calls). It returns the
+// number of items written. Putting an item twice is harmless, so a failed
+// restore can simply be run again.
+func RestoreTable(ctx context.Context, s *Selection, client BatchWriter, table string, opts TableOptions) (int, error) {
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 12
+	}
+	if opts.BaseDelay <= 0 {
+		opts.BaseDelay = 50 * time.Millisecond
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = 5 * time.Second
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	written := 0
+	chunk := make([]types.WriteRequest, 0, MaxBatchWrite)
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		if err := writeChunk(ctx, client, table, chunk, opts); err != nil {
+			return err
+		}
+		written += len(chunk)
+		chunk = chunk[:0]
+		return nil
+	}
+	err := s.Each(ctx, func(_ ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
+		chunk = append(chunk, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+		if len(chunk) == MaxBatchWrite {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return written, err
+}
+
+func writeChunk(ctx context.Context, client BatchWriter, table string, reqs []types.WriteRequest, opts TableOptions) error {
+	pending := map[string][]types.WriteRequest{table: reqs}
+	for attempt := 0; ; attempt++ {
+		out, err := client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+		if err != nil {
+			return fmt.Errorf("archive: restore into %s: %w", table, err)
+		}
+		left := out.UnprocessedItems[table]
+		if len(left) == 0 {
+			return nil
+		}
+		if attempt+1 >= opts.MaxAttempts {
+			return fmt.Errorf("archive: restore into %s: %d items still unprocessed after %d attempts", table, len(left), attempt+1)
+		}
+		pending = map[string][]types.WriteRequest{table: left}
+		if err := opts.Sleep(ctx, backoff(attempt, opts.BaseDelay, opts.MaxDelay)); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff returns a full-jitter delay for a retry: uniform in
+// [0, min(max, base·2^attempt)).
+func backoff(attempt int, base, max time.Duration) time.Duration {
+	d := max
+	if attempt < 30 && base<<attempt < max {
+		d = base << attempt
+	}
+	return rand.N(d)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ExportOptions configures RestoreExport.
+type ExportOptions struct {
+	// ExportID names the export directory (AWSDynamoDB/<ExportID>/).
+	// Default: the time in milliseconds and 8 hex digits, like DynamoDB's.
+	ExportID string
+	// Now is the export's time; default time.Now().
+	Now time.Time
+}
+
+// ExportResult is what RestoreExport wrote.
+type ExportResult struct {
+	// Dir is the export's directory: DIR/AWSDynamoDB/<ExportID>.
+	Dir string
+	// Items and Files count the items and data files written.
+	Items, Files int
+}
+
+// RestoreExport writes the selected items into dir in the shape of a
+// DynamoDB full export in DYNAMODB_JSON format:
+//
+//	AWSDynamoDB/<ExportID>/_started
+//	AWSDynamoDB/<ExportID>/data/<date>-<entity>-<seq>.json.gz   one per archive object, {"Item":...} lines
+//	AWSDynamoDB/<ExportID>/manifest-files.json                  one JSON line per data file
+//	AWSDynamoDB/<ExportID>/manifest-summary.json                written last
+//
+// Data lines are the archived items byte for byte, without the metadata, so
+// the data/ prefix can be given to ImportTable, and the directory to the
+// export reimport tooling. Each file is written atomically; the summary,
+// written last, marks a complete export.
+func RestoreExport(ctx context.Context, s *Selection, dir string, opts ExportOptions) (ExportResult, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	opts.Now = opts.Now.UTC()
+	if opts.ExportID == "" {
+		h := sha256.New()
+		for _, o := range s.objects {
+			h.Write([]byte(o.Key + "\n"))
+		}
+		opts.ExportID = fmt.Sprintf("%014d-%s", opts.Now.UnixMilli(), hex.EncodeToString(h.Sum(nil))[:8])
+	}
+	base := "AWSDynamoDB/" + opts.ExportID
+	if !validKey(base) {
+		return ExportResult{}, fmt.Errorf("archive: invalid export ID %q", opts.ExportID)
+	}
+	out := NewDir(dir)
+	res := ExportResult{Dir: dir + string(os.PathSeparator) + "AWSDynamoDB" + string(os.PathSeparator) + opts.ExportID}
+	if _, err := os.Stat(res.Dir); err == nil {
+		return ExportResult{}, fmt.Errorf("archive: %s already exists", res.Dir)
+	}
+	if err := out.Put(ctx, base+"/_started", nil); err != nil {
+		return ExportResult{}, err
+	}
+
+	var (
+		manifest bytes.Buffer
+		data     []byte
+		items    int
+		cur      = -1
+		curObj   ObjectInfo
+		objIndex = make(map[string]int, len(s.objects))
+	)
+	for i, o := range s.objects {
+		objIndex[o.Key] = i
+	}
+	flush := func() error {
+		if items == 0 {
+			return nil
+		}
+		key := path.Join(base, "data", curObj.Date+"-"+curObj.EntitySegment+"-"+curObj.FirstSeq+".json.gz")
+		body := Gzip(data)
+		if err := out.Put(ctx, key, body); err != nil {
+			return err
+		}
+		sum := md5.Sum(body)
+		line, _ := json.Marshal(struct {
+			ItemCount   int    `json:"itemCount"`
+			MD5Checksum string `json:"md5Checksum"`
+			ETag        string `json:"etag"`
+			DataFileKey string `json:"dataFileS3Key"`
+		}{items, base64.StdEncoding.EncodeToString(sum[:]), hex.EncodeToString(sum[:]), key})
+		manifest.Write(line)
+		manifest.WriteByte('\n')
+		res.Items += items
+		res.Files++
+		data, items = data[:0], 0
+		return nil
+	}
+	err := s.Each(ctx, func(o ObjectInfo, _ pipeline.Item, raw json.RawMessage) error {
+		if i := objIndex[o.Key]; i != cur {
+			if err := flush(); err != nil {
+				return err
+			}
+			cur, curObj = i, o
+		}
+		data = append(data, `{"Item":`...)
+		data = append(data, raw...)
+		data = append(data, '}', '\n')
+		items++
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return ExportResult{}, err
+	}
+	if err := out.Put(ctx, base+"/manifest-files.json", manifest.Bytes()); err != nil {
+		return ExportResult{}, err
+	}
+	ts := opts.Now.Format(time.RFC3339Nano)
+	summary, _ := json.Marshal(map[string]any{
+		"version":            "2020-06-30",
+		"exportArn":          nil,
+		"startTime":          ts,
+		"endTime":            ts,
+		"exportTime":         ts,
+		"tableArn":           nil,
+		"tableId":            nil,
+		"s3Bucket":           nil,
+		"s3Prefix":           nil,
+		"s3SseAlgorithm":     nil,
+		"s3SseKmsKeyId":      nil,
+		"manifestFilesS3Key": base + "/manifest-files.json",
+		"billedSizeBytes":    0,
+		"itemCount":          res.Items,
+		"outputFormat":       "DYNAMODB_JSON",
+		"exportType":         "FULL_EXPORT",
+	})
+	if err := out.Put(ctx, base+"/manifest-summary.json", append(summary, '\n')); err != nil {
+		return ExportResult{}, err
+	}
+	return res, nil
+}

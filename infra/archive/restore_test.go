@@ -1,0 +1,445 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/pipeline"
+)
+
+// removedItems returns the old images of an event's TTL removals in
+// DynamoDB JSON, by item key: what a restore must give back.
+func removedItems(t testing.TB, event []byte) map[string]string {
+	t.Helper()
+	changes, err := pipeline.DecodeStreamsEvent(event, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range changes {
+		if c.TTL {
+			out[pipeline.ItemKey(c.Keys)] = string(pipeline.AppendItem(nil, c.Old))
+		}
+	}
+	return out
+}
+
+// archiveEvents archives events into a fresh directory and returns it.
+func archiveEvents(t testing.TB, prefix string, events ...[]byte) *Dir {
+	t.Helper()
+	dir := NewDir(t.TempDir())
+	proc := pipeline.NewStreamsProcessor(New(dir, Options{Prefix: prefix, Logger: quiet}), pipeline.Config{Logger: quiet})
+	for _, e := range events {
+		if out, err := proc.Invoke(context.Background(), e); err != nil || string(out) != `{"batchItemFailures":[]}` {
+			t.Fatalf("%s %v", out, err)
+		}
+	}
+	return dir
+}
+
+// TestRestoreExport: archive → export-shaped directory gives back every
+// item byte for byte, in {"Item":...} lines the export decoder reads, with
+// manifests that match the data files.
+func TestRestoreExport(t *testing.T) {
+	ctx := context.Background()
+	event := readEvent(t)
+	src := archiveEvents(t, "ttl-archive/app", event)
+	sel, err := Open(src, "ttl-archive/app").Select(ctx, Filter{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	res, err := RestoreExport(ctx, sel, out, ExportOptions{ExportID: "01767225600000-archive", Now: time.Unix(1767225600, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Items != 7 || res.Files != 5 {
+		t.Errorf("result %+v, want 7 items in 5 files", res)
+	}
+
+	// The layout and the manifests, pinned.
+	var dump bytes.Buffer
+	base := filepath.Join(out, "AWSDynamoDB", "01767225600000-archive")
+	filepath.WalkDir(out, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(out, p)
+			dump.WriteString(filepath.ToSlash(rel) + "\n")
+		}
+		return err
+	})
+	for _, name := range []string{"manifest-files.json", "manifest-summary.json"} {
+		b, err := os.ReadFile(filepath.Join(base, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dump.WriteString("== " + name + "\n")
+		dump.Write(b)
+	}
+	checkGolden(t, "export.golden", dump.Bytes())
+
+	// Every data line is an export line whose item is the archived item,
+	// byte for byte; each manifest line matches its file.
+	want := removedItems(t, event)
+	got := map[string]string{}
+	dec := pipeline.NewExportDecoder(pipeline.Options{})
+	manifest, _ := os.ReadFile(filepath.Join(base, "manifest-files.json"))
+	for _, ml := range bytes.Split(bytes.TrimSpace(manifest), []byte{'\n'}) {
+		var m struct {
+			ItemCount   int    `json:"itemCount"`
+			MD5Checksum string `json:"md5Checksum"`
+			DataFileKey string `json:"dataFileS3Key"`
+		}
+		if err := json.Unmarshal(ml, &m); err != nil {
+			t.Fatal(err)
+		}
+		body, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(m.DataFileKey)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := md5.Sum(body); base64.StdEncoding.EncodeToString(sum[:]) != m.MD5Checksum {
+			t.Errorf("%s: md5 does not match the manifest", m.DataFileKey)
+		}
+		data, err := gunzip(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Split(bytes.TrimSuffix(data, []byte{'\n'}), []byte{'\n'})
+		if len(lines) != m.ItemCount {
+			t.Errorf("%s: %d lines, manifest says %d", m.DataFileKey, len(lines), m.ItemCount)
+		}
+		for i, line := range lines {
+			var l struct{ Item json.RawMessage }
+			if err := json.Unmarshal(line, &l); err != nil || !bytes.Equal(line, append(append([]byte(`{"Item":`), l.Item...), '}')) {
+				t.Fatalf("%s line %d is not a bare export line: %s", m.DataFileKey, i+1, line)
+			}
+			c, err := dec.Decode(line, m.DataFileKey, i+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[pipeline.ItemKey(c.Keys)] = string(l.Item)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("restored %d items, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("item %s:\n got %s\nwant %s", k, got[k], v)
+		}
+	}
+
+	// A second export under the same ID is refused rather than mixed in.
+	if _, err := RestoreExport(ctx, sel, out, ExportOptions{ExportID: "01767225600000-archive"}); err == nil {
+		t.Error("RestoreExport over an existing export succeeded")
+	}
+}
+
+// TestRestoreFilter: --entity and --date select partitions.
+func TestRestoreFilter(t *testing.T) {
+	ctx := context.Background()
+	a := Open(archiveEvents(t, "p", readEvent(t)), "p")
+	for _, tc := range []struct {
+		f     Filter
+		items int
+	}{
+		{Filter{}, 7},
+		{Filter{Entity: "Comment"}, 4},
+		{Filter{Entity: "Comment", Date: "2025-12-31"}, 3},
+		{Filter{Date: "2026-01-01"}, 3},
+		{Filter{Entity: UnknownEntity}, 1},
+		{Filter{Entity: "Legacy/Type v2"}, 1},
+		{Filter{Entity: "Nope"}, 0},
+	} {
+		sel, err := a.Select(ctx, tc.f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sel.Items() != tc.items {
+			t.Errorf("%+v: %d items, want %d", tc.f, sel.Items(), tc.items)
+		}
+	}
+	if _, err := a.Select(ctx, Filter{Date: "2026-1-1"}, nil); err == nil {
+		t.Error("a malformed date was accepted")
+	}
+}
+
+// TestRestoreLatestVersionWins: an item created again after it expired, and
+// expired again, is archived twice; a restore gives its latest removal.
+func TestRestoreLatestVersionWins(t *testing.T) {
+	ctx := context.Background()
+	first := readEvent(t)
+	// The same comment c1, recreated with a new body and removed a day later.
+	second := bytes.ReplaceAll(first, []byte(`"First! \"quoted\" \u00e9"`), []byte(`"second life"`))
+	second = bytes.ReplaceAll(second, []byte(`"ApproximateCreationDateTime":1767225600`), []byte(`"ApproximateCreationDateTime":1767312000`))
+	second = bytes.ReplaceAll(second, []byte(`"SequenceNumber":"4421584500000000017450439091"`), []byte(`"SequenceNumber":"4421584500000000017450439200"`))
+	var ev struct{ Records []json.RawMessage }
+	json.Unmarshal(second, &ev)
+	second, _ = json.Marshal(map[string]any{"Records": ev.Records[:1]})
+
+	a := Open(archiveEvents(t, "", second, first), "") // order of arrival does not matter
+	sel, err := a.Select(ctx, Filter{Entity: "Comment"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Lines() != 5 || sel.Items() != 4 {
+		t.Fatalf("%d lines, %d items; want 5 lines of 4 items", sel.Lines(), sel.Items())
+	}
+	var bodies []string
+	sel.Each(ctx, func(_ ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
+		if s := item["SK"].(*types.AttributeValueMemberS).Value; s == "DOC#d1#CMT#c1" {
+			bodies = append(bodies, item["body"].(*types.AttributeValueMemberS).Value)
+		}
+		return nil
+	})
+	if len(bodies) != 1 || bodies[0] != "second life" {
+		t.Errorf("c1 restored as %q, want only its latest version", bodies)
+	}
+}
+
+// fakeBatchWriter leaves the last `left` requests of each of its first
+// `times` calls unprocessed.
+type fakeBatchWriter struct {
+	times, left int
+	calls       [][]types.WriteRequest
+	written     map[string]int
+}
+
+func (f *fakeBatchWriter) BatchWriteItem(_ context.Context, in *dynamodb.BatchWriteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	if len(in.RequestItems) != 1 {
+		return nil, fmt.Errorf("%d tables", len(in.RequestItems))
+	}
+	reqs := in.RequestItems["T"]
+	if len(reqs) == 0 || len(reqs) > MaxBatchWrite {
+		return nil, fmt.Errorf("%d requests", len(reqs))
+	}
+	f.calls = append(f.calls, reqs)
+	n := len(reqs)
+	var un []types.WriteRequest
+	if len(f.calls) <= f.times && n >= f.left {
+		un, reqs = reqs[n-f.left:], reqs[:n-f.left]
+	}
+	for _, r := range reqs {
+		f.written[pipeline.ItemKey(pipeline.Item{"PK": r.PutRequest.Item["PK"], "SK": r.PutRequest.Item["SK"]})]++
+	}
+	out := &dynamodb.BatchWriteItemOutput{}
+	if un != nil {
+		out.UnprocessedItems = map[string][]types.WriteRequest{"T": un}
+	}
+	return out, nil
+}
+
+// TestRestoreTableRetriesUnprocessed: 25 items per call; unprocessed items
+// are sent again after a jittered, growing delay, until written.
+func TestRestoreTableRetriesUnprocessed(t *testing.T) {
+	ctx := context.Background()
+	w := genWorkload(workloadConfig{seed: 3, shards: 1, records: 600, startItems: 100, meanGap: 2 * time.Second})
+	var ttl []simRecord
+	for _, r := range w.shards[0] {
+		if r.ttl {
+			ttl = append(ttl, r)
+		}
+	}
+	dir := archiveEvents(t, "", eventJSON(ttl))
+	sel, err := Open(dir, "").Select(ctx, Filter{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeBatchWriter{times: 3, left: 10, written: map[string]int{}}
+	var delays []time.Duration
+	opts := TableOptions{Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }}
+	n, err := RestoreTable(ctx, sel, fake, "T", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != sel.Items() || len(fake.written) != sel.Items() {
+		t.Errorf("wrote %d, %d distinct, want %d", n, len(fake.written), sel.Items())
+	}
+	for k, c := range fake.written {
+		if c != 1 {
+			t.Errorf("%s written %d times", k, c)
+		}
+	}
+	// Calls 1-3 leave 10 items unprocessed: calls 2 to 4 send those ten
+	// again, after three delays of growing bounds.
+	if len(delays) != 3 {
+		t.Fatalf("%d delays, want 3", len(delays))
+	}
+	for i, d := range delays {
+		if limit := 50 * time.Millisecond << i; d < 0 || d >= limit {
+			t.Errorf("delay %d = %v, want in [0, %v)", i, d, limit)
+		}
+	}
+	if len(fake.calls[1]) != 10 || len(fake.calls[0]) != MaxBatchWrite {
+		t.Errorf("call sizes %d, %d", len(fake.calls[0]), len(fake.calls[1]))
+	}
+
+	// Items that stay unprocessed end the restore with an error.
+	stuck := &fakeBatchWriter{times: 1 << 30, left: 1, written: map[string]int{}}
+	opts.MaxAttempts = 4
+	if _, err := RestoreTable(ctx, sel, stuck, "T", opts); err == nil || !strings.Contains(err.Error(), "unprocessed after 4 attempts") {
+		t.Errorf("error %v", err)
+	}
+}
+
+// TestBackoff: full jitter under a doubling cap.
+func TestBackoff(t *testing.T) {
+	for attempt := range 40 {
+		limit := min(5*time.Second, 50*time.Millisecond<<min(attempt, 30))
+		for range 50 {
+			if d := backoff(attempt, 50*time.Millisecond, 5*time.Second); d < 0 || d >= limit {
+				t.Fatalf("attempt %d: %v not in [0, %v)", attempt, d, limit)
+			}
+		}
+	}
+}
+
+// scanAll returns every item of a table in DynamoDB JSON, by key.
+func scanAll(ctx context.Context, t *testing.T, c *dynamodb.Client, table string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	p := dynamodb.NewScanPaginator(c, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			out[pipeline.ItemKey(pipeline.Item{"PK": it["PK"], "SK": it["SK"]})] = string(pipeline.AppendItem(nil, it))
+		}
+	}
+	return out
+}
+
+func compareItems(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d items, want %d", len(got), len(want))
+	}
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if got[k] != want[k] {
+			t.Errorf("item %s:\n got %s\nwant %s", k, got[k], want[k])
+		}
+	}
+}
+
+// TestRestoreTableIntegration: archive → restore into a DynamoDB table on
+// moto gives back the items byte for byte in DynamoDB JSON.
+func TestRestoreTableIntegration(t *testing.T) {
+	ctx := context.Background()
+	c := awstest.DynamoDB(t)
+	table := awstest.UniqueName(t, "restore")
+	awstest.CreateTable(ctx, t, c, table, false)
+	event := readEvent(t)
+	sel, err := Open(archiveEvents(t, "a", event), "a").Select(ctx, Filter{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := RestoreTable(ctx, sel, c, table, TableOptions{})
+	if err != nil || n != 7 {
+		t.Fatalf("restored %d, %v", n, err)
+	}
+	compareItems(t, scanAll(ctx, t, c, table), removedItems(t, event))
+}
+
+// TestImportTableIntegration is the evidence for keeping the metadata on the
+// same line: ImportTable, given the archive's prefix as it is (lines with an
+// "Archive" member beside "Item"), imports every item with no error on moto,
+// byte for byte.
+func TestImportTableIntegration(t *testing.T) {
+	ctx := context.Background()
+	s3c, _, bucket := motoClient(t)
+	// moto's ImportTable reads lines with its own JSON parser
+	// (py_partiql_parser), which cuts a string at an escaped quote: "a \"b\""
+	// comes back as "a \\". That is a moto bug, unrelated to the extra member,
+	// so this test's one escaped quote is taken out.
+	event := bytes.ReplaceAll(readEvent(t), []byte(`First! \"quoted\"`), []byte(`First! quoted`))
+	proc := pipeline.NewStreamsProcessor(New(NewS3(s3c, bucket, S3Options{}), Options{Prefix: "ttl", Logger: quiet}), pipeline.Config{Logger: quiet})
+	if out, err := proc.Invoke(ctx, event); err != nil || string(out) != `{"batchItemFailures":[]}` {
+		t.Fatalf("%s %v", out, err)
+	}
+	ddb := awstest.DynamoDB(t)
+	table := awstest.UniqueName(t, "import")
+	imp, err := ddb.ImportTable(ctx, &dynamodb.ImportTableInput{
+		InputFormat:          types.InputFormatDynamodbJson,
+		InputCompressionType: types.InputCompressionTypeGzip,
+		S3BucketSource:       &types.S3BucketSource{S3Bucket: aws.String(bucket), S3KeyPrefix: aws.String("ttl/")},
+		TableCreationParameters: &types.TableCreationParameters{
+			TableName:   aws.String(table),
+			BillingMode: types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{
+				{AttributeName: aws.String("PK"), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String("SK"), AttributeType: types.ScalarAttributeTypeS},
+			},
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("PK"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("SK"), KeyType: types.KeyTypeRange},
+			},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	var d *types.ImportTableDescription
+	for deadline := time.Now().Add(time.Minute); ; {
+		out, err := ddb.DescribeImport(ctx, &dynamodb.DescribeImportInput{ImportArn: imp.ImportTableDescription.ImportArn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d = out.ImportTableDescription
+		if d.ImportStatus != types.ImportStatusInProgress || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if d.ImportStatus != types.ImportStatusCompleted || d.ErrorCount != 0 || d.ImportedItemCount != 7 || d.ProcessedItemCount != 7 {
+		t.Fatalf("import %s: %d imported, %d processed, %d errors (%s)", d.ImportStatus, d.ImportedItemCount,
+			d.ProcessedItemCount, d.ErrorCount, aws.ToString(d.FailureMessage))
+	}
+	compareItems(t, scanAll(ctx, t, ddb, table), removedItems(t, event))
+}
+
+// TestRestoreArchiveChanged: an object rewritten between the two passes so
+// that a selected item is gone fails the restore instead of skipping it.
+func TestRestoreArchiveChanged(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
+	if _, err := proc.Invoke(ctx, readEvent(t)); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := Open(store, "").Select(ctx, Filter{Entity: "Comment", Date: "2025-12-31"}, nil)
+	if err != nil || sel.Items() != 3 {
+		t.Fatalf("%d items, %v", sel.Items(), err)
+	}
+	key := sel.Objects()[0].Key
+	data, _ := gunzip(store.objs[key])
+	first, _, _ := bytes.Cut(data, []byte{'\n'})
+	store.objs[key] = Gzip(append(first, '\n')) // a shorter batch's rewrite
+	err = sel.Each(ctx, func(ObjectInfo, pipeline.Item, json.RawMessage) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "1 of 3 items found again") {
+		t.Fatalf("error %v", err)
+	}
+}
