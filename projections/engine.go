@@ -529,28 +529,39 @@ func (e *Engine) chunks(items []*item) [][]*item {
 	sort.SliceStable(todo, func(i, j int) bool { return todo[i].sig < todo[j].sig })
 	for _, p := range todo {
 		it, l, deltas, puts, dels := p.it, p.l, p.deltas, p.puts, p.dels
-		add, bytes := 1, len(l.Key)+len(l.Body)+64
-		for ref := range deltas {
-			if !aggs[ref] {
-				add++
+		// Actions the item adds to the current transaction: its ledger entry,
+		// and the aggregates and rows the transaction does not write yet.
+		count := func() int {
+			add := 1
+			for ref := range deltas {
+				if !aggs[ref] {
+					add++
+				}
 			}
+			for _, p := range puts {
+				if !rows[p.Ref] {
+					add++
+				}
+			}
+			for _, d := range dels {
+				if !rows[d] {
+					add++
+				}
+			}
+			return add
+		}
+		add, bytes := count(), len(l.Key)+len(l.Body)+64
+		for ref := range deltas {
 			bytes += len(ref.Key) + 64
 		}
 		for _, p := range puts {
-			if !rows[p.Ref] {
-				add++
-			}
 			bytes += itemSize(p.Attrs) + len(p.Ref.Partition) + len(p.Ref.Sort)
-		}
-		for _, d := range dels {
-			if !rows[d] {
-				add++
-			}
 		}
 		if len(cur) > 0 && (n+add > MaxTxActions || sz+bytes > MaxTxBytes-64<<10) {
 			out = append(out, cur)
 			cur, n, sz = nil, 0, 0
 			aggs, rows = map[AggregateRef]bool{}, map[RowRef]bool{}
+			add = count() // against the new, empty transaction
 		}
 		cur = append(cur, it)
 		n += add
@@ -680,6 +691,11 @@ func (e *Engine) commit(ctx context.Context, chunk []*item) error {
 		tx := e.build(chunk)
 		if len(tx.Ledgers) == 0 {
 			return nil
+		}
+		if tx.Len() > MaxTxActions {
+			// One item contributes to more aggregates and rows than a
+			// transaction can write: no retry will fix that.
+			return pipeline.Permanent(fmt.Errorf("item %s needs %d actions, more than a transaction's %d", chunk[0].key, tx.Len(), MaxTxActions))
 		}
 		err := e.store.Commit(ctx, tx)
 		e.stats.wu.Add(int64(WriteUnits(tx) * 10))

@@ -241,8 +241,11 @@ func TestScanCallbackMayWrite(t *testing.T) {
 			Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)},
 		})
 	}
-	if err := s.Commit(t.Context(), tx); err != nil {
-		t.Fatal(err)
+	for i := 0; i < len(tx.Adds); i += projections.MaxTxActions {
+		part := &projections.Tx{Adds: tx.Adds[i:min(i+projections.MaxTxActions, len(tx.Adds))]}
+		if err := s.Commit(t.Context(), part); err != nil {
+			t.Fatal(err)
+		}
 	}
 	seen := 0
 	err := s.ScanAggregates(t.Context(), func(ref projections.AggregateRef, _ map[string]decimal.Decimal) error {

@@ -185,6 +185,11 @@ func (s *Store) Commit(ctx context.Context, tx *projections.Tx) error {
 	if tx == nil || tx.Len() == 0 {
 		return nil
 	}
+	if n := tx.Len(); n > projections.MaxTxActions {
+		// DynamoDB refuses larger transactions; so does the embedded twin, so
+		// that code which builds them fails here first.
+		return fmt.Errorf("boltstore: commit: %d actions, more than the %d a transaction allows", n, projections.MaxTxActions)
+	}
 	p, err := prepare(tx)
 	if err != nil {
 		return fmt.Errorf("boltstore: commit: %w", err)

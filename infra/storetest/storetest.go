@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Conflict/RetryWithCurrentRevSucceeds", testConflictRetry},
 		{"Commit/EmptyTxIsNoOp", testEmptyTx},
 		{"Commit/100Actions", testHundredActions},
+		{"Commit/101ActionsRefused", testHundredOneActions},
 		{"Commit/SameItemTwiceIsRejected", testDuplicateItem},
 		{"Add/CreatesMissingAggregate", testAddCreates},
 		{"Add/ExactDecimals", testAddExact},
@@ -316,6 +317,19 @@ func testEmptyTx(t *testing.T, s Store) {
 	if after := snapshot(t, s, "stored"); !after.equal(before) {
 		t.Fatalf("an empty Tx changed the store:\nbefore: %v\nafter:  %v", before, after)
 	}
+}
+
+// testHundredOneActions: a transaction over DynamoDB's limit is refused,
+// and nothing of it is written.
+func testHundredOneActions(t *testing.T, s Store) {
+	tx := &projections.Tx{}
+	for i := range 101 {
+		tx.Adds = append(tx.Adds, projections.Add{Ref: aggRef("over", fmt.Sprintf("A#%03d", i), 0), Values: values("n", "1")})
+	}
+	if err := s.Commit(context.Background(), tx); err == nil {
+		t.Fatal("a 101-action transaction was accepted")
+	}
+	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{})
 }
 
 func testHundredActions(t *testing.T, s Store) {
