@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+// Config is the Kinesis projector's configuration, read from the
+// environment. It is the Streams projector's, plus PROJECTIONS.
+type Config struct {
+	Table        string                   // AGGREGATE_TABLE (required)
+	Decode       pipeline.Options         // TYPE_ATTRIBUTE, VERSION_ATTRIBUTE
+	Unknown      pipeline.UnknownPolicy   // UNKNOWN_TYPE_POLICY: skip (default) or fail
+	Permanent    pipeline.PermanentPolicy // PERMANENT_FAILURES: report (default) or skip
+	Ignore       []string                 // IGNORE_TYPES: comma-separated entity types skipped silently
+	TombstoneTTL time.Duration            // TOMBSTONE_TTL_DAYS (default 400)
+	// Projections are the projections to run (PROJECTIONS, comma-separated
+	// names; default every one). A table for a subset is its own: the
+	// function refuses to start on a table built for another set
+	// (docs/replay.md).
+	Projections []string
+}
+
+// loadConfig reads the configuration and reports every problem at once.
+func loadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		Table:  getenv("AGGREGATE_TABLE"),
+		Decode: pipeline.Options{TypeAttribute: getenv("TYPE_ATTRIBUTE"), VersionAttribute: getenv("VERSION_ATTRIBUTE")},
+	}
+	var errs []error
+	if c.Table == "" {
+		errs = append(errs, errors.New("AGGREGATE_TABLE is required"))
+	}
+	switch v := getenv("UNKNOWN_TYPE_POLICY"); v {
+	case "", "skip":
+	case "fail":
+		c.Unknown = pipeline.FailUnknown
+	default:
+		errs = append(errs, fmt.Errorf("UNKNOWN_TYPE_POLICY %q: want skip or fail", v))
+	}
+	switch v := getenv("PERMANENT_FAILURES"); v {
+	case "", "report":
+	case "skip":
+		c.Permanent = pipeline.SkipPermanent
+	default:
+		errs = append(errs, fmt.Errorf("PERMANENT_FAILURES %q: want report or skip", v))
+	}
+	c.Ignore = list(getenv("IGNORE_TYPES"))
+	c.Projections = list(getenv("PROJECTIONS"))
+	if v := getenv("TOMBSTONE_TTL_DAYS"); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 1 {
+			errs = append(errs, fmt.Errorf("TOMBSTONE_TTL_DAYS %q: want a whole number of days, at least 1", v))
+		}
+		c.TombstoneTTL = time.Duration(days) * 24 * time.Hour
+	}
+	return c, errors.Join(errs...)
+}
+
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/tributary/tributary/infra/export"
+)
+
+const fixture = "../../infra/export/testdata/export"
+
+// TestStateMachine runs the steps a Distributed Map runs, against S3
+// (gofakes3, in process): plan, one file step per data file (the first one
+// twice, as a retried invocation would), finish; then checks the output
+// against a local repartition of the same export.
+func TestStateMachine(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(srv.Close)
+	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("tributary-exports")}); err != nil {
+		t.Fatal(err)
+	}
+	up := export.NewS3(client, "tributary-exports", "exports/app", export.S3Options{})
+	filepath.Walk(fixture, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		rel, _ := filepath.Rel(fixture, p)
+		return up.Put(ctx, filepath.ToSlash(rel), b)
+	})
+
+	var ev Event
+	b, _ := os.ReadFile("testdata/event.json")
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(func(k string) string {
+		return map[string]string{"EXPORT_LOCATION": ev.Export, "OUTPUT_LOCATION": ev.Out, "TRANSFORM": "comments-table", "TMPDIR": t.TempDir()}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(cfg, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	plan, err := h.Handle(ctx, Event{Action: "plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Files) != 5 || plan.Complete {
+		t.Fatalf("plan: %+v", plan)
+	}
+	// The event file's step (from testdata/event.json), twice.
+	for i := range 2 {
+		r, err := h.Handle(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Resumed != (i == 1) || r.Fingerprint != plan.Fingerprint {
+			t.Errorf("file step %d: %+v", i, r)
+		}
+	}
+	for _, f := range plan.Files {
+		if _, err := h.Handle(ctx, Event{Action: "file", DataFileS3Key: f.DataFileS3Key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fin, err := h.Handle(ctx, Event{Action: "finish"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin.OutputItems != 913 {
+		t.Errorf("finish: %+v", fin)
+	}
+	again, err := h.Handle(ctx, Event{Action: "plan"})
+	if err != nil || !again.Complete || len(again.Files) != 0 {
+		t.Errorf("plan after finish: %+v, %v", again, err)
+	}
+
+	// The same job run locally gives the same entity manifests.
+	local := t.TempDir()
+	job, err := export.OpenJob(ctx, export.JobConfig{Export: filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8"), Out: local, Transform: "comments-table"},
+		func(l export.Location) (export.Store, error) { return export.NewDir(l.Dir).WithoutSync(), nil }, export.DefaultTransforms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Partitioner.Run(ctx, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	lo, err := export.OpenOutput(ctx, export.NewDir(local))
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, err := export.OpenOutput(ctx, export.NewS3(client, "tributary-exports", "split/app", export.S3Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lo.Entities) != len(so.Entities) {
+		t.Fatalf("%d entities locally, %d in S3", len(lo.Entities), len(so.Entities))
+	}
+	for i := range lo.Entities {
+		if lo.Entities[i].PartsSHA256 != so.Entities[i].PartsSHA256 {
+			t.Errorf("%s: local and Lambda outputs differ", lo.Entities[i].Segment)
+		}
+	}
+
+	if _, err := h.Handle(ctx, Event{Action: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown action") {
+		t.Errorf("unknown action: %v", err)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	_, err := loadConfig(func(k string) string {
+		return map[string]string{"COMPRESSION": "lz4", "MAX_PART_MB": "0", "TRANSFORM": "nope", "OUTPUT_LOCATION": "s3://"}[k]
+	})
+	for _, want := range []string{"COMPRESSION", "MAX_PART_MB", "TRANSFORM", "OUTPUT_LOCATION"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("config error %v does not mention %s", err, want)
+		}
+	}
+	c, err := loadConfig(func(k string) string {
+		return map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3"}[k]
+	})
+	if err != nil || c.Job.Compression != export.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 {
+		t.Errorf("config %+v, %v", c, err)
+	}
+}

@@ -1,0 +1,126 @@
+package export
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+// JobConfig names a repartition: its inputs, output and settings. The same
+// config must reach every step of a run (plan, each file, finish): the
+// run's fingerprint is derived from it.
+type JobConfig struct {
+	Export       string   `json:"export"`
+	Incrementals []string `json:"incrementals,omitempty"`
+	Out          string   `json:"out"`
+
+	TypeAttribute        string      `json:"typeAttribute,omitempty"`
+	Transform            string      `json:"transform,omitempty"`
+	Compression          Compression `json:"compression,omitempty"`
+	Level                int         `json:"level,omitempty"`
+	MaxPartBytes         int64       `json:"maxPartBytes,omitempty"`
+	SkipMD5              bool        `json:"skipMd5,omitempty"`
+	AllowMissingManifest bool        `json:"allowMissingManifest,omitempty"`
+}
+
+// Job is an opened repartition, for running it a step at a time (the
+// Lambda function under a Step Functions Distributed Map: Plan once, File
+// once per data file, in parallel, then Finish once).
+type Job struct {
+	Export      *Export
+	Overlay     *Overlay
+	Out         Store
+	Partitioner *Repartitioner
+}
+
+// OpenJob opens a job's export, overlay and output. newStore opens a
+// location; transforms resolves cfg.Transform.
+func OpenJob(ctx context.Context, cfg JobConfig, newStore func(Location) (Store, error), transforms *Registry) (*Job, error) {
+	if cfg.Export == "" || cfg.Out == "" {
+		return nil, fmt.Errorf("export: a job needs an export and an output location")
+	}
+	loc, err := ParseLocation(cfg.Export)
+	if err != nil {
+		return nil, err
+	}
+	src, err := OpenExportAt(ctx, loc, newStore, OpenOptions{AllowMissingManifest: cfg.AllowMissingManifest})
+	if err != nil {
+		return nil, err
+	}
+	var incs []*Export
+	for _, s := range cfg.Incrementals {
+		l, err := ParseLocation(s)
+		if err != nil {
+			return nil, err
+		}
+		inc, err := OpenExportAt(ctx, l, newStore, OpenOptions{})
+		if err != nil {
+			return nil, err
+		}
+		incs = append(incs, inc)
+	}
+	ov, err := LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: cfg.TypeAttribute}, cfg.SkipMD5)
+	if err != nil {
+		return nil, err
+	}
+	outLoc, err := ParseLocation(cfg.Out)
+	if err != nil {
+		return nil, err
+	}
+	out, err := newStore(outLoc)
+	if err != nil {
+		return nil, err
+	}
+	opts := Options{TypeAttribute: cfg.TypeAttribute, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5}
+	if cfg.Transform != "" {
+		if opts.Transform, err = transforms.Lookup(cfg.Transform); err != nil {
+			return nil, err
+		}
+	}
+	r, err := NewRepartitioner(src, ov, out, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{Export: src, Overlay: ov, Out: out, Partitioner: r}, nil
+}
+
+// PlanFile is one data file of a plan, as manifest-files.json spells it.
+type PlanFile struct {
+	DataFileS3Key string `json:"dataFileS3Key"`
+	ItemCount     int64  `json:"itemCount"`
+}
+
+// Plan begins the run and lists the data files still to do. complete is
+// true when the output already holds this run, finished.
+func (j *Job) Plan(ctx context.Context, force bool) (files []PlanFile, complete bool, err error) {
+	done, err := j.Partitioner.Begin(ctx, force)
+	if err != nil || done != nil {
+		return nil, done != nil, err
+	}
+	for _, key := range j.Partitioner.DataFiles() {
+		id, _ := j.Partitioner.SourceID(key)
+		rec, err := j.Partitioner.Record(ctx, id)
+		if err != nil {
+			return nil, false, err
+		}
+		if rec != nil {
+			continue
+		}
+		f := j.Partitioner.files[key]
+		files = append(files, PlanFile{DataFileS3Key: f.DataFileS3Key, ItemCount: f.ItemCount})
+	}
+	return files, false, nil
+}
+
+// File repartitions one data file, named as manifest-files.json names it
+// (a bucket key) or by its key in the export's store.
+func (j *Job) File(ctx context.Context, dataFileS3Key string) (*SourceRecord, bool, error) {
+	key := j.Export.storeKey(dataFileS3Key)
+	return j.Partitioner.ProcessFile(ctx, key)
+}
+
+// Finish writes the entity manifests and the summary.
+func (j *Job) Finish(ctx context.Context) (*RunSummary, error) {
+	return j.Partitioner.Finish(ctx)
+}

@@ -1,0 +1,144 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+// Overlay is the net effect of one or more incremental exports, to be
+// applied onto a full export: for every item they touch, its state at the
+// end of the last one — an image, or deleted. It is held in memory (its size
+// is that of the incremental exports' items, not of the table).
+type Overlay struct {
+	// KeyAttributes are the table's key attributes, read from the
+	// incremental lines' Keys.
+	KeyAttributes []string
+	// Exports are the incremental exports, in the order applied.
+	Exports []*Export
+	entries map[string]*OverlayEntry
+	// Lines is the number of incremental lines read.
+	Lines int64
+}
+
+// OverlayEntry is one item's state after the incremental exports.
+type OverlayEntry struct {
+	Key  string        // pipeline.ItemKey of the item's keys
+	Item pipeline.Item // nil: deleted
+	Type string        // entity type of Item
+	Time time.Time     // write time of the change that left this state
+}
+
+// LoadOverlay reads incremental exports to apply onto full. They are
+// ordered by exportFromTime and must leave no gap: the first must start at
+// or before the full export's time, and each must start at or before the end
+// of the one before; otherwise changes would be missing and the result
+// wrong, so it is an error.
+func LoadOverlay(ctx context.Context, full *Export, incs []*Export, opts pipeline.Options, skipMD5 bool) (*Overlay, error) {
+	o := &Overlay{entries: map[string]*OverlayEntry{}}
+	if len(incs) == 0 {
+		return o, nil
+	}
+	incs = append([]*Export(nil), incs...)
+	from := func(e *Export) time.Time {
+		t, _ := time.Parse(time.RFC3339Nano, e.Summary.ExportFromTime)
+		return t
+	}
+	for _, e := range incs {
+		if !e.Summary.Incremental() {
+			return nil, fmt.Errorf("export: %s is not an incremental export (exportType %q)", e, e.Summary.ExportType)
+		}
+	}
+	sort.SliceStable(incs, func(i, j int) bool { return from(incs[i]).Before(from(incs[j])) })
+	prevName, prevEnd := full.String(), full.Time()
+	for _, e := range incs {
+		if f := from(e); !prevEnd.IsZero() && !f.IsZero() && f.After(prevEnd) {
+			return nil, fmt.Errorf("export: gap between %s (to %s) and incremental %s (from %s): the changes in between are in neither",
+				prevName, prevEnd.Format(time.RFC3339), e, f.Format(time.RFC3339))
+		}
+		prevName, prevEnd = e.String(), e.Time()
+	}
+	o.Exports = incs
+	dec := pipeline.NewExportDecoder(opts)
+	for _, e := range incs {
+		files := append([]DataFile(nil), e.Files...)
+		sortFiles(files)
+		for _, f := range files {
+			name := join(e.store.String(), e.DataKey(f))
+			_, err := e.ReadLines(ctx, f, skipMD5, func(line []byte, n int) error {
+				c, err := dec.Decode(line, name, n)
+				if err != nil {
+					return &FileError{File: name, Line: n, Err: corrupt{decodeCause(err)}}
+				}
+				if c.Kind == 0 || len(c.Keys) == 0 {
+					return &FileError{File: name, Line: n, Err: corruptf("not an incremental-export line")}
+				}
+				if o.KeyAttributes == nil {
+					for k := range c.Keys {
+						o.KeyAttributes = append(o.KeyAttributes, k)
+					}
+					sort.Strings(o.KeyAttributes)
+				}
+				o.Lines++
+				key := pipeline.ItemKey(c.Keys)
+				if cur := o.entries[key]; cur != nil && cur.Time.After(c.Time) {
+					return nil
+				}
+				ent := &OverlayEntry{Key: key, Time: c.Time}
+				if c.Kind != pipeline.Remove {
+					ent.Item, ent.Type = c.New, c.NewType
+				}
+				o.entries[key] = ent
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return o, nil
+}
+
+// Len is the number of items the overlay touches.
+func (o *Overlay) Len() int { return len(o.entries) }
+
+// Lookup returns the overlay's state of the item with key (a
+// pipeline.ItemKey).
+func (o *Overlay) Lookup(key string) (*OverlayEntry, bool) {
+	e, ok := o.entries[key]
+	return e, ok
+}
+
+// Entries returns every entry, sorted by key.
+func (o *Overlay) Entries() []*OverlayEntry {
+	out := make([]*OverlayEntry, 0, len(o.entries))
+	for _, e := range o.entries {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Fingerprint identifies the overlay's inputs.
+func (o *Overlay) Fingerprint() string {
+	h := newSHA256()
+	for _, e := range o.Exports {
+		h.Write([]byte(e.ManifestSHA256))
+	}
+	return hexSum(h)
+}
+
+// KeyOf returns the pipeline.ItemKey of item under the overlay's key
+// attributes.
+func (o *Overlay) KeyOf(item pipeline.Item) string {
+	keys := make(pipeline.Item, len(o.KeyAttributes))
+	for _, k := range o.KeyAttributes {
+		if v, ok := item[k]; ok {
+			keys[k] = v
+		}
+	}
+	return pipeline.ItemKey(keys)
+}

@@ -1,0 +1,506 @@
+package export
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// scanner checks a full-export line, {"Item":{...}}, without building the
+// item: it validates the JSON syntax of the whole line, checks that every
+// top-level attribute value is a DynamoDB attribute value (an object with one
+// known type key), and extracts the entity type. It is the fast path of
+// repartitioning, where lines are copied byte for byte.
+type scanner struct {
+	b   []byte
+	pos int
+	buf []byte // unescaped strings
+	typ []byte // the entity type found
+}
+
+// errSyntax is a JSON syntax error at the scanner's position.
+type lineSyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *lineSyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+const maxDepth = 64
+
+// scanItemLine returns the string value of the attribute typeAttr of the
+// line's Item, and whether the item has it. A type attribute that is not a
+// string is an error, as the decoders treat it. The returned slice is valid
+// until the next call.
+func (s *scanner) scanItemLine(line []byte, typeAttr string) (typ []byte, hasType bool, err error) {
+	s.b, s.pos = line, 0
+	s.ws()
+	if !s.eat('{') {
+		return nil, false, s.syntax("want a JSON object")
+	}
+	sawItem := false
+	first := true
+	for {
+		s.ws()
+		if s.eat('}') {
+			break
+		}
+		if !first && !s.eat(',') {
+			return nil, false, s.syntax("want , or }")
+		}
+		first = false
+		s.ws()
+		key, err := s.str()
+		if err != nil {
+			return nil, false, err
+		}
+		s.ws()
+		if !s.eat(':') {
+			return nil, false, s.syntax("want :")
+		}
+		s.ws()
+		switch string(key) {
+		case "Item":
+			if sawItem {
+				return nil, false, errors.New("Item: appears twice")
+			}
+			sawItem = true
+			typ, hasType, err = s.item(typeAttr)
+			if err != nil {
+				return nil, false, err
+			}
+		case "Keys", "NewImage", "OldImage":
+			return nil, false, fmt.Errorf("%s: an incremental-export line in a full export", key)
+		default:
+			if err := s.skip(1); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	s.ws()
+	if s.pos != len(s.b) {
+		return nil, false, s.syntax("data after the object")
+	}
+	if !sawItem {
+		return nil, false, errors.New("Item: missing (want {\"Item\":{...}})")
+	}
+	return typ, hasType, nil
+}
+
+// item scans the Item object.
+func (s *scanner) item(typeAttr string) (typ []byte, hasType bool, err error) {
+	if !s.eat('{') {
+		return nil, false, fmt.Errorf("Item: want an object of attribute values")
+	}
+	first := true
+	n := 0
+	for {
+		s.ws()
+		if s.eat('}') {
+			break
+		}
+		if !first && !s.eat(',') {
+			return nil, false, s.syntax("want , or }")
+		}
+		first = false
+		s.ws()
+		name, err := s.str()
+		if err != nil {
+			return nil, false, err
+		}
+		isType := string(name) == typeAttr
+		s.ws()
+		if !s.eat(':') {
+			return nil, false, s.syntax("want :")
+		}
+		s.ws()
+		// One attribute value: {"T": value}.
+		if !s.eat('{') {
+			return nil, false, fmt.Errorf("Item.%s: want an attribute value object", name)
+		}
+		s.ws()
+		tk, err := s.str()
+		if err != nil {
+			return nil, false, err
+		}
+		if !knownType(string(tk)) {
+			return nil, false, fmt.Errorf("Item.%s: unknown attribute type %q", name, tk)
+		}
+		s.ws()
+		if !s.eat(':') {
+			return nil, false, s.syntax("want :")
+		}
+		s.ws()
+		if isType {
+			if string(tk) != "S" {
+				return nil, false, fmt.Errorf("Item.%s: entity type is %s, want a string (S)", name, tk)
+			}
+			if s.peek() != '"' {
+				return nil, false, fmt.Errorf("Item.%s.S: want a string", name)
+			}
+			v, err := s.str()
+			if err != nil {
+				return nil, false, err
+			}
+			s.typ = append(s.typ[:0], v...)
+			typ, hasType = s.typ, true
+		} else if err := s.skip(2); err != nil {
+			return nil, false, err
+		}
+		s.ws()
+		if !s.eat('}') {
+			return nil, false, fmt.Errorf("Item.%s: want exactly one type key in an attribute value", name)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, false, errors.New("Item: empty")
+	}
+	return typ, hasType, nil
+}
+
+func knownType(t string) bool {
+	switch t {
+	case "S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "M", "L":
+		return true
+	}
+	return false
+}
+
+func (s *scanner) peek() byte {
+	if s.pos < len(s.b) {
+		return s.b[s.pos]
+	}
+	return 0
+}
+
+func (s *scanner) eat(c byte) bool {
+	if s.pos < len(s.b) && s.b[s.pos] == c {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+// ws skips white space; export lines have none, so the common case is one
+// comparison, inlined.
+func (s *scanner) ws() {
+	if s.pos < len(s.b) && s.b[s.pos] > ' ' {
+		return
+	}
+	s.wsSlow()
+}
+
+func (s *scanner) wsSlow() {
+	for s.pos < len(s.b) {
+		switch s.b[s.pos] {
+		case ' ', '\t', '\r', '\n':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) syntax(msg string) error {
+	if s.pos >= len(s.b) {
+		return &lineSyntaxError{Offset: s.pos, Msg: "unexpected end of line (" + msg + ")"}
+	}
+	return &lineSyntaxError{Offset: s.pos, Msg: fmt.Sprintf("%s, got %q", msg, s.b[s.pos])}
+}
+
+// strStop marks the bytes that end the fast run of a JSON string: the
+// quote, the backslash and the control characters, which JSON forbids raw.
+var strStop = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// stringStop returns the index of the first byte at or after i that ends a
+// fast run of a JSON string — a quote, a backslash or a control character
+// — or len(b). It tests eight bytes at a time (SWAR): for each of the three
+// conditions, the lowest flagged byte of a word is exact, so the lowest
+// flag of their union is the first stop.
+func stringStop(b []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (ones * '"')
+		bs := x ^ (ones * '\\')
+		t := ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((x - ones*0x20) &^ x)
+		if t &= highs; t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+	}
+	for ; i < len(b) && !strStop[b[i]]; i++ {
+	}
+	return i
+}
+
+// str scans a JSON string and returns its value: a slice of the line, or of
+// s.buf when it has escapes (valid until the next call).
+func (s *scanner) str() ([]byte, error) {
+	if !s.eat('"') {
+		return nil, s.syntax("want a string")
+	}
+	b := s.b
+	start := s.pos
+	i := stringStop(b, s.pos)
+	s.pos = i
+	if i >= len(b) {
+		return nil, s.syntax("unterminated string")
+	}
+	switch b[i] {
+	case '"':
+		s.pos++
+		return b[start:i], nil
+	case '\\':
+		return s.strEscaped(start)
+	}
+	return nil, s.syntax("control character in a string")
+}
+
+func (s *scanner) strEscaped(start int) ([]byte, error) {
+	buf := append(s.buf[:0], s.b[start:s.pos]...)
+	for s.pos < len(s.b) {
+		c := s.b[s.pos]
+		switch {
+		case c == '"':
+			s.pos++
+			s.buf = buf
+			return buf, nil
+		case c < 0x20:
+			return nil, s.syntax("control character in a string")
+		case c != '\\':
+			buf = append(buf, c)
+			s.pos++
+			continue
+		}
+		s.pos++
+		if s.pos >= len(s.b) {
+			break
+		}
+		e := s.b[s.pos]
+		s.pos++
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, ok := s.hex4()
+			if !ok {
+				return nil, s.syntax("bad \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if s.pos+1 < len(s.b) && s.b[s.pos] == '\\' && s.b[s.pos+1] == 'u' {
+					save := s.pos
+					s.pos += 2
+					if r2, ok = s.hex4(); !ok {
+						return nil, s.syntax("bad \\u escape")
+					}
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						r = d
+					} else {
+						s.pos = save
+						r = utf8.RuneError
+					}
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			s.pos--
+			return nil, s.syntax("bad escape")
+		}
+	}
+	return nil, s.syntax("unterminated string")
+}
+
+func (s *scanner) hex4() (rune, bool) {
+	if s.pos+4 > len(s.b) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(s.b[s.pos:s.pos+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	s.pos += 4
+	return rune(v), true
+}
+
+// skipString skips a JSON string without decoding it.
+func (s *scanner) skipString() error {
+	if !s.eat('"') {
+		return s.syntax("want a string")
+	}
+	b := s.b
+	i := s.pos
+	for {
+		i = stringStop(b, i)
+		if i >= len(b) {
+			s.pos = len(b)
+			return s.syntax("unterminated string")
+		}
+		switch b[i] {
+		case '"':
+			s.pos = i + 1
+			return nil
+		case '\\':
+			i++
+			if i >= len(b) {
+				s.pos = len(b)
+				return s.syntax("unterminated string")
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					s.pos = i
+					return s.syntax("bad \\u escape")
+				}
+				i += 5
+			default:
+				s.pos = i
+				return s.syntax("bad escape")
+			}
+		default:
+			s.pos = i
+			return s.syntax("control character in a string")
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// skip skips and validates one JSON value.
+func (s *scanner) skip(depth int) error {
+	if depth > maxDepth {
+		return s.syntax("nested too deeply")
+	}
+	switch c := s.peek(); c {
+	case '"':
+		return s.skipString()
+	case '{':
+		s.pos++
+		s.ws()
+		if s.eat('}') {
+			return nil
+		}
+		for {
+			s.ws()
+			if err := s.skipString(); err != nil {
+				return err
+			}
+			s.ws()
+			if !s.eat(':') {
+				return s.syntax("want :")
+			}
+			s.ws()
+			if err := s.skip(depth + 1); err != nil {
+				return err
+			}
+			s.ws()
+			if s.eat('}') {
+				return nil
+			}
+			if !s.eat(',') {
+				return s.syntax("want , or }")
+			}
+		}
+	case '[':
+		s.pos++
+		s.ws()
+		if s.eat(']') {
+			return nil
+		}
+		for {
+			s.ws()
+			if err := s.skip(depth + 1); err != nil {
+				return err
+			}
+			s.ws()
+			if s.eat(']') {
+				return nil
+			}
+			if !s.eat(',') {
+				return s.syntax("want , or ]")
+			}
+		}
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	default:
+		if c == '-' || ('0' <= c && c <= '9') {
+			return s.number()
+		}
+		return s.syntax("want a value")
+	}
+}
+
+func (s *scanner) literal(lit string) error {
+	if len(s.b)-s.pos < len(lit) || string(s.b[s.pos:s.pos+len(lit)]) != lit {
+		return s.syntax("want " + lit)
+	}
+	s.pos += len(lit)
+	return nil
+}
+
+func (s *scanner) number() error {
+	digits := func() int {
+		n := 0
+		for s.pos < len(s.b) && '0' <= s.b[s.pos] && s.b[s.pos] <= '9' {
+			s.pos++
+			n++
+		}
+		return n
+	}
+	s.eat('-')
+	if s.eat('0') {
+		if c := s.peek(); '0' <= c && c <= '9' {
+			return s.syntax("leading zero in a number")
+		}
+	} else if digits() == 0 {
+		return s.syntax("want digits")
+	}
+	if s.eat('.') && digits() == 0 {
+		return s.syntax("want digits after .")
+	}
+	if s.eat('e') || s.eat('E') {
+		if !s.eat('+') {
+			s.eat('-')
+		}
+		if digits() == 0 {
+			return s.syntax("want exponent digits")
+		}
+	}
+	return nil
+}

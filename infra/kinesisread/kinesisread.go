@@ -1,0 +1,198 @@
+// Package kinesisread reads a Kinesis data stream fed by DynamoDB's Kinesis
+// streaming destination, through the Kinesis API (ListShards,
+// GetShardIterator, GetRecords): a shardread.Source, for replays.
+//
+// Records are decoded with pipeline.FromKinesisRecord into changes whose
+// position is the Kinesis stream, shard and sequence number, and whose time
+// is DynamoDB's ApproximateCreationDateTime (milliseconds or microseconds).
+// The Reader's windows are cut on the Kinesis arrival time, which is what
+// AT_TIMESTAMP iterators use.
+//
+// Service errors are mapped for the Reader: ExpiredIteratorException to
+// shardread.ErrExpiredIterator; ProvisionedThroughputExceededException,
+// LimitExceededException, KMSThrottlingException and ThrottlingException to
+// shardread.ErrThrottled; ResourceNotFoundException on a shard's iterator to
+// shardread.ErrShardNotFound. The SDK's own retries come first.
+package kinesisread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tributary/tributary/infra/shardread"
+	"github.com/tributary/tributary/pipeline"
+)
+
+// API is the part of *kinesis.Client that Source uses.
+type API interface {
+	ListShards(ctx context.Context, params *kinesis.ListShardsInput, optFns ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
+	GetShardIterator(ctx context.Context, params *kinesis.GetShardIteratorInput, optFns ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, params *kinesis.GetRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
+}
+
+var (
+	_ API              = (*kinesis.Client)(nil)
+	_ shardread.Source = (*Source)(nil)
+)
+
+// MaxBatch is the most records one GetRecords returns.
+const MaxBatch = 10000
+
+// Source reads one Kinesis data stream. It is safe for concurrent use.
+type Source struct {
+	client API
+	stream string // name or ARN, as given
+	opts   pipeline.Options
+}
+
+// New returns a Source for stream, a stream name or ARN. Changes are decoded
+// with opts.
+func New(client API, stream string, opts pipeline.Options) *Source {
+	return &Source{client: client, stream: stream, opts: opts}
+}
+
+// String returns the stream's URL, kinesis://<stream>.
+func (s *Source) String() string { return "kinesis://" + s.stream }
+
+// isARN: the stream was given by ARN. Calls name the stream as it was
+// given: some servers (kinesalite) take only names.
+func (s *Source) isARN() bool { return strings.HasPrefix(s.stream, "arn:") }
+
+// Shards lists every shard the stream keeps, open and closed.
+func (s *Source) Shards(ctx context.Context) ([]shardread.Shard, error) {
+	var out []shardread.Shard
+	in := &kinesis.ListShardsInput{}
+	s.setStream(&in.StreamName, &in.StreamARN)
+	for {
+		res, err := s.client.ListShards(ctx, in)
+		if err != nil {
+			var expired *types.ExpiredNextTokenException
+			if errors.As(err, &expired) && in.NextToken != nil {
+				// Tokens live 5 minutes: list again from the start.
+				out = out[:0]
+				in = &kinesis.ListShardsInput{}
+				s.setStream(&in.StreamName, &in.StreamARN)
+				continue
+			}
+			return nil, s.wrap(err, "ListShards", "")
+		}
+		for _, sh := range res.Shards {
+			x := shardread.Shard{ID: aws.ToString(sh.ShardId)}
+			for _, p := range []*string{sh.ParentShardId, sh.AdjacentParentShardId} {
+				if aws.ToString(p) != "" {
+					x.Parents = append(x.Parents, *p)
+				}
+			}
+			if r := sh.SequenceNumberRange; r != nil {
+				x.StartingSeq = aws.ToString(r.StartingSequenceNumber)
+				x.EndingSeq = aws.ToString(r.EndingSequenceNumber)
+			}
+			out = append(out, x)
+		}
+		if aws.ToString(res.NextToken) == "" {
+			return out, nil
+		}
+		in = &kinesis.ListShardsInput{NextToken: res.NextToken}
+	}
+}
+
+func (s *Source) setStream(name, arn **string) {
+	if s.isARN() {
+		*arn = aws.String(s.stream)
+	} else {
+		*name = aws.String(s.stream)
+	}
+}
+
+// Iterator gets a shard iterator.
+func (s *Source) Iterator(ctx context.Context, shard string, start shardread.Start) (string, error) {
+	in := &kinesis.GetShardIteratorInput{ShardId: aws.String(shard)}
+	s.setStream(&in.StreamName, &in.StreamARN)
+	switch start.Type {
+	case shardread.TrimHorizon:
+		in.ShardIteratorType = types.ShardIteratorTypeTrimHorizon
+	case shardread.Latest:
+		in.ShardIteratorType = types.ShardIteratorTypeLatest
+	case shardread.AtTimestamp:
+		in.ShardIteratorType = types.ShardIteratorTypeAtTimestamp
+		in.Timestamp = aws.Time(start.Time)
+	case shardread.AtSequence:
+		in.ShardIteratorType = types.ShardIteratorTypeAtSequenceNumber
+		in.StartingSequenceNumber = aws.String(start.Seq)
+	case shardread.AfterSequence:
+		in.ShardIteratorType = types.ShardIteratorTypeAfterSequenceNumber
+		in.StartingSequenceNumber = aws.String(start.Seq)
+	default:
+		return "", fmt.Errorf("kinesisread: start type %d", start.Type)
+	}
+	res, err := s.client.GetShardIterator(ctx, in)
+	if err != nil {
+		return "", s.wrap(err, "GetShardIterator", shard)
+	}
+	return aws.ToString(res.ShardIterator), nil
+}
+
+// Read reads one page of a shard and decodes its records.
+func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (shardread.Page, error) {
+	in := &kinesis.GetRecordsInput{ShardIterator: aws.String(iterator), Limit: aws.Int32(int32(min(max(limit, 1), MaxBatch)))}
+	if s.isARN() {
+		in.StreamARN = aws.String(s.stream)
+	}
+	res, err := s.client.GetRecords(ctx, in)
+	if err != nil {
+		return shardread.Page{}, s.wrap(err, "GetRecords", shard)
+	}
+	page := shardread.Page{Next: aws.ToString(res.NextShardIterator), Records: make([]shardread.Record, len(res.Records))}
+	if res.MillisBehindLatest != nil {
+		page.BehindKnown = true
+		page.Behind = msDuration(*res.MillisBehindLatest)
+	}
+	for i, r := range res.Records {
+		c, err := pipeline.FromKinesisRecord(r, s.stream, shard, s.opts)
+		page.Records[i] = shardread.Record{
+			Seq:    aws.ToString(r.SequenceNumber),
+			Time:   aws.ToTime(r.ApproximateArrivalTimestamp),
+			Change: c,
+			Err:    err,
+			Size:   len(r.Data) + len(aws.ToString(r.PartitionKey)),
+		}
+	}
+	return page, nil
+}
+
+// wrap names the call and the stream, and marks the errors the Reader
+// handles.
+func (s *Source) wrap(err error, op, shard string) error {
+	where := "stream " + s.stream
+	if shard != "" {
+		where += ", shard " + shard
+	}
+	var kind error
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "ExpiredIteratorException":
+			kind = shardread.ErrExpiredIterator
+		case "ProvisionedThroughputExceededException", "LimitExceededException", "KMSThrottlingException", "ThrottlingException":
+			kind = shardread.ErrThrottled
+		case "ResourceNotFoundException":
+			if shard != "" {
+				kind = shardread.ErrShardNotFound
+			}
+		}
+	}
+	if kind != nil {
+		return fmt.Errorf("kinesisread: %s on %s: %w: %w", op, where, kind, err)
+	}
+	return fmt.Errorf("kinesisread: %s on %s: %w", op, where, err)
+}
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -1,0 +1,118 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+// Objects lists and reads the objects of an on-failure destination: S3
+// (NewS3) or a local copy of it (Dir).
+type Objects interface {
+	// List calls fn with every object's key, in key order.
+	List(ctx context.Context, fn func(key string) error) error
+	// Get returns an object's content.
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// Config configures Run.
+type Config struct {
+	// Handler applies the changes: the projection engine, as in the
+	// projector functions.
+	Handler pipeline.BatchHandler
+	// Options decodes the records.
+	Options pipeline.Options
+	// Logger receives the processors' logs; nil: slog.Default().
+	Logger *slog.Logger
+	// Each, if set, is told about each object once it is done.
+	Each func(ObjectResult)
+}
+
+// ObjectResult is what became of one object.
+type ObjectResult struct {
+	Key string
+	// Invocation is the record read; nil when it could not be read.
+	Invocation *Invocation
+	// Records is how many records its payload held, Applied how many were
+	// handled (already applied ones included: redriving is idempotent).
+	Records, Applied int
+	// Failed lists the records that failed again: permanent failures,
+	// passed over; or the first transient failure, which stopped the object.
+	Failed []pipeline.Failure
+	// Err is why the object could not be redriven at all, or stopped.
+	Err error
+}
+
+// Done reports whether every record of the object is applied.
+func (r ObjectResult) Done() bool { return r.Err == nil && len(r.Failed) == 0 }
+
+// Report sums up a redrive.
+type Report struct {
+	Objects, Done    int // objects read, and fully applied
+	Records, Applied int
+	Failed           int // records that failed again
+	Unreadable       int // objects that are not invocation records with a payload
+	Results          []ObjectResult
+}
+
+// Run redrives every object: parses the invocation record, decodes its
+// payload, and runs it through a Kinesis or a DynamoDB Streams processor
+// (pipeline.NewKinesisProcessor, pipeline.NewStreamsProcessor) over
+// cfg.Handler — the projectors' code path — with permanent failures logged
+// and passed over (pipeline.SkipPermanent), so that one poison record does
+// not hold back the rest. Objects are independent: one that fails does not
+// stop the others. The error is for a failed listing or a cancelled ctx.
+func Run(ctx context.Context, objs Objects, cfg Config) (Report, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	pc := pipeline.Config{Options: cfg.Options, Permanent: pipeline.SkipPermanent, Logger: cfg.Logger, Function: "redrive"}
+	procs := map[pipeline.Source]*pipeline.Processor{
+		pipeline.SourceKinesis: pipeline.NewKinesisProcessor(cfg.Handler, pc),
+		pipeline.SourceStreams: pipeline.NewStreamsProcessor(cfg.Handler, pc),
+	}
+	var rep Report
+	err := objs.List(ctx, func(key string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res := ObjectResult{Key: key}
+		data, err := objs.Get(ctx, key)
+		if err == nil {
+			res.Invocation, err = Parse(key, data)
+		}
+		if err == nil {
+			var pr pipeline.Result
+			pr, err = procs[res.Invocation.Source].Process(ctx, res.Invocation.Payload)
+			res.Records, res.Applied, res.Failed = pr.Records, pr.Applied, pr.Failed
+			if err == nil && pr.Report != "" {
+				err = fmt.Errorf("stopped at record %s: %w", pr.Report, pr.Failed[len(pr.Failed)-1].Err)
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			res.Err = err
+		}
+		rep.Objects++
+		rep.Records += res.Records
+		rep.Applied += res.Applied
+		rep.Failed += len(res.Failed)
+		switch {
+		case res.Done():
+			rep.Done++
+		case res.Invocation == nil || errors.Is(res.Err, ErrNoPayload):
+			rep.Unreadable++
+		}
+		rep.Results = append(rep.Results, res)
+		if cfg.Each != nil {
+			cfg.Each(res)
+		}
+		return nil
+	})
+	return rep, err
+}
