@@ -4,6 +4,7 @@
 #   make test-unit         fast tests; integration tests skip without a server
 #   make test-integration  integration tests against a local moto server
 #   make build             Lambda bootstraps for functions/* into bin/<name>/
+#   make template-check    the SAM template through the AWS toolchain; functions under the Lambda emulator
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -14,15 +15,16 @@ GO       ?= go
 FUZZTIME ?= 4s
 SERVERS  := .ci/servers.sh
 
-.PHONY: test vet test-unit test-integration fuzz bench build demo tidy-check
+.PHONY: test vet test-unit test-integration fuzz bench build demo tidy-check template-check
 
-## test: vet, unit tests, integration tests and fuzzing, in that order
+## test: vet, unit tests, integration tests, fuzzing and the template check, in that order
 test:
 	$(MAKE) vet
 	$(MAKE) tidy-check
 	$(MAKE) test-unit
 	$(MAKE) test-integration
 	$(MAKE) fuzz
+	$(MAKE) template-check
 
 ## vet: go vet and a gofmt check
 vet:
@@ -76,6 +78,12 @@ build:
 ## demo: run the end-to-end demo
 demo:
 	$(GO) run ./scripts/tributary demo
+
+## template-check: the SAM application: cfn-lint, sam validate --lint, sam build
+## (no container), checkov, the Go template test, and the functions under the
+## Lambda runtime interface emulator against moto (pinned tools, .tools/)
+template-check:
+	bash .ci/template-check.sh
 
 ## tidy-check: fail if `go mod tidy` would change go.mod or go.sum
 ## (-diff only prints the change; go.mod and go.sum are never modified)

@@ -56,6 +56,7 @@ func commands() []command {
 		{"repartition", "split a DynamoDB export to S3 by entity type, optionally transformed", runRepartition},
 		{"reimport", "load a repartition's output into DynamoDB: ImportTable, BatchWriteItem loader, or StartBulkPutItems", runReimport},
 		{"verify", "recompute every projection from an export and diff it against the live aggregates", runVerify},
+		{"filters", "print the FilterCriteria of the projector's or archiver's event source mapping", runFilters},
 	}
 }
 
