@@ -170,3 +170,27 @@ func (c *Change) EntityType() string {
 	}
 	return c.OldType
 }
+
+// CompareSequenceNumbers compares two decimal sequence numbers of any length
+// (DynamoDB Streams' have 21 to 40 digits, Kinesis's 56): -1, 0 or +1. They
+// must be compared as numbers: as strings, "99" sorts after "100".
+func CompareSequenceNumbers(a, b string) int {
+	for len(a) > 1 && a[0] == '0' {
+		a = a[1:]
+	}
+	for len(b) > 1 && b[0] == '0' {
+		b = b[1:]
+	}
+	switch {
+	case len(a) != len(b):
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -60,7 +60,7 @@ func TokenOf(c *pipeline.Change) Token {
 // Newer reports whether t is a strictly newer change than u.
 func (t Token) Newer(u Token) bool {
 	if t.Seq != "" && u.Seq != "" && t.Stream == u.Stream {
-		return compareSeq(t.Seq, u.Seq) > 0
+		return pipeline.CompareSequenceNumbers(t.Seq, u.Seq) > 0
 	}
 	p := t.Precision
 	if u.Precision != 0 && (p == 0 || u.Precision < p) {
@@ -87,26 +87,4 @@ func truncMicros(us int64, p pipeline.Precision) int64 {
 		return us
 	}
 	return us - us%unit
-}
-
-// compareSeq compares decimal sequence numbers of any length.
-func compareSeq(a, b string) int {
-	for len(a) > 1 && a[0] == '0' {
-		a = a[1:]
-	}
-	for len(b) > 1 && b[0] == '0' {
-		b = b[1:]
-	}
-	switch {
-	case len(a) != len(b):
-		if len(a) < len(b) {
-			return -1
-		}
-		return 1
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

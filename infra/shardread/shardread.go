@@ -158,25 +158,5 @@ type Position struct {
 	Skipped bool `json:"skip,omitempty"`
 }
 
-// CompareSeq compares two decimal sequence numbers of any length (Kinesis's
-// are 56 digits, DynamoDB Streams' 21 to 40): -1, 0 or +1.
-func CompareSeq(a, b string) int {
-	for len(a) > 1 && a[0] == '0' {
-		a = a[1:]
-	}
-	for len(b) > 1 && b[0] == '0' {
-		b = b[1:]
-	}
-	switch {
-	case len(a) != len(b):
-		if len(a) < len(b) {
-			return -1
-		}
-		return 1
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+// CompareSeq compares two decimal sequence numbers of any length: -1, 0 or +1.
+func CompareSeq(a, b string) int { return pipeline.CompareSequenceNumbers(a, b) }
