@@ -253,13 +253,13 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 	var poison *pipeline.BatchError
 	for _, it := range items {
 		c := it.newest
-		ok, err := it.touches, error(nil)
-		if !ok {
+		var err error
+		if !it.touches {
 			// Apply the unknown-type policy to the newest image: log and
 			// skip, or fail.
 			_, err = e.mux.Lookup(ctx, c, c.Image(), c.EntityType())
 		}
-		if err == nil && !ok {
+		if err == nil && !it.touches {
 			e.stats.unprojected.Add(1)
 			continue
 		}
