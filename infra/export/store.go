@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/tributary/tributary/internal/objdir"
 )
 
 // Store is a place exports are read from and repartitioned output is written
@@ -81,17 +83,7 @@ func join(root, key string) string {
 
 // validKey accepts slash-separated keys of non-empty segments other than
 // "." and "..", without backslashes or NUL.
-func validKey(key string) bool {
-	if key == "" || strings.ContainsAny(key, "\\\x00") {
-		return false
-	}
-	for _, seg := range strings.Split(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
-}
+func validKey(key string) bool { return objdir.ValidKey(key) }
 
 // Location is a parsed --export or --out argument.
 type Location struct {
