@@ -69,7 +69,7 @@ build:
 	@for dir in functions/*/; do \
 		[[ -d "$$dir" ]] || continue; \
 		name=$$(basename "$$dir"); \
-		[[ "$$($(GO) list -f '{{.Name}}' "./functions/$$name")" == main ]] || continue; \
+		[[ "$$($(GO) list -f '{{.Name}}' "./functions/$$name" 2>/dev/null)" == main ]] || continue; \
 		echo "build: bin/$$name/bootstrap"; \
 		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc \
 			-ldflags "-s -w" -o "bin/$$name/bootstrap" "./functions/$$name"; \

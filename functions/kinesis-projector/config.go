@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/tributary/tributary/functions/internal/projenv"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -28,46 +25,10 @@ type Config struct {
 
 // loadConfig reads the configuration and reports every problem at once.
 func loadConfig(getenv func(string) string) (Config, error) {
-	c := Config{
-		Table:  getenv("AGGREGATE_TABLE"),
-		Decode: pipeline.Options{TypeAttribute: getenv("TYPE_ATTRIBUTE"), VersionAttribute: getenv("VERSION_ATTRIBUTE")},
-	}
-	var errs []error
-	if c.Table == "" {
-		errs = append(errs, errors.New("AGGREGATE_TABLE is required"))
-	}
-	switch v := getenv("UNKNOWN_TYPE_POLICY"); v {
-	case "", "skip":
-	case "fail":
-		c.Unknown = pipeline.FailUnknown
-	default:
-		errs = append(errs, fmt.Errorf("UNKNOWN_TYPE_POLICY %q: want skip or fail", v))
-	}
-	switch v := getenv("PERMANENT_FAILURES"); v {
-	case "", "report":
-	case "skip":
-		c.Permanent = pipeline.SkipPermanent
-	default:
-		errs = append(errs, fmt.Errorf("PERMANENT_FAILURES %q: want report or skip", v))
-	}
-	c.Ignore = list(getenv("IGNORE_TYPES"))
-	c.Projections = list(getenv("PROJECTIONS"))
-	if v := getenv("TOMBSTONE_TTL_DAYS"); v != "" {
-		days, err := strconv.Atoi(v)
-		if err != nil || days < 1 {
-			errs = append(errs, fmt.Errorf("TOMBSTONE_TTL_DAYS %q: want a whole number of days, at least 1", v))
-		}
-		c.TombstoneTTL = time.Duration(days) * 24 * time.Hour
-	}
-	return c, errors.Join(errs...)
-}
-
-func list(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+	p, err := projenv.Load(getenv)
+	return Config{
+		Table: p.Table, Decode: p.Decode, Unknown: p.Unknown, Permanent: p.Permanent,
+		Ignore: p.Ignore, TombstoneTTL: p.TombstoneTTL,
+		Projections: projenv.List(getenv("PROJECTIONS")),
+	}, err
 }

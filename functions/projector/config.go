@@ -1,60 +1,12 @@
 package main
 
-import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
+import "github.com/tributary/tributary/functions/internal/projenv"
 
-	"github.com/tributary/tributary/pipeline"
-)
-
-// Config is the projector's configuration, read from the environment.
-type Config struct {
-	Table        string                   // AGGREGATE_TABLE (required)
-	Decode       pipeline.Options         // TYPE_ATTRIBUTE, VERSION_ATTRIBUTE
-	Unknown      pipeline.UnknownPolicy   // UNKNOWN_TYPE_POLICY: skip (default) or fail
-	Permanent    pipeline.PermanentPolicy // PERMANENT_FAILURES: report (default) or skip
-	Ignore       []string                 // IGNORE_TYPES: comma-separated entity types skipped silently
-	TombstoneTTL time.Duration            // TOMBSTONE_TTL_DAYS (default 400)
-}
+// Config is the projector's configuration, read from the environment:
+// AGGREGATE_TABLE (required), TYPE_ATTRIBUTE, VERSION_ATTRIBUTE,
+// UNKNOWN_TYPE_POLICY (skip|fail), PERMANENT_FAILURES (report|skip),
+// IGNORE_TYPES, TOMBSTONE_TTL_DAYS.
+type Config = projenv.Config
 
 // loadConfig reads the configuration and reports every problem at once.
-func loadConfig(getenv func(string) string) (Config, error) {
-	c := Config{
-		Table:  getenv("AGGREGATE_TABLE"),
-		Decode: pipeline.Options{TypeAttribute: getenv("TYPE_ATTRIBUTE"), VersionAttribute: getenv("VERSION_ATTRIBUTE")},
-	}
-	var errs []error
-	if c.Table == "" {
-		errs = append(errs, errors.New("AGGREGATE_TABLE is required"))
-	}
-	switch v := getenv("UNKNOWN_TYPE_POLICY"); v {
-	case "", "skip":
-	case "fail":
-		c.Unknown = pipeline.FailUnknown
-	default:
-		errs = append(errs, fmt.Errorf("UNKNOWN_TYPE_POLICY %q: want skip or fail", v))
-	}
-	switch v := getenv("PERMANENT_FAILURES"); v {
-	case "", "report":
-	case "skip":
-		c.Permanent = pipeline.SkipPermanent
-	default:
-		errs = append(errs, fmt.Errorf("PERMANENT_FAILURES %q: want report or skip", v))
-	}
-	for _, t := range strings.Split(getenv("IGNORE_TYPES"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			c.Ignore = append(c.Ignore, t)
-		}
-	}
-	if v := getenv("TOMBSTONE_TTL_DAYS"); v != "" {
-		days, err := strconv.Atoi(v)
-		if err != nil || days < 1 {
-			errs = append(errs, fmt.Errorf("TOMBSTONE_TTL_DAYS %q: want a whole number of days, at least 1", v))
-		}
-		c.TombstoneTTL = time.Duration(days) * 24 * time.Hour
-	}
-	return c, errors.Join(errs...)
-}
+func loadConfig(getenv func(string) string) (Config, error) { return projenv.Load(getenv) }
