@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -22,5 +24,20 @@ func TestCompareSequenceNumbers(t *testing.T) {
 		if got := pipeline.CompareSequenceNumbers(tt.a, tt.b); got != tt.want {
 			t.Errorf("CompareSequenceNumbers(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+func TestItemSize(t *testing.T) {
+	item := pipeline.Item{
+		"PK":    &types.AttributeValueMemberS{Value: "USER#u42"},           // 2 + 8
+		"total": &types.AttributeValueMemberN{Value: "120.50"},             // 5 + (4+1)/2+1 = 3
+		"ok":    &types.AttributeValueMemberBOOL{Value: true},              // 2 + 1
+		"tags":  &types.AttributeValueMemberSS{Value: []string{"a", "bc"}}, // 4 + 3
+		"m": &types.AttributeValueMemberM{Value: pipeline.Item{ // 1 + 3 + (1 + 1 + 1)
+			"k": &types.AttributeValueMemberNULL{Value: true},
+		}},
+	}
+	if got, want := pipeline.ItemSize(item), 10+8+3+7+8; got != want {
+		t.Errorf("ItemSize = %d, want %d", got, want)
 	}
 }

@@ -555,7 +555,7 @@ func (e *Engine) chunks(items []*item) [][]*item {
 			bytes += len(ref.Key) + 64
 		}
 		for _, p := range puts {
-			bytes += itemSize(p.Attrs) + len(p.Ref.Partition) + len(p.Ref.Sort)
+			bytes += pipeline.ItemSize(p.Attrs) + len(p.Ref.Partition) + len(p.Ref.Sort)
 		}
 		if len(cur) > 0 && (n+add > MaxTxActions || sz+bytes > MaxTxBytes-64<<10) {
 			out = append(out, cur)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -495,53 +494,5 @@ func (l *limiter) wait(ctx context.Context, n float64, sleep func(context.Contex
 // writeUnits estimates the write units of putting item: one per started
 // KB of its size (attribute names and values, as DynamoDB counts them).
 func writeUnits(item pipeline.Item) float64 {
-	n := 0
-	for k, v := range item {
-		n += len(k) + avSize(v)
-	}
-	return float64((n + 1023) / 1024)
-}
-
-func avSize(av types.AttributeValue) int {
-	switch v := av.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(strings.TrimLeft(v.Value, "-0."))+1)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += (len(s)+1)/2 + 1
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += len(k) + avSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += avSize(e) + 1
-		}
-		return n
-	}
-	return 1
+	return float64((pipeline.ItemSize(item) + 1023) / 1024)
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/tributary/tributary/infra/shardread"
 	"github.com/tributary/tributary/pipeline"
@@ -175,20 +174,7 @@ func (s *Source) wrap(err error, op, shard string) error {
 	if shard != "" {
 		where += ", shard " + shard
 	}
-	var kind error
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode() {
-		case "ExpiredIteratorException":
-			kind = shardread.ErrExpiredIterator
-		case "ProvisionedThroughputExceededException", "LimitExceededException", "KMSThrottlingException", "ThrottlingException":
-			kind = shardread.ErrThrottled
-		case "ResourceNotFoundException":
-			if shard != "" {
-				kind = shardread.ErrShardNotFound
-			}
-		}
-	}
+	kind := shardread.KindOf(err, shard)
 	if kind != nil {
 		return fmt.Errorf("kinesisread: %s on %s: %w: %w", op, where, kind, err)
 	}

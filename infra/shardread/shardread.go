@@ -21,6 +21,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aws/smithy-go"
+
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -140,6 +142,31 @@ var (
 	// ErrShardNotFound: the shard is gone (expired with its records).
 	ErrShardNotFound = errors.New("shard not found")
 )
+
+// KindOf maps an error of the Kinesis or DynamoDB Streams API to the error
+// the Reader handles (ErrExpiredIterator, ErrThrottled, ErrTrimmed,
+// ErrShardNotFound), or nil for any other. shard is the shard the call was
+// about ("" for stream-level calls, where a missing resource is the stream).
+func KindOf(err error, shard string) error {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return nil
+	}
+	switch apiErr.ErrorCode() {
+	case "ExpiredIteratorException":
+		return ErrExpiredIterator
+	case "ProvisionedThroughputExceededException", "LimitExceededException", "KMSThrottlingException",
+		"ThrottlingException", "RequestLimitExceeded":
+		return ErrThrottled
+	case "TrimmedDataAccessException":
+		return ErrTrimmed
+	case "ResourceNotFoundException":
+		if shard != "" {
+			return ErrShardNotFound
+		}
+	}
+	return nil
+}
 
 // Position is how far a shard has been handled: what a checkpoint keeps.
 type Position struct {

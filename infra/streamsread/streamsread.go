@@ -30,7 +30,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/tributary/tributary/infra/shardread"
 	"github.com/tributary/tributary/pipeline"
@@ -197,22 +196,7 @@ func (s *Source) wrap(err error, op, shard string) error {
 	if shard != "" {
 		where += ", shard " + shard
 	}
-	var kind error
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode() {
-		case "ExpiredIteratorException":
-			kind = shardread.ErrExpiredIterator
-		case "LimitExceededException", "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded":
-			kind = shardread.ErrThrottled
-		case "TrimmedDataAccessException":
-			kind = shardread.ErrTrimmed
-		case "ResourceNotFoundException":
-			if shard != "" {
-				kind = shardread.ErrShardNotFound
-			}
-		}
-	}
+	kind := shardread.KindOf(err, shard)
 	if kind != nil {
 		return fmt.Errorf("streamsread: %s on %s: %w: %w", op, where, kind, err)
 	}
