@@ -101,15 +101,45 @@ func (t *Table) Save(ctx context.Context, cp *Checkpoint) error {
 		in.ConditionExpression = aws.String("rev = :rev")
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":rev": &types.AttributeValueMemberN{Value: strconv.FormatInt(cp.Rev, 10)}}
 	}
+	// On a failed condition DynamoDB returns the item there. If it is this
+	// very write, the SDK retried a call whose first attempt had already
+	// succeeded (a 5xx or a lost response after the write): a success, not a
+	// conflict with another run.
+	in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	if _, err := t.client.PutItem(ctx, in); err != nil {
 		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
+		switch {
+		case !errors.As(err, &ccf):
+			return fmt.Errorf("checkpoint: saving job %s in table %s: %w", cp.Job, t.table, err)
+		case !sameWrite(ccf.Item, item):
 			return fmt.Errorf("%w (job %s in table %s, expected revision %d)", ErrConflict, cp.Job, t.table, cp.Rev)
 		}
-		return fmt.Errorf("checkpoint: saving job %s in table %s: %w", cp.Job, t.table, err)
 	}
 	cp.Rev, cp.Updated = next.Rev, next.Updated
 	return nil
+}
+
+// sameWrite reports whether the item found on a failed condition is the one
+// this save wrote: same revision, same body (which holds its update time).
+func sameWrite(found, wrote map[string]types.AttributeValue) bool {
+	for _, name := range []string{"rev", "checkpoint"} {
+		if !equalScalar(found[name], wrote[name]) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalScalar(a, b types.AttributeValue) bool {
+	switch a := a.(type) {
+	case *types.AttributeValueMemberS:
+		b, ok := b.(*types.AttributeValueMemberS)
+		return ok && a.Value == b.Value
+	case *types.AttributeValueMemberN:
+		b, ok := b.(*types.AttributeValueMemberN)
+		return ok && a.Value == b.Value
+	}
+	return false
 }
 
 // Delete deletes the job's item.

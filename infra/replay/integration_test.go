@@ -270,17 +270,30 @@ func applyWorkload(ctx context.Context, t testing.TB, c *dynamodb.Client, table 
 		switch {
 		case rec.Kind == pipeline.Insert:
 			_, err = c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: rec.New,
-				ConditionExpression: aws.String("attribute_not_exists(PK)")})
+				ConditionExpression: aws.String("attribute_not_exists(PK)"), ReturnValuesOnConditionCheckFailure: allOld})
 		case rec.Kind == pipeline.Modify && n%2 == 0:
 			_, err = c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: rec.New,
-				ConditionExpression: aws.String("version = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": ver(rec.Old)}})
+				ConditionExpression: aws.String("version = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": ver(rec.Old)},
+				ReturnValuesOnConditionCheckFailure: allOld})
 		case rec.Kind == pipeline.Modify:
 			_, err = c.UpdateItem(ctx, updateInput(table, rec))
 		default:
 			_, err = c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: rec.Keys,
-				ConditionExpression: aws.String("version = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": ver(rec.Old)}})
+				ConditionExpression: aws.String("version = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": ver(rec.Old)},
+				ReturnValuesOnConditionCheckFailure: allOld})
+		}
+		if err != nil && applied(err, rec) {
+			// The SDK retried a call whose first attempt had already
+			// written (a 5xx or a lost response), and the retry found its
+			// own write: the change is made once, as the stream shows.
+			t.Logf("change %d (%s %s): a retried call found its first attempt applied", n, rec.Kind, pipeline.KeyString(rec.Keys))
+			err = nil
 		}
 		if err != nil {
+			var ccf *types.ConditionalCheckFailedException
+			if errors.As(err, &ccf) {
+				return fmt.Errorf("change %d (%s %s): %w; the item there: %s", n, rec.Kind, pipeline.KeyString(rec.Keys), err, pipeline.AppendItem(nil, ccf.Item))
+			}
 			return fmt.Errorf("change %d (%s %s): %w", n, rec.Kind, pipeline.KeyString(rec.Keys), err)
 		}
 		return nil
@@ -289,6 +302,23 @@ func applyWorkload(ctx context.Context, t testing.TB, c *dynamodb.Client, table 
 		t.Fatal(err)
 	}
 	return n
+}
+
+// applied reports whether err is a failed condition that leaves the item as
+// rec would: its new version there, or, for a removal, no item at all. The
+// calls ask for the item as it was on a failed condition
+// (ReturnValuesOnConditionCheckFailure ALL_OLD).
+func applied(err error, rec sim.Record) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return false
+	}
+	if rec.Kind == pipeline.Remove {
+		return len(ccf.Item) == 0
+	}
+	got, ok := ccf.Item["version"].(*types.AttributeValueMemberN)
+	want, _ := rec.New["version"].(*types.AttributeValueMemberN)
+	return ok && want != nil && got.Value == want.Value
 }
 
 // updateInput turns a record's old and new images into an UpdateItem: SET
@@ -321,8 +351,11 @@ func updateInput(table string, rec sim.Record) *dynamodb.UpdateItemInput {
 		expr += " REMOVE " + strings.Join(remove, ", ")
 	}
 	return &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: rec.Keys, UpdateExpression: aws.String(expr),
-		ConditionExpression: aws.String("#v = :old"), ExpressionAttributeNames: names, ExpressionAttributeValues: values}
+		ConditionExpression: aws.String("#v = :old"), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: allOld}
 }
+
+const allOld = types.ReturnValuesOnConditionCheckFailureAllOld
 
 func scan(ctx context.Context, t testing.TB, c *dynamodb.Client, table string) []pipeline.Item {
 	t.Helper()
