@@ -62,10 +62,7 @@ const DefaultLevel = -1
 func newCompressor(c Compression, level int, w io.Writer) (io.WriteCloser, error) {
 	switch c {
 	case Gzip:
-		if level == DefaultLevel {
-			level = gzip.DefaultCompression
-		}
-		return gzip.NewWriterLevel(w, level)
+		return gzip.NewWriterLevel(w, gzipLevel(level))
 	case Zstd:
 		el := zstd.SpeedDefault
 		if level != DefaultLevel {
@@ -79,6 +76,14 @@ func newCompressor(c Compression, level int, w io.Writer) (io.WriteCloser, error
 		return nopWriteCloser{w}, nil
 	}
 	return nil, fmt.Errorf("export: unknown compression %q", c)
+}
+
+// gzipLevel is the deflate level for a gzip level option.
+func gzipLevel(level int) int {
+	if level == DefaultLevel {
+		return gzip.DefaultCompression
+	}
+	return level
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"bytes"
+	stdgzip "compress/gzip"
 	"context"
 	"crypto/md5"
 	"encoding/base64"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/tributary/tributary/infra/export"
 	"github.com/tributary/tributary/infra/export/exportgen"
+	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -618,4 +620,79 @@ func TestTransformDropSplitRetype(t *testing.T) {
 		t.Errorf("totals %+v", s.Totals)
 	}
 	reg.Register(&export.Transform{Name: "reshape", ByType: map[string]export.TransformFunc{"X": func(pipeline.Item) ([]pipeline.Item, error) { return nil, nil }}})
+}
+
+// TestRepartitionGzipParts checks the block-compressed gzip output with
+// the standard library's decoder, one member at a time: every part is one
+// gzip member (header, the blocks' deflate output, trailer with the CRC-32
+// and size) holding exactly the part's lines in the order they were read,
+// across part limits and parts of many blocks.
+func TestRepartitionGzipParts(t *testing.T) {
+	ctx := context.Background()
+	h, err := sim.Workload{Seed: 7, Changes: 3_000}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := export.NewDir(t.TempDir()).WithoutSync()
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(at, 7), Time: at, Files: 2},
+		exportgen.Synthetic(h.Table.Items(), 12<<20, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := export.OpenExport(ctx, src, res.Dir, export.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int64{0, 700 << 10} {
+		dir := t.TempDir()
+		out := export.NewDir(dir).WithoutSync()
+		r, err := export.NewRepartitioner(e, nil, out, export.Options{MaxPartBytes: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.Run(ctx, 2, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := export.OpenOutput(ctx, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var items, multiBlock int64
+		for _, m := range o.Entities {
+			for _, p := range m.Parts {
+				b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p.Key)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				br := bytes.NewReader(b) // an io.ByteReader: the decoder reads no further than its member
+				zr, err := stdgzip.NewReader(br)
+				if err != nil {
+					t.Fatalf("%s: %v", p.Key, err)
+				}
+				zr.Multistream(false)
+				data, err := io.ReadAll(zr)
+				if err != nil {
+					t.Fatalf("%s: %v", p.Key, err)
+				}
+				if br.Len() != 0 {
+					t.Errorf("%s: %d bytes after the first gzip member", p.Key, br.Len())
+				}
+				if int64(len(data)) != p.UncompressedBytes || int64(bytes.Count(data, []byte("\n"))) != p.Items {
+					t.Errorf("%s: %d bytes, %d lines; manifest says %d and %d", p.Key, len(data), bytes.Count(data, []byte("\n")), p.UncompressedBytes, p.Items)
+				}
+				if limit > 0 && p.UncompressedBytes > limit+1<<20 {
+					t.Errorf("%s: %d bytes, past the part limit %d by more than a block", p.Key, p.UncompressedBytes, limit)
+				}
+				if p.UncompressedBytes > 1<<20 {
+					multiBlock++
+				}
+				items += p.Items
+			}
+		}
+		if items != s.Totals.SourceItems || multiBlock == 0 {
+			t.Errorf("part limit %d: %d items in parts (want %d), %d parts of several blocks (want some)", limit, items, s.Totals.SourceItems, multiBlock)
+		}
+	}
 }

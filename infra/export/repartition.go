@@ -5,18 +5,22 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"io"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/klauspost/compress/flate"
 
 	"github.com/tributary/tributary/pipeline"
 )
@@ -206,6 +210,11 @@ func NewRepartitioner(src *Export, overlay *Overlay, out Store, opts Options) (*
 	if _, err := ParseCompression(string(opts.Compression)); err != nil {
 		return nil, err
 	}
+	zw, err := newCompressor(opts.Compression, opts.Level, io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("export: %s level %d: %w", opts.Compression, opts.Level, err)
+	}
+	_ = zw.Close()
 	if overlay == nil {
 		overlay = &Overlay{}
 	}
@@ -743,15 +752,27 @@ func (r *Repartitioner) finishOverlay(ctx context.Context, recs map[string]*Sour
 }
 
 // sourceWriter routes the lines of one source to one pipe per entity type.
-// Each pipe compresses and writes on its own goroutine, so a single data
-// file uses as many cores as it has busy entity types.
+// Lines collect in blocks; each pipe's goroutine writes its blocks, in
+// order, into parts.
+//
+// Gzip output is compressed block by block on a few goroutines shared by
+// every pipe (as many as there are cores): each block is deflated on its
+// own and ended with a sync flush, and a part is its blocks' output in
+// order between one gzip header and trailer — a standard single-member
+// gzip file, as parallel gzip writers make it. One warm compressor per core
+// costs far less CPU than one per entity type taking turns on a core, and a
+// single data file still uses every core. Other compressions stream
+// through one compressor per pipe.
 type sourceWriter struct {
 	r      *Repartitioner
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	id     string
 	pipes  map[string]*entityPipe
+	last   *entityPipe // the pipe of the last line added by addBytes
 	wg     sync.WaitGroup
+	zq     chan *block // blocks to deflate (gzip only)
+	zwg    sync.WaitGroup
 }
 
 type entityPipe struct {
@@ -763,18 +784,65 @@ type entityPipe struct {
 	err    error
 }
 
+// block is a run of lines of one entity type, and for gzip its deflated
+// form once done is closed.
 type block struct {
 	buf   []byte
 	items int64
+	out   []byte
+	done  chan struct{}
 }
 
-const blockSize = 256 << 10
+// Block sizes: a block is sent once it holds maxBlock bytes, or fewer when
+// a source has many entity types, so that the blocks being filled take
+// about blockBudget bytes at most.
+const (
+	maxBlock    = 512 << 10
+	minBlock    = 64 << 10
+	blockBudget = 8 << 20
+)
 
-var blockPool = sync.Pool{New: func() any { return &block{buf: make([]byte, 0, blockSize+64<<10)} }}
+var blockPool = sync.Pool{New: func() any { return new(block) }}
 
 func (r *Repartitioner) newSourceWriter(ctx context.Context, id string) *sourceWriter {
 	ctx, cancel := context.WithCancelCause(ctx)
-	return &sourceWriter{r: r, ctx: ctx, cancel: cancel, id: id, pipes: map[string]*entityPipe{}}
+	w := &sourceWriter{r: r, ctx: ctx, cancel: cancel, id: id, pipes: map[string]*entityPipe{}}
+	if r.opts.Compression == Gzip {
+		n := runtime.GOMAXPROCS(0)
+		w.zq = make(chan *block, n)
+		w.zwg.Add(n)
+		for range n {
+			go w.deflate()
+		}
+	}
+	return w
+}
+
+// deflate is a compressor goroutine: it deflates each block on its own,
+// ending it with a sync flush, and closes its done channel.
+func (w *sourceWriter) deflate() {
+	defer w.zwg.Done()
+	var fw *flate.Writer
+	for b := range w.zq {
+		if w.ctx.Err() == nil {
+			if fw == nil {
+				fw, _ = flate.NewWriter(io.Discard, gzipLevel(w.r.opts.Level)) // the level is checked by NewRepartitioner
+			}
+			b.out = b.out[:0]
+			fw.Reset((*appender)(&b.out))
+			_, _ = fw.Write(b.buf) // an appender never fails
+			_ = fw.Flush()
+		}
+		close(b.done)
+	}
+}
+
+// appender is an io.Writer that appends to a byte slice.
+type appender []byte
+
+func (a *appender) Write(p []byte) (int, error) {
+	*a = append(*a, p...)
+	return len(p), nil
 }
 
 // add appends one line (without newline) to its entity's pipe.
@@ -786,12 +854,16 @@ func (w *sourceWriter) add(entity string, line []byte) error {
 	return w.append(p, line)
 }
 
-// addBytes is add with the entity type as bytes, which the map lookup
-// does not copy.
+// addBytes is add with the entity type as bytes, which the lookups do not
+// copy. Items of one collection sit together in an export, so the last
+// line's pipe is tried first.
 func (w *sourceWriter) addBytes(entity []byte, line []byte) error {
-	p := w.pipes[string(entity)]
-	if p == nil {
-		p = w.newPipe(string(entity))
+	p := w.last
+	if p == nil || p.entity != string(entity) {
+		if p = w.pipes[string(entity)]; p == nil {
+			p = w.newPipe(string(entity))
+		}
+		w.last = p
 	}
 	return w.append(p, line)
 }
@@ -811,20 +883,29 @@ func (w *sourceWriter) append(p *entityPipe, line []byte) error {
 	p.cur.buf = append(p.cur.buf, line...)
 	p.cur.buf = append(p.cur.buf, '\n')
 	p.cur.items++
-	if len(p.cur.buf) >= blockSize {
+	if len(p.cur.buf) >= min(maxBlock, max(minBlock, blockBudget/len(w.pipes))) {
 		return w.send(p)
 	}
 	return nil
 }
 
+// send passes the pipe's current block on: to the compressors (gzip), and
+// to the pipe's goroutine.
 func (w *sourceWriter) send(p *entityPipe) error {
-	select {
-	case p.ch <- p.cur:
-		p.cur = nil
-		return nil
-	case <-w.ctx.Done():
-		return context.Cause(w.ctx)
+	b := p.cur
+	if w.zq != nil {
+		b.done = make(chan struct{})
+		select {
+		case w.zq <- b:
+		case <-w.ctx.Done():
+			return context.Cause(w.ctx)
+		}
 	}
+	// Once with the compressors, the block goes to the pipe even if the
+	// run is cancelled meanwhile: the pipe waits for it and frees it.
+	p.cur = nil
+	p.ch <- b
+	return nil
 }
 
 // close flushes every pipe, waits for them and returns the parts written.
@@ -838,7 +919,7 @@ func (w *sourceWriter) close() ([]PartInfo, error) {
 		}
 		close(p.ch)
 	}
-	w.wg.Wait()
+	w.stop()
 	var parts []PartInfo
 	for _, p := range w.pipes {
 		if p.err != nil && err == nil {
@@ -858,6 +939,15 @@ func (w *sourceWriter) close() ([]PartInfo, error) {
 	return parts, nil
 }
 
+// stop waits for the pipes (whose channels are closed) and the compressors.
+func (w *sourceWriter) stop() {
+	w.wg.Wait()
+	if w.zq != nil {
+		close(w.zq)
+		w.zwg.Wait()
+	}
+}
+
 // abort stops every pipe; no part of an aborted source is committed after
 // this returns, though parts committed earlier stay (and are removed as
 // orphans, or overwritten, by the next run).
@@ -866,7 +956,7 @@ func (w *sourceWriter) abort(cause error) {
 	for _, p := range w.pipes {
 		close(p.ch)
 	}
-	w.wg.Wait()
+	w.stop()
 }
 
 // run is a pipe's goroutine: it writes blocks into parts, starting a new
@@ -881,6 +971,9 @@ func (w *sourceWriter) run(p *entityPipe) {
 		}
 	}
 	for b := range p.ch {
+		if b.done != nil {
+			<-b.done
+		}
 		if p.err == nil && w.ctx.Err() == nil {
 			if pw == nil {
 				key := fmt.Sprintf("%s/part-%s-%04d%s", p.seg, w.id, len(p.parts), w.r.opts.Compression.Ext())
@@ -890,7 +983,7 @@ func (w *sourceWriter) run(p *entityPipe) {
 				}
 			}
 			if pw != nil {
-				if err := pw.write(b.buf, b.items); err != nil {
+				if err := pw.write(b); err != nil {
 					fail(err)
 				} else if pw.info.UncompressedBytes >= w.r.opts.MaxPartBytes {
 					if err := pw.commit(w.ctx); err != nil {
@@ -903,7 +996,7 @@ func (w *sourceWriter) run(p *entityPipe) {
 				}
 			}
 		}
-		b.buf, b.items = b.buf[:0], 0
+		b.buf, b.out, b.items, b.done = b.buf[:0], b.out[:0], 0, nil
 		blockPool.Put(b)
 	}
 	if pw == nil {
@@ -921,15 +1014,21 @@ func (w *sourceWriter) run(p *entityPipe) {
 	p.parts = append(p.parts, pw.info)
 }
 
-// partWriter compresses lines into one output object.
+// partWriter writes one output object: gzip from deflated blocks, or a
+// stream through a compressor.
 type partWriter struct {
 	ow   ObjectWriter
 	bw   *bufio.Writer
-	zw   io.WriteCloser
+	zw   io.WriteCloser // the stream compressor; nil for gzip
+	crc  uint32         // gzip: CRC-32 of the uncompressed bytes
 	md5  hash.Hash
 	cnt  int64
 	info PartInfo
 }
+
+// gzipHeader is the 10-byte gzip member header: deflate, no flags, no
+// modification time, no extra flags, unknown OS.
+var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}
 
 func newPartWriter(ctx context.Context, st Store, key string, c Compression, level int) (*partWriter, error) {
 	ow, err := st.Create(ctx, key)
@@ -941,7 +1040,11 @@ func newPartWriter(ctx context.Context, st Store, key string, c Compression, lev
 		pw.md5.Write(p)
 		pw.cnt += int64(len(p))
 		return ow.Write(p)
-	}), 256<<10)
+	}), 64<<10)
+	if c == Gzip {
+		_, _ = pw.bw.Write(gzipHeader) // buffered; errors surface at commit
+		return pw, nil
+	}
 	if pw.zw, err = newCompressor(c, level, pw.bw); err != nil {
 		ow.Abort()
 		return nil, err
@@ -953,21 +1056,39 @@ type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-func (pw *partWriter) write(b []byte, items int64) error {
-	if _, err := pw.zw.Write(b); err != nil {
+func (pw *partWriter) write(b *block) error {
+	var err error
+	if pw.zw == nil {
+		pw.crc = crc32.Update(pw.crc, crc32.IEEETable, b.buf)
+		_, err = pw.bw.Write(b.out)
+	} else {
+		_, err = pw.zw.Write(b.buf)
+	}
+	if err != nil {
 		return fmt.Errorf("export: writing %s: %w", pw.info.Key, err)
 	}
-	pw.info.Items += items
-	pw.info.UncompressedBytes += int64(len(b))
+	pw.info.Items += b.items
+	pw.info.UncompressedBytes += int64(len(b.buf))
 	return nil
 }
 
 func (pw *partWriter) commit(ctx context.Context) error {
-	if err := pw.zw.Close(); err != nil {
-		pw.ow.Abort()
-		return fmt.Errorf("export: writing %s: %w", pw.info.Key, err)
+	var err error
+	if pw.zw == nil {
+		// A final empty block (fixed Huffman codes, end of block), then the
+		// trailer: CRC-32 and size modulo 2^32, little-endian.
+		var t [10]byte
+		t[0], t[1] = 0x03, 0x00
+		binary.LittleEndian.PutUint32(t[2:], pw.crc)
+		binary.LittleEndian.PutUint32(t[6:], uint32(pw.info.UncompressedBytes))
+		_, err = pw.bw.Write(t[:])
+	} else {
+		err = pw.zw.Close()
 	}
-	if err := pw.bw.Flush(); err != nil {
+	if err == nil {
+		err = pw.bw.Flush()
+	}
+	if err != nil {
 		pw.ow.Abort()
 		return fmt.Errorf("export: writing %s: %w", pw.info.Key, err)
 	}

@@ -20,6 +20,7 @@ type scanner struct {
 	pos int
 	buf []byte // unescaped strings
 	typ []byte // the entity type found
+	has bool   // whether typ was found in this line
 }
 
 // errSyntax is a JSON syntax error at the scanner's position.
@@ -40,6 +41,15 @@ const maxDepth = 64
 // until the next call.
 func (s *scanner) scanItemLine(line []byte, typeAttr string) (typ []byte, hasType bool, err error) {
 	s.b, s.pos = line, 0
+	// The shape of every line of a real export: {"Item":{...}}.
+	if len(line) > 9 && string(line[:8]) == `{"Item":` && line[len(line)-1] == '}' {
+		s.b, s.pos = line[:len(line)-1], 8
+		typ, hasType, err = s.item(typeAttr)
+		if err == nil && s.pos == len(s.b) {
+			return typ, hasType, nil
+		}
+		s.b, s.pos = line, 0 // report any error as the full scan does
+	}
 	s.ws()
 	if !s.eat('{') {
 		return nil, false, s.syntax("want a JSON object")
@@ -98,71 +108,151 @@ func (s *scanner) item(typeAttr string) (typ []byte, hasType bool, err error) {
 	if !s.eat('{') {
 		return nil, false, fmt.Errorf("Item: want an object of attribute values")
 	}
-	first := true
-	n := 0
-	for {
-		s.ws()
-		if s.eat('}') {
-			break
-		}
-		if !first && !s.eat(',') {
-			return nil, false, s.syntax("want , or }")
-		}
-		first = false
-		s.ws()
-		name, err := s.str()
-		if err != nil {
-			return nil, false, err
-		}
-		isType := string(name) == typeAttr
-		s.ws()
-		if !s.eat(':') {
-			return nil, false, s.syntax("want :")
-		}
-		s.ws()
-		// One attribute value: {"T": value}.
-		if !s.eat('{') {
-			return nil, false, fmt.Errorf("Item.%s: want an attribute value object", name)
-		}
-		s.ws()
-		tk, err := s.str()
-		if err != nil {
-			return nil, false, err
-		}
-		if !knownType(string(tk)) {
-			return nil, false, fmt.Errorf("Item.%s: unknown attribute type %q", name, tk)
-		}
-		s.ws()
-		if !s.eat(':') {
-			return nil, false, s.syntax("want :")
-		}
-		s.ws()
-		if isType {
-			if string(tk) != "S" {
-				return nil, false, fmt.Errorf("Item.%s: entity type is %s, want a string (S)", name, tk)
-			}
-			if s.peek() != '"' {
-				return nil, false, fmt.Errorf("Item.%s.S: want a string", name)
-			}
-			v, err := s.str()
-			if err != nil {
-				return nil, false, err
-			}
-			s.typ = append(s.typ[:0], v...)
-			typ, hasType = s.typ, true
-		} else if err := s.skip(2); err != nil {
-			return nil, false, err
-		}
-		s.ws()
-		if !s.eat('}') {
-			return nil, false, fmt.Errorf("Item.%s: want exactly one type key in an attribute value", name)
-		}
-		n++
-	}
-	if n == 0 {
+	s.has = false
+	s.ws()
+	if s.eat('}') {
 		return nil, false, errors.New("Item: empty")
 	}
-	return typ, hasType, nil
+	state := atAttr
+	for state != closed {
+		switch state {
+		case atAttr:
+			if state = s.fastAttrs(typeAttr); state == atAttr {
+				s.ws()
+				if err := s.attr(typeAttr); err != nil {
+					return nil, false, err
+				}
+				state = afterAttr
+			}
+		case afterAttr:
+			s.ws()
+			switch {
+			case s.eat(','):
+				s.ws()
+				state = atAttr
+			case s.eat('}'):
+				state = closed
+			default:
+				return nil, false, s.syntax("want , or }")
+			}
+		}
+	}
+	if s.has {
+		return s.typ, true, nil
+	}
+	return nil, false, nil
+}
+
+// The eight bytes from the closing quote of an attribute's name to the
+// opening quote of a string or number value, as export lines spell them:
+// ":{"S":" and ":{"N":".
+var (
+	sTag = binary.LittleEndian.Uint64([]byte(`":{"S":"`))
+	nTag = binary.LittleEndian.Uint64([]byte(`":{"N":"`))
+)
+
+// Where the scan of an Item stands.
+const (
+	atAttr    = iota // at an attribute's name
+	afterAttr        // after an attribute's value
+	closed           // past the Item's closing brace
+)
+
+// fastAttrs scans attributes of the commonest shape in export lines,
+// "name":{"S":"value"} or "name":{"N":"value"} with no escapes, each
+// followed directly by a comma or the closing brace, and returns where it
+// stopped. At an attribute of any other shape it stops before it (atAttr),
+// and attr scans that one in full; so a line is accepted or rejected
+// exactly as attr alone would.
+func (s *scanner) fastAttrs(typeAttr string) int {
+	b, p := s.b, s.pos
+	for {
+		if p >= len(b) || b[p] != '"' {
+			break
+		}
+		i := stringStopShort(b, p+1) // the name's end
+		if i+8 > len(b) {
+			break
+		}
+		tag := binary.LittleEndian.Uint64(b[i:])
+		if tag != sTag && tag != nTag {
+			break
+		}
+		j := stringStopShort(b, i+8) // the value's end
+		if j+2 >= len(b) || b[j] != '"' || b[j+1] != '}' {
+			break
+		}
+		if i-p-1 == len(typeAttr) && string(b[p+1:i]) == typeAttr {
+			if tag != sTag {
+				break // attr reports it
+			}
+			s.typ, s.has = append(s.typ[:0], b[i+8:j]...), true
+		}
+		p = j + 2
+		switch b[p] {
+		case ',':
+			p++
+			continue
+		case '}':
+			s.pos = p + 1
+			return closed
+		}
+		s.pos = p
+		return afterAttr
+	}
+	s.pos = p
+	return atAttr
+}
+
+// attr scans one attribute, "name":{"T":value}, of any shape.
+func (s *scanner) attr(typeAttr string) error {
+	name, err := s.str()
+	if err != nil {
+		return err
+	}
+	isType := string(name) == typeAttr
+	s.ws()
+	if !s.eat(':') {
+		return s.syntax("want :")
+	}
+	s.ws()
+	// One attribute value: {"T": value}.
+	if !s.eat('{') {
+		return fmt.Errorf("Item.%s: want an attribute value object", name)
+	}
+	s.ws()
+	tk, err := s.str()
+	if err != nil {
+		return err
+	}
+	if !knownType(string(tk)) {
+		return fmt.Errorf("Item.%s: unknown attribute type %q", name, tk)
+	}
+	s.ws()
+	if !s.eat(':') {
+		return s.syntax("want :")
+	}
+	s.ws()
+	if isType {
+		if string(tk) != "S" {
+			return fmt.Errorf("Item.%s: entity type is %s, want a string (S)", name, tk)
+		}
+		if s.peek() != '"' {
+			return fmt.Errorf("Item.%s.S: want a string", name)
+		}
+		v, err := s.str()
+		if err != nil {
+			return err
+		}
+		s.typ, s.has = append(s.typ[:0], v...), true
+	} else if err := s.skip(2); err != nil {
+		return err
+	}
+	s.ws()
+	if !s.eat('}') {
+		return fmt.Errorf("Item.%s: want exactly one type key in an attribute value", name)
+	}
+	return nil
 }
 
 func knownType(t string) bool {
@@ -231,19 +321,38 @@ var strStop = func() (t [256]bool) {
 // conditions, the lowest flagged byte of a word is exact, so the lowest
 // flag of their union is the first stop.
 func stringStop(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if t := stopMask(binary.LittleEndian.Uint64(b[i:])); t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+	}
+	return stringStopTail(b, i)
+}
+
+// stringStopShort is stringStop for short strings, such as attribute
+// names: it tests the first word before entering the loop.
+func stringStopShort(b []byte, i int) int {
+	if i+8 <= len(b) {
+		if t := stopMask(binary.LittleEndian.Uint64(b[i:])); t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+		i += 8
+	}
+	return stringStop(b, i)
+}
+
+// stopMask flags the high bit of each byte of x that stops a string.
+func stopMask(x uint64) uint64 {
 	const (
 		ones  = 0x0101010101010101
 		highs = 0x8080808080808080
 	)
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ (ones * '"')
-		bs := x ^ (ones * '\\')
-		t := ((q - ones) &^ q) | ((bs - ones) &^ bs) | ((x - ones*0x20) &^ x)
-		if t &= highs; t != 0 {
-			return i + bits.TrailingZeros64(t)/8
-		}
-	}
+	q := x ^ (ones * '"')
+	bs := x ^ (ones * '\\')
+	return (((q - ones) &^ q) | ((bs - ones) &^ bs) | ((x - ones*0x20) &^ x)) & highs
+}
+
+func stringStopTail(b []byte, i int) int {
 	for ; i < len(b) && !strStop[b[i]]; i++ {
 	}
 	return i

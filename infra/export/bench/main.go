@@ -5,7 +5,7 @@
 //
 //	bench gen   --dir DIR [--bytes 2e9] [--files 9]   write a synthetic export
 //	bench limit --export DIR [--level 6] [--workers N] decompress every data file and compress the same bytes again
-//	bench run   --export DIR --tributary BIN [--python PY] [--out DIR]
+//	bench run   --export DIR --tributary BIN [--python PY] [--out DIR] [--rounds 3]
 //	                                                   run all three, each in its own process, and print a table
 package main
 
@@ -277,6 +277,7 @@ func run(args []string) error {
 	script := fs.String("duckdb-script", "scripts/repartition-bench/duckdb_split.py", "the DuckDB split script")
 	outRoot := fs.String("out", "", "scratch directory for outputs (default: a temporary one)")
 	level := fs.Int("level", 5, "the gzip level tributary uses by default (for the limits)")
+	rounds := fs.Int("rounds", 3, "how many times the limit and tributary (gzip) run, in turn")
 	fs.Parse(args)
 	files, err := dataFiles(*dir)
 	if err != nil {
@@ -295,46 +296,63 @@ func run(args []string) error {
 		fi, _ := os.Stat(f)
 		inMB += float64(fi.Size()) / 1e6
 	}
-	// The uncompressed size comes from the limit run, which reads it all.
-	lim, out, err := measure(fmt.Sprintf("limit: gunzip + gzip -%d of each file, both cores", *level), exec.Command(*self, "limit", "--export", *dir, "--level", fmt.Sprint(*level)))
-	if err != nil {
-		return err
+	// The limit and tributary's default (gzip) run in turn, rounds times;
+	// each row is the run of median wall time (with the highest peak RSS
+	// of its rounds), so that a slow moment of the machine does not decide
+	// the ratio between them.
+	limitName := fmt.Sprintf("limit: gunzip + gzip -%d of each file, both cores", *level)
+	gzOut := filepath.Join(*outRoot, "tributary-gzip")
+	var lims, tgs []result
+	var limOuts [][]byte
+	for range max(*rounds, 1) {
+		r, out, err := measure(limitName, exec.Command(*self, "limit", "--export", *dir, "--level", fmt.Sprint(*level)))
+		if err != nil {
+			return err
+		}
+		lims, limOuts = append(lims, r), append(limOuts, out)
+		os.RemoveAll(gzOut)
+		r, _, err = measure("tributary repartition --compression gzip", exec.Command(*bin, "repartition", "--export", *dir, "--out", gzOut, "--compression", "gzip"))
+		if err != nil {
+			return err
+		}
+		r.outMB = dirSize(gzOut)
+		tgs = append(tgs, r)
 	}
+	li := medianRun(lims)
+	lim, tg := lims[li], tgs[medianRun(tgs)]
+	// The uncompressed size comes from the limit run, which reads it all.
 	var l struct {
 		Bytes       int64
 		Seconds     float64
 		FileSeconds float64
 	}
-	json.Unmarshal(out, &l)
+	json.Unmarshal(limOuts[li], &l)
 	rawMB := float64(l.Bytes) / 1e6
 	ideal := result{name: "limit, ideal: those per-file times summed / cores", seconds: l.FileSeconds / float64(runtime.NumCPU())}
-	limZ, outZ, err := measure("limit: gunzip + zstd, both cores", exec.Command(*self, "limit", "--export", *dir, "--compression", "zstd"))
+	limZ, _, err := measure("limit: gunzip + zstd, both cores", exec.Command(*self, "limit", "--export", *dir, "--compression", "zstd"))
 	if err != nil {
 		return err
 	}
-	_ = outZ
 	results := []result{lim, ideal, limZ}
 
-	for _, c := range []string{"gzip", "zstd"} {
-		o := filepath.Join(*outRoot, "tributary-"+c)
-		os.RemoveAll(o)
-		r, _, err := measure("tributary repartition --compression "+c, exec.Command(*bin, "repartition", "--export", *dir, "--out", o, "--compression", c))
-		if err != nil {
-			return err
-		}
-		r.outMB = dirSize(o)
-		results = append(results, r)
-		if c == "gzip" {
-			_, out, err := measure("grouped", exec.Command(*self, "limit-grouped", "--export", *dir, "--out", o, "--level", fmt.Sprint(*level)))
-			if err != nil {
-				return err
-			}
-			var g struct{ Seconds float64 }
-			json.Unmarshal(out, &g)
-			results = append(results, result{name: fmt.Sprintf("limit, grouped: gunzip input + gzip -%d of each output part, summed / cores", *level), seconds: g.Seconds})
-		}
-		os.RemoveAll(o)
+	results = append(results, tg)
+	_, out, err := measure("grouped", exec.Command(*self, "limit-grouped", "--export", *dir, "--out", gzOut, "--level", fmt.Sprint(*level)))
+	if err != nil {
+		return err
 	}
+	var g struct{ Seconds float64 }
+	json.Unmarshal(out, &g)
+	results = append(results, result{name: fmt.Sprintf("limit, grouped: gunzip input + gzip -%d of each output part, summed / cores", *level), seconds: g.Seconds})
+	os.RemoveAll(gzOut)
+	zo := filepath.Join(*outRoot, "tributary-zstd")
+	os.RemoveAll(zo)
+	tz, _, err := measure("tributary repartition --compression zstd", exec.Command(*bin, "repartition", "--export", *dir, "--out", zo, "--compression", "zstd"))
+	if err != nil {
+		return err
+	}
+	tz.outMB = dirSize(zo)
+	results = append(results, tz)
+	os.RemoveAll(zo)
 
 	if _, err := os.Stat(*python); err != nil {
 		results = append(results, result{name: "duckdb", skipped: fmt.Sprintf("skipped: %s not found; install DuckDB with scripts/repartition-bench/install-duckdb.sh", *python)})
@@ -351,8 +369,10 @@ func run(args []string) error {
 		os.RemoveAll(o)
 	}
 
-	fmt.Printf("input: %d data files, %.0f MB gzip, %.0f MB uncompressed; %d cores (%s/%s), %s\n\n",
+	fmt.Printf("input: %d data files, %.0f MB gzip, %.0f MB uncompressed; %d cores (%s/%s), %s\n",
 		len(files), inMB, rawMB, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Printf("the limit and tributary (gzip) ran in turn %d times: wall s %s and %s; their rows are the median runs\n\n",
+		len(lims), walls(lims), walls(tgs))
 	fmt.Println("| run | wall s | MB/s (uncompressed in) | CPU s | MB per CPU-second | peak RSS MB | output MB |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
@@ -382,7 +402,7 @@ func run(args []string) error {
 		}
 		return result{}
 	}
-	tg, dd, gr := find("tributary repartition --compression gzip"), find("duckdb"), find("limit, grouped")
+	dd, gr := find("duckdb"), find("limit, grouped")
 	fmt.Printf("\ntributary (gzip) = %.0f%% of the measured limit, %.0f%% of the ideal limit, %.0f%% of the grouped limit",
 		100*lim.seconds/tg.seconds, 100*ideal.seconds/tg.seconds, 100*gr.seconds/tg.seconds)
 	if dd.seconds > 0 {
@@ -394,4 +414,27 @@ func run(args []string) error {
 	}
 	_ = limZ
 	return nil
+}
+
+// medianRun returns the index of the run of median wall time, and gives it
+// the highest peak RSS of all the runs.
+func medianRun(rs []result) int {
+	idx := make([]int, len(rs))
+	peak := 0.0
+	for i := range rs {
+		idx[i] = i
+		peak = max(peak, rs[i].peakMB)
+	}
+	sort.Slice(idx, func(a, b int) bool { return rs[idx[a]].seconds < rs[idx[b]].seconds })
+	m := idx[len(idx)/2]
+	rs[m].peakMB = peak
+	return m
+}
+
+func walls(rs []result) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%.2f", r.seconds))
+	}
+	return strings.Join(parts, ", ")
 }
