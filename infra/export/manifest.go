@@ -324,10 +324,10 @@ const MaxLineBytes = 4 << 20
 
 // FileStats describes one data file as read.
 type FileStats struct {
-	Lines             int64 // item lines
-	CompressedBytes   int64 // bytes of the object
-	UncompressedBytes int64 // bytes of the lines, newlines included
-	MD5               string
+	Lines             int64  // item lines
+	CompressedBytes   int64  // bytes of the object
+	UncompressedBytes int64  // bytes of the lines, newlines included
+	MD5               string // base64 MD5 of the object; empty when not checked (skipMD5)
 }
 
 // ReadLines streams the lines of data file f, calling fn with each (without
@@ -335,7 +335,7 @@ type FileStats struct {
 // from 1. It fails, naming the file and line, on a gzip error (bad or
 // truncated data), an empty line or an over-long one; and, after the last
 // line, when the line count or the object's MD5 does not match the
-// manifest (unless skipMD5).
+// manifest (unless skipMD5, which also skips hashing).
 func (e *Export) ReadLines(ctx context.Context, f DataFile, skipMD5 bool, fn func(line []byte, n int) error) (FileStats, error) {
 	key := e.DataKey(f)
 	name := join(e.store.String(), key)
@@ -344,7 +344,7 @@ func (e *Export) ReadLines(ctx context.Context, f DataFile, skipMD5 bool, fn fun
 		return FileStats{}, err
 	}
 	defer r.Close()
-	st, err := readGzipLines(ctx, r, name, MaxLineBytes, fn)
+	st, err := readGzipLines(ctx, r, name, MaxLineBytes, !skipMD5, fn)
 	if err != nil {
 		return st, err
 	}
@@ -367,20 +367,28 @@ type countingReader struct {
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
-	c.h.Write(p[:n])
+	if c.h != nil {
+		c.h.Write(p[:n])
+	}
 	return n, err
 }
 
-// readGzipLines reads gzip-compressed lines. An empty object is a file of
-// no lines (an empty partition's data file).
-func readGzipLines(ctx context.Context, r io.Reader, name string, maxLine int, fn func(line []byte, n int) error) (FileStats, error) {
-	cr := &countingReader{r: r, h: md5.New()}
+// readGzipLines reads gzip-compressed lines, and hashes the compressed bytes
+// with MD5 if hash is set. An empty object is a file of no lines (an empty
+// partition's data file).
+func readGzipLines(ctx context.Context, r io.Reader, name string, maxLine int, hash bool, fn func(line []byte, n int) error) (FileStats, error) {
+	cr := &countingReader{r: r}
+	if hash {
+		cr.h = md5.New()
+	}
 	br := bufio.NewReaderSize(cr, 256<<10)
 	var st FileStats
 	finish := func() FileStats {
 		io.Copy(io.Discard, br) // hash the whole object
 		st.CompressedBytes = cr.n
-		st.MD5 = base64.StdEncoding.EncodeToString(cr.h.Sum(nil))
+		if hash {
+			st.MD5 = base64.StdEncoding.EncodeToString(cr.h.Sum(nil))
+		}
 		return st
 	}
 	if _, err := br.Peek(1); err == io.EOF {

@@ -5,7 +5,7 @@
 //
 //	bench gen   --dir DIR [--bytes 2e9] [--files 9]   write a synthetic export
 //	bench limit --export DIR [--level 6] [--workers N] decompress every data file and compress the same bytes again
-//	bench run   --export DIR --tributary BIN [--python PY] [--out DIR] [--rounds 3]
+//	bench run   --export DIR --tributary BIN [--python PY] [--out DIR] [--rounds 5]
 //	                                                   run all three, each in its own process, and print a table
 package main
 
@@ -277,7 +277,7 @@ func run(args []string) error {
 	script := fs.String("duckdb-script", "scripts/repartition-bench/duckdb_split.py", "the DuckDB split script")
 	outRoot := fs.String("out", "", "scratch directory for outputs (default: a temporary one)")
 	level := fs.Int("level", 5, "the gzip level tributary uses by default (for the limits)")
-	rounds := fs.Int("rounds", 3, "how many times the limit and tributary (gzip) run, in turn")
+	rounds := fs.Int("rounds", 5, "how many times the limit and tributary (gzip) run, in turn")
 	fs.Parse(args)
 	files, err := dataFiles(*dir)
 	if err != nil {
