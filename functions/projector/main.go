@@ -13,9 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary/tributary/infra/dynamostore"
-	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 func main() {
@@ -25,16 +22,16 @@ func main() {
 		log.Error("invalid configuration", "error", err)
 		os.Exit(1)
 	}
-	aws, err := config.LoadDefaultConfig(context.Background())
+	ctx := context.Background()
+	aws, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		log.Error("loading AWS configuration", "error", err)
 		os.Exit(1)
 	}
-	store := dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table)
-	engine := projections.New(store, projections.Config{
-		Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: os.Stdout,
-	}, seed.All()...)
-	lambda.Start(pipeline.NewStreamsProcessor(engine, pipeline.Config{
-		Options: cfg.Decode, Permanent: cfg.Permanent, Logger: log, Metrics: os.Stdout,
-	}))
+	p, err := newProcessor(ctx, cfg, dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table), log, os.Stdout)
+	if err != nil {
+		log.Error("init", "error", err)
+		os.Exit(1)
+	}
+	lambda.Start(p)
 }
