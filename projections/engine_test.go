@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
@@ -85,7 +86,7 @@ func TestGoldenProjections(t *testing.T) {
 		t.Run(p.Name(), func(t *testing.T) {
 			s := newStream()
 			scripts[p.Name()](s)
-			st := openStore(t)
+			st := boltstoretest.Open(t)
 			e := newEngine(st)
 			event := s.event()
 
@@ -136,7 +137,7 @@ func TestOneBatchPerChange(t *testing.T) {
 	for _, name := range []string{"order-totals", "season-leaderboard", "workspace-activity"} {
 		scripts[name](s)
 	}
-	whole, single := openStore(t), openStore(t)
+	whole, single := boltstoretest.Open(t), boltstoretest.Open(t)
 	process(t, newEngine(whole), s.event())
 	e := newEngine(single)
 	for _, r := range s.recs {
@@ -166,7 +167,7 @@ func TestOutOfOrderAndTombstones(t *testing.T) {
 		changes[i].Position.Source = pipeline.SourceKinesis
 		changes[i].Precision = pipeline.Millisecond
 	}
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	e := newEngine(st)
 	for _, order := range [][]int{{1}, {0}, {1, 0}, {2}, {0, 1}} {
 		batch := make([]pipeline.Change, len(order))
@@ -204,7 +205,7 @@ func TestPoisonStopsAtTheRecord(t *testing.T) {
 	s.write(nil, order("u2", "o2", "PAID", "2", 1))
 	s.write(nil, order("u3", "o3", "BROKEN", "3", 1))
 	s.write(nil, order("u4", "o4", "PAID", "4", 1))
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	e := projections.New(st, projections.Config{Logger: quiet()}, failing{seed.All()[3]})
 	res := process(t, e, s.event())
 	if len(res.Failed) != 1 || res.Report != "4421584500000000017450000300" {
@@ -241,7 +242,7 @@ func TestStaleReadIsCaughtByTheLedgerCondition(t *testing.T) {
 	first := s.event()
 	s.recs = nil
 	s.write(o, with(o, "status", "PAID", "version", "N:2"))
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	e := newEngine(&staleReads{Store: st})
 	process(t, e, first)
 	process(t, e, s.event())

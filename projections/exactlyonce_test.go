@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -58,7 +59,7 @@ func TestExactlyOnce(t *testing.T) {
 	for _, src := range sources {
 		t.Run(src.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t)
+			st := boltstoretest.Open(t)
 			faulty := &sim.FaultyStore{Store: st, Seed: 11, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}
 			e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
 			p := src.processor(e, pipeline.Config{Logger: quiet()})

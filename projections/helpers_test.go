@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
@@ -139,16 +137,6 @@ func (s *stream) finalItems() []pipeline.Item {
 		out = append(out, it)
 	}
 	return out
-}
-
-func openStore(t testing.TB) *boltstore.Store {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "store.db"), boltstore.WithoutSync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

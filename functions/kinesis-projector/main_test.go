@@ -16,7 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/replay"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -45,16 +45,6 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
-func openStore(t *testing.T) *boltstore.Store {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "aggregates.db"), boltstore.WithoutSync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // TestEvent runs testdata/event.json (also the `sam local invoke` event)
@@ -64,7 +54,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // nothing.
 func TestEvent(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	var metrics bytes.Buffer
 	p, err := newProcessor(ctx, Config{Table: "local", Ignore: []string{"User"}}, st, quiet(), &metrics)
 	if err != nil {
@@ -107,7 +97,7 @@ func TestEvent(t *testing.T) {
 // the partial batch response by its Kinesis sequence number.
 func TestPoisonRecordIsReported(t *testing.T) {
 	ctx := context.Background()
-	p, err := newProcessor(ctx, Config{Table: "local"}, openStore(t), quiet(), nil)
+	p, err := newProcessor(ctx, Config{Table: "local"}, boltstoretest.Open(t), quiet(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +119,7 @@ func TestPoisonRecordIsReported(t *testing.T) {
 // one the full projector fills.
 func TestProjectionsSubset(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	if _, err := newProcessor(ctx, Config{Table: "t", Projections: []string{"nope"}}, st, quiet(), nil); err == nil {
 		t.Error("an unknown projection was accepted")
 	}
@@ -152,7 +142,7 @@ func TestProjectionsSubset(t *testing.T) {
 			t.Errorf("PROJECTIONS=%v on a season-standings table: %v", names, err)
 		}
 	}
-	full := openStore(t)
+	full := boltstoretest.Open(t)
 	fp, _ := newProcessor(ctx, Config{Table: "f"}, full, quiet(), nil)
 	fp.Invoke(ctx, event)
 	if _, err := newProcessor(ctx, Config{Table: "f", Projections: []string{"season-standings"}}, full, quiet(), nil); !errors.Is(err, replay.ErrProjectionSet) {

@@ -12,20 +12,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/replay"
 	"github.com/tributary/tributary/projections"
 )
-
-func openStore(t *testing.T) *boltstore.Store {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "aggregates.db"), boltstore.WithoutSync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -36,7 +26,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // again changes nothing.
 func TestEvent(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	p, err := newProcessor(ctx, Config{Table: "local"}, st, quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +57,7 @@ func TestEvent(t *testing.T) {
 // not start on a table a filtered replay built for a subset of them.
 func TestRefusesSubsetTable(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	if err := replay.CheckProjectionSet(ctx, st, st, []string{"season-standings"}); err != nil {
 		t.Fatal(err)
 	}

@@ -629,21 +629,7 @@ func TestTransformDropSplitRetype(t *testing.T) {
 // across part limits and parts of many blocks.
 func TestRepartitionGzipParts(t *testing.T) {
 	ctx := context.Background()
-	h, err := sim.Workload{Seed: 7, Changes: 3_000}.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := export.NewDir(t.TempDir()).WithoutSync()
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(at, 7), Time: at, Files: 2},
-		exportgen.Synthetic(h.Table.Items(), 12<<20, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := export.OpenExport(ctx, src, res.Dir, export.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, _ := generatedExport(t, 7, 3_000, 12<<20, 2)
 	for _, limit := range []int64{0, 700 << 10} {
 		dir := t.TempDir()
 		out := export.NewDir(dir).WithoutSync()
@@ -695,4 +681,28 @@ func TestRepartitionGzipParts(t *testing.T) {
 			t.Errorf("part limit %d: %d items in parts (want %d), %d parts of several blocks (want some)", limit, items, s.Totals.SourceItems, multiBlock)
 		}
 	}
+}
+
+// generatedExport writes a full export of about size bytes in files data
+// files, of items like those of a simulated workload (seed, changes), and
+// opens it; it returns the export and its uncompressed size.
+func generatedExport(tb testing.TB, seed uint64, changes int, size int64, files int) (*export.Export, int64) {
+	tb.Helper()
+	ctx := context.Background()
+	h, err := sim.Workload{Seed: seed, Changes: changes}.Run()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	src := export.NewDir(tb.TempDir()).WithoutSync()
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(at, seed), Time: at, Files: files},
+		exportgen.Synthetic(h.Table.Items(), size, seed))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := export.OpenExport(ctx, src, res.Dir, export.OpenOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e, res.UncompressedBytes
 }

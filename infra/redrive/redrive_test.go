@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/redrive"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
@@ -24,16 +24,6 @@ import (
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func openStore(t *testing.T) *boltstore.Store {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "aggregates.db"), boltstore.WithoutSync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
 
 func engine(st projections.Store) *projections.Engine {
 	return projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
@@ -108,7 +98,7 @@ func TestParse(t *testing.T) {
 // is a no-op.
 func TestRedriveDir(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	e := engine(st)
 	rep, err := redrive.Run(ctx, redrive.Dir(destination), redrive.Config{Handler: e, Logger: quiet()})
 	if err != nil {
@@ -128,7 +118,7 @@ func TestRedriveDir(t *testing.T) {
 	}
 
 	// The same changes, through the projector's own processors, give the same aggregates.
-	ref := openStore(t)
+	ref := boltstoretest.Open(t)
 	re := engine(ref)
 	for _, key := range []string{kinesisKey, streamsKey} {
 		data, _ := os.ReadFile(filepath.Join(destination, filepath.FromSlash(key)))
@@ -191,7 +181,7 @@ func TestIntegrationRedriveS3(t *testing.T) {
 		}
 		client.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
 	})
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	rep, err := redrive.Run(ctx, redrive.NewS3(client, bucket, "projector/"), redrive.Config{Handler: engine(st), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)

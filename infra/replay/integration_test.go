@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/checkpoint"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/kinesisread"
@@ -131,7 +132,7 @@ func TestIntegrationReplayKinesis(t *testing.T) {
 				awstest.CreateTable(ctx, t, ddb, table, false)
 				st, cps = dynamostore.New(ddb, table), checkpoint.NewTable(ddb, table)
 			} else {
-				st, cps = openStore(t), checkpoint.NewDir(t.TempDir())
+				st, cps = boltstoretest.Open(t), checkpoint.NewDir(t.TempDir())
 			}
 			cs := &counting{Store: st}
 			e := newEngine(cs)
@@ -203,7 +204,7 @@ func TestIntegrationReplayStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := streamsread.New(awstest.Streams(t), arn, pipeline.Options{})
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	cs := &counting{Store: st}
 	e := newEngine(cs)
 	ctxA, cancel := context.WithCancel(ctx)
@@ -424,7 +425,7 @@ func TestIntegrationReplayThroughput(t *testing.T) {
 	}
 	for _, c := range []int{1, 4} {
 		rc.Concurrency = c
-		st := openStore(t)
+		st := boltstoretest.Open(t)
 		t0 := time.Now()
 		sum := run(t, replay.Config{Source: src, Handler: newEngine(st), Reader: rc})
 		report(fmt.Sprintf("embedded store, %d at once", c), sum, time.Since(t0))

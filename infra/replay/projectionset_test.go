@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/replay"
 	"github.com/tributary/tributary/internal/decimal"
 	"github.com/tributary/tributary/pipeline"
@@ -51,7 +52,7 @@ func thing(v int, value string, at time.Time) pipeline.Change {
 // applied is then stale for the projector.
 func TestFilteredEngineCorruptsASharedStore(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	full := projections.New(st, projections.Config{Logger: quiet()}, counter{}, summer{})
 	filtered := projections.New(st, projections.Config{Logger: quiet()}, counter{})
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -77,7 +78,7 @@ func TestFilteredEngineCorruptsASharedStore(t *testing.T) {
 
 func TestProjectionSetMarker(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	if set, err := replay.ProjectionSet(ctx, st); set != nil || err != nil {
 		t.Fatalf("new store: %v, %v", set, err)
 	}
@@ -108,7 +109,7 @@ func TestProjectionSetMarker(t *testing.T) {
 		t.Errorf("aggregates %v", v.Aggregates)
 	}
 	// Every projection into an unmarked store: fine, and marks nothing.
-	other := openStore(t)
+	other := boltstoretest.Open(t)
 	if err := replay.CheckProjectionSet(ctx, other, other, nil); err != nil {
 		t.Error(err)
 	}

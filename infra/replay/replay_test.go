@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/checkpoint"
 	"github.com/tributary/tributary/infra/replay"
 	"github.com/tributary/tributary/infra/shardread"
@@ -25,16 +24,6 @@ import (
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func openStore(t testing.TB) *boltstore.Store {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "aggregates.db"), boltstore.WithoutSync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
 
 var ignored = []string{"User", "Workspace", "Cart"}
 
@@ -138,7 +127,7 @@ func TestReplayIsExactAndIdempotent(t *testing.T) {
 	}{{"clean", clean}, {"duplicated-reordered", messy}} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := kinesisMem(tc.recs, 3)
-			st := openStore(t)
+			st := boltstoretest.Open(t)
 			cs := &counting{Store: st}
 			e := newEngine(cs)
 			cfg := replay.Config{Source: m, Handler: e, Reader: shardread.Config{BatchSize: 250}}
@@ -176,7 +165,7 @@ func TestInterruptedReplayResumes(t *testing.T) {
 	want, _ := projections.Recompute(h.Table.Items(), "", seed.All()...)
 	recs := sim.ToKinesis(h.Records, 0.05, 8, sim.NewKinesisRand(5))
 	m := kinesisMem(recs, 3)
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	e := newEngine(st)
 	cps := checkpoint.NewDir(t.TempDir())
 	job := checkpoint.JobID("mem", "TRIM_HORIZON")
@@ -258,7 +247,7 @@ func TestStoreFailuresStopAndResume(t *testing.T) {
 	h := history(t, 9, 2000)
 	want, _ := projections.Recompute(h.Table.Items(), "", seed.All()...)
 	m := kinesisMem(sim.ToKinesis(h.Records, 0.05, 8, sim.NewKinesisRand(9)), 2)
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	out := &outage{Store: st, after: 60}
 	faulty := &sim.FaultyStore{Store: out, Seed: 4, CommitFailBefore: 0.02, CommitFailAfter: 0.02}
 	e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: ignored, MaxAttempts: 2}, seed.All()...)
@@ -302,7 +291,7 @@ func TestPoisonRecordsArePassedOverAndListed(t *testing.T) {
 	good.New["PK"], good.New["status"] = good.Keys["PK"], &types.AttributeValueMemberS{Value: "PAID"}
 	m.Put("USER#u2", sim.AppendKinesisPayload(nil, &good))
 
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	cps := checkpoint.NewDir(t.TempDir())
 	sum := run(t, replay.Config{Source: m, Handler: newEngine(st), Checkpoints: cps, Job: "replay-poison"})
 	if sum.Failed != 2 || len(sum.Failures) != 2 || sum.Read.Records != 4 {
@@ -332,7 +321,7 @@ func TestPoisonRecordsArePassedOverAndListed(t *testing.T) {
 func TestDryRunWritesNothing(t *testing.T) {
 	h := history(t, 11, 1500)
 	m := kinesisMem(sim.ToKinesis(h.Records, 0.05, 8, sim.NewKinesisRand(11)), 2)
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	cps := checkpoint.NewDir(t.TempDir())
 	dry := replay.NewDryRun(st)
 	e := newEngine(dry)
@@ -379,7 +368,7 @@ func TestFailedBatchesAreBisected(t *testing.T) {
 	h := history(t, 31, 8000)
 	want, _ := projections.Recompute(h.Table.Items(), "", seed.All()...)
 	m := kinesisMem(sim.ToKinesis(h.Records, 0.02, 8, sim.NewKinesisRand(31)), 4)
-	st := openStore(t)
+	st := boltstoretest.Open(t)
 	ls := &limited{Store: st}
 	sum := run(t, replay.Config{Source: m, Handler: newEngine(ls), Reader: shardread.Config{BatchSize: 1000}})
 	checkExact(t, "bisected replay", st, want)

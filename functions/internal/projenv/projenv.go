@@ -1,15 +1,20 @@
-// Package projenv reads the configuration the projector functions share
-// (functions/projector, functions/kinesis-projector) from the environment.
+// Package projenv holds what the projector functions (functions/projector,
+// functions/kinesis-projector) share: their configuration, read from the
+// environment, and the building of their engine.
 package projenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/infra/replay"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
 )
 
 // Config is a projector function's configuration.
@@ -66,4 +71,36 @@ func List(v string) []string {
 		}
 	}
 	return out
+}
+
+// Store is the aggregate table as the projector functions use it.
+type Store interface {
+	projections.Store
+	projections.Reader
+}
+
+// Engine builds a projector function's engine over st, the aggregate table
+// named table: the registered projections named (nil: every one), after
+// making sure the table is one for that set (replay.CheckProjectionSet): a
+// subset takes an empty table and marks it, or one marked for the same
+// subset; every projection refuses a table a filtered replay built for a
+// subset (docs/replay.md). Types only the other projections read are
+// ignored.
+func Engine(ctx context.Context, st Store, table string, names []string, cfg projections.Config) (*projections.Engine, error) {
+	all := seed.All()
+	ps, err := replay.Select(all, names)
+	if err != nil {
+		return nil, fmt.Errorf("PROJECTIONS: %w", err)
+	}
+	var set []string // nil: every projection
+	if len(names) > 0 {
+		for _, p := range ps {
+			set = append(set, p.Name())
+		}
+	}
+	if err := replay.CheckProjectionSet(ctx, st, st, set); err != nil {
+		return nil, fmt.Errorf("table %s: %w", table, err)
+	}
+	cfg.Ignore = append(cfg.Ignore, replay.Ignored(all, ps)...)
+	return projections.New(st, cfg, ps...), nil
 }

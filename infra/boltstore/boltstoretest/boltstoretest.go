@@ -1,0 +1,22 @@
+// Package boltstoretest opens embedded stores for tests.
+package boltstoretest
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/tributary/tributary/infra/boltstore"
+)
+
+// Open opens an empty embedded store in a temporary directory of t,
+// without fsync (test data need not survive a crash), and closes it when t
+// ends.
+func Open(t testing.TB) *boltstore.Store {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "aggregates.db"), boltstore.WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
