@@ -3,9 +3,10 @@ package pipeline
 import (
 	"fmt"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tributary/tributary/internal/jsonstr"
 )
 
 // scanner is a small, allocation-free JSON reader over a byte slice. Syntax
@@ -179,98 +180,15 @@ func (s *scanner) strBytes() []byte {
 }
 
 func (s *scanner) strSlow(start, i int) []byte {
-	d := s.data
-	buf := append(s.tmp[:0], d[start:i]...)
-	for i < len(d) {
-		c := d[i]
-		switch {
-		case c == '"':
-			s.pos = i + 1
-			s.tmp = buf
-			if !utf8.Valid(buf) {
-				s.pos = start
-				s.fail("string is not valid UTF-8")
-				return nil
-			}
-			return buf
-		case c < 0x20:
-			s.pos = i
-			s.fail("control character in string")
-			return nil
-		case c != '\\':
-			buf = append(buf, c)
-			i++
-			continue
-		}
-		if i+1 >= len(d) {
-			break
-		}
-		e := d[i+1]
-		i += 2
-		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := hex4(d, i)
-			if !ok {
-				s.pos = i
-				s.fail("bad \\u escape")
-				return nil
-			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2, ok := rune(-1), false
-				if i+6 <= len(d) && d[i] == '\\' && d[i+1] == 'u' {
-					r2, ok = hex4(d, i+2)
-				}
-				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
-					r = dec
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
-			s.pos = i - 1
-			s.fail("bad escape \\%c", e)
-			return nil
-		}
+	buf, next, at, msg := jsonstr.Unquote(s.tmp[:0], s.data, start, i)
+	s.tmp = buf
+	if next < 0 {
+		s.pos = at
+		s.fail("%s", msg)
+		return nil
 	}
-	s.pos = len(d)
-	s.fail("unterminated string")
-	return nil
-}
-
-func hex4(d []byte, i int) (rune, bool) {
-	if i+4 > len(d) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range d[i : i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	s.pos = next
+	return buf
 }
 
 // str reads a JSON string into the arena.

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/tributary/tributary/internal/jsonstr"
 )
 
 // scanner checks a full-export line, {"Item":{...}}, without building the
@@ -382,82 +381,14 @@ func (s *scanner) str() ([]byte, error) {
 }
 
 func (s *scanner) strEscaped(start int) ([]byte, error) {
-	buf := append(s.buf[:0], s.b[start:s.pos]...)
-	for s.pos < len(s.b) {
-		c := s.b[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			s.buf = buf
-			return buf, nil
-		case c < 0x20:
-			return nil, s.syntax("control character in a string")
-		case c != '\\':
-			buf = append(buf, c)
-			s.pos++
-			continue
-		}
-		s.pos++
-		if s.pos >= len(s.b) {
-			break
-		}
-		e := s.b[s.pos]
-		s.pos++
-		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := s.hex4()
-			if !ok {
-				return nil, s.syntax("bad \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if s.pos+1 < len(s.b) && s.b[s.pos] == '\\' && s.b[s.pos+1] == 'u' {
-					save := s.pos
-					s.pos += 2
-					if r2, ok = s.hex4(); !ok {
-						return nil, s.syntax("bad \\u escape")
-					}
-					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						r = d
-					} else {
-						s.pos = save
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
-			s.pos--
-			return nil, s.syntax("bad escape")
-		}
+	buf, next, at, msg := jsonstr.Unquote(s.buf[:0], s.b, start, s.pos)
+	s.buf = buf
+	if next < 0 {
+		s.pos = at
+		return nil, s.syntax(msg)
 	}
-	return nil, s.syntax("unterminated string")
-}
-
-func (s *scanner) hex4() (rune, bool) {
-	if s.pos+4 > len(s.b) {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(s.b[s.pos:s.pos+4]), 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	s.pos += 4
-	return rune(v), true
+	s.pos = next
+	return buf, nil
 }
 
 // skipString skips a JSON string without decoding it.
