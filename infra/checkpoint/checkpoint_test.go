@@ -3,7 +3,6 @@ package checkpoint_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -39,28 +38,20 @@ func TestJobID(t *testing.T) {
 	}
 }
 
-// lostResponse is an HTTP client that passes requests on to the test
-// server, but answers the first PutItem after the server has handled it
-// with a 500, as if the response were lost: the SDK retries a write that
-// has already happened.
-type lostResponse struct {
-	lost atomic.Bool
-}
-
-func (l *lostResponse) Do(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".PutItem") || !l.lost.CompareAndSwap(false, true) {
-		return resp, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	body := `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}`
-	return &http.Response{
-		StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
-		Body:          io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)), Request: req,
-	}, nil
+// loseFirstResponse makes w pass the first PutItem on to the server and
+// answer the SDK with a 500, as if the response were lost: the SDK retries
+// a write that has already happened. It reports whether it has.
+func loseFirstResponse(w *awstest.Wire) *atomic.Bool {
+	var lost atomic.Bool
+	w.On("PutItem", func(req *http.Request, body []byte, forward awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
+		resp, rb, err := forward(body)
+		if err != nil || !lost.CompareAndSwap(false, true) {
+			return resp, rb, false, err
+		}
+		eb := []byte(awstest.DynamoDBErrorBody("InternalServerError", "Internal server error", ""))
+		return awstest.DynamoDBResponse(req, http.StatusInternalServerError, eb), eb, false, nil
+	})
+	return &lost
 }
 
 // TestIntegrationTableRetriedSave: a save whose first attempt wrote but
@@ -70,7 +61,7 @@ func (l *lostResponse) Do(req *http.Request) (*http.Response, error) {
 func TestIntegrationTableRetriedSave(t *testing.T) {
 	ctx := context.Background()
 	cfg := awstest.Config(t)
-	wire := &lostResponse{}
+	wire := &awstest.Wire{}
 	cfg.HTTPClient = wire
 	client := dynamodb.NewFromConfig(cfg)
 	table := awstest.UniqueName(t, "ckpt")
@@ -78,20 +69,20 @@ func TestIntegrationTableRetriedSave(t *testing.T) {
 	st := checkpoint.NewTable(client, table)
 
 	for rev := range int64(2) {
-		wire.lost.Store(false)
+		lost := loseFirstResponse(wire)
 		cp := &checkpoint.Checkpoint{Job: "replay-0123456789abcdef", Rev: rev, Shards: map[string]shardread.Position{}}
 		if err := st.Save(ctx, cp); err != nil {
 			t.Fatalf("save at revision %d with its response lost: %v", rev, err)
 		}
-		if !wire.lost.Load() || cp.Rev != rev+1 {
-			t.Fatalf("save at revision %d: response lost %t, revision now %d", rev, wire.lost.Load(), cp.Rev)
+		if !lost.Load() || cp.Rev != rev+1 {
+			t.Fatalf("save at revision %d: response lost %t, revision now %d", rev, lost.Load(), cp.Rev)
 		}
 		got, err := st.Load(ctx, cp.Job)
 		if err != nil || got.Rev != rev+1 {
 			t.Fatalf("load after save at revision %d: %+v, %v", rev, got, err)
 		}
 	}
-	wire.lost.Store(true) // no more lost responses
+	wire.On("PutItem", nil) // no more lost responses
 	stale := &checkpoint.Checkpoint{Job: "replay-0123456789abcdef", Rev: 1, Shards: map[string]shardread.Position{}}
 	if err := st.Save(ctx, stale); !errors.Is(err, checkpoint.ErrConflict) {
 		t.Fatalf("save at a stale revision: %v, want ErrConflict", err)

@@ -1,12 +1,12 @@
 package dynamostore
 
 // Integration tests that watch the store's requests on the wire. The store
-// uses a real *dynamodb.Client whose HTTP client (wire) sits between the SDK
-// and the AWS-protocol test server: it records the JSON bodies of every
-// request and response, and can answer selected operations itself with the
-// responses DynamoDB gives under load (throttling, cancelled transactions,
-// unprocessed keys), which the test server never produces. Nothing below the
-// HTTP layer is faked.
+// uses a real *dynamodb.Client whose HTTP client (an awstest.Wire) sits
+// between the SDK and the AWS-protocol test server: it records the JSON
+// bodies of every request and response, and can answer selected operations
+// itself with the responses DynamoDB gives under load (throttling, cancelled
+// transactions, unprocessed keys), which the test server never produces.
+// Nothing below the HTTP layer is faked.
 
 import (
 	"bytes"
@@ -14,12 +14,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,174 +36,12 @@ var (
 	_ TableAPI = (*dynamodb.Client)(nil)
 )
 
-const targetPrefix = "DynamoDB_20120810."
-
-// call is one request seen by wire.
-type call struct {
-	op       string // operation, from X-Amz-Target: "PutItem"
-	req      []byte // request body as the SDK sent it
-	status   int
-	resp     []byte // response body as the SDK received it
-	injected bool   // answered by a rule without reaching the server
-}
-
-// forwardFunc sends a request body to the server in place of the original
-// one and returns the server's response and body.
-type forwardFunc func(body []byte) (*http.Response, []byte, error)
-
-// rule answers one request of an operation, calling forward to reach the
-// server if it needs to. It reports whether the server was left out.
-type rule func(req *http.Request, body []byte, forward forwardFunc) (resp *http.Response, respBody []byte, injected bool, err error)
-
-// wire is an aws.HTTPClient that passes requests on to next (the test
-// server), recording them, except for operations that have a rule.
-type wire struct {
-	next aws.HTTPClient
-
-	mu    sync.Mutex
-	calls []call
-	rules map[string]rule
-}
-
-func (w *wire) Do(req *http.Request) (*http.Response, error) {
-	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), targetPrefix)
-	var body []byte
-	if req.Body != nil {
-		var err error
-		body, err = io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	forward := func(b []byte) (*http.Response, []byte, error) {
-		out := req.Clone(req.Context())
-		out.Body = io.NopCloser(bytes.NewReader(b))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-		out.ContentLength = int64(len(b))
-		resp, err := w.next.Do(out)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer resp.Body.Close()
-		rb, err := io.ReadAll(resp.Body)
-		return resp, rb, err
-	}
-
-	w.mu.Lock()
-	r := w.rules[op]
-	w.mu.Unlock()
-	var (
-		resp     *http.Response
-		rb       []byte
-		injected bool
-		err      error
-	)
-	if r != nil {
-		resp, rb, injected, err = r(req, body, forward)
-	} else {
-		resp, rb, err = forward(body)
-	}
-	if err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	w.calls = append(w.calls, call{op: op, req: body, status: resp.StatusCode, resp: rb, injected: injected})
-	w.mu.Unlock()
-	resp.Body = io.NopCloser(bytes.NewReader(rb))
-	return resp, nil
-}
-
-// on makes rule answer the requests of op from now on.
-func (w *wire) on(op string, r rule) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.rules == nil {
-		w.rules = map[string]rule{}
-	}
-	w.rules[op] = r
-}
-
-// reset forgets the recorded calls and all rules.
-func (w *wire) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.calls, w.rules = nil, nil
-}
-
-// recorded returns the calls recorded since the last reset, all of them or
-// those of the given operations.
-func (w *wire) recorded(ops ...string) []call {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []call
-	for _, c := range w.calls {
-		if len(ops) == 0 || contains(ops, c.op) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// response makes a response to req the way DynamoDB sends one: JSON 1.0 with
-// a request id and the CRC32 of the body.
-func response(req *http.Request, status int, body []byte) *http.Response {
-	resp := &http.Response{
-		StatusCode: status,
-		Status:     fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header: http.Header{
-			"Content-Type":     {"application/x-amz-json-1.0"},
-			"X-Amzn-Requestid": {"wire-test"},
-		},
-		Request: req,
-	}
-	setBody(resp, body)
-	return resp
-}
-
-// setBody updates the length and checksum headers of resp for body.
-func setBody(resp *http.Response, body []byte) {
-	resp.ContentLength = int64(len(body))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	resp.Header.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
-}
-
-// fail answers every request with an HTTP 400 DynamoDB error whose body is
-// body, without reaching the server.
-func fail(body string) rule {
-	return func(req *http.Request, _ []byte, _ forwardFunc) (*http.Response, []byte, bool, error) {
-		return response(req, http.StatusBadRequest, []byte(body)), []byte(body), true, nil
-	}
-}
-
-// errorBody is a DynamoDB JSON error body of code, plus the fields in extra
-// (a JSON object's members, without braces).
-func errorBody(code, message, extra string) string {
-	b := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q`, code, message)
-	if extra != "" {
-		b += "," + extra
-	}
-	return b + "}"
-}
-
 // holdBack makes the server process all but the last n keys of each table in
 // a BatchGetItem request: it sends the server the request without them and
 // returns them in the response's UnprocessedKeys, as DynamoDB does when it
 // throttles part of a batch.
-func holdBack(n int) rule {
-	return func(_ *http.Request, body []byte, forward forwardFunc) (*http.Response, []byte, bool, error) {
+func holdBack(n int) awstest.Rule {
+	return func(_ *http.Request, body []byte, forward awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
 		in, err := decodeErr(body)
 		if err != nil {
 			return nil, nil, false, err
@@ -243,14 +78,14 @@ func holdBack(n int) rule {
 		if rb, err = json.Marshal(out); err != nil {
 			return nil, nil, false, err
 		}
-		setBody(resp, rb)
+		awstest.SetBody(resp, rb)
 		return resp, rb, false, nil
 	}
 }
 
 // processNothing answers every BatchGetItem request with all its keys
 // unprocessed, without reaching the server.
-func processNothing(req *http.Request, body []byte, _ forwardFunc) (*http.Response, []byte, bool, error) {
+func processNothing(req *http.Request, body []byte, _ awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
 	in, err := decodeErr(body)
 	if err != nil {
 		return nil, nil, false, err
@@ -259,7 +94,7 @@ func processNothing(req *http.Request, body []byte, _ forwardFunc) (*http.Respon
 	if err != nil {
 		return nil, nil, false, err
 	}
-	return response(req, http.StatusOK, out), out, true, nil
+	return awstest.DynamoDBResponse(req, http.StatusOK, out), out, true, nil
 }
 
 // ---- JSON documents
@@ -338,10 +173,11 @@ func wantJSON(t *testing.T, doc any, path, want string) {
 // ---- setup
 
 // newWireStore creates a table on the test server and returns a Store on it
-// whose client goes through a wire and never retries, and the client itself.
-func newWireStore(t *testing.T) (*Store, *wire, *dynamodb.Client) {
+// whose client goes through an awstest.Wire and never retries, and the
+// client itself.
+func newWireStore(t *testing.T) (*Store, *awstest.Wire, *dynamodb.Client) {
 	t.Helper()
-	w := &wire{next: http.DefaultClient}
+	w := &awstest.Wire{Next: http.DefaultClient}
 	cfg := awstest.Config(t)
 	cfg.HTTPClient = w
 	cfg.RetryMaxAttempts = 1
@@ -352,25 +188,25 @@ func newWireStore(t *testing.T) (*Store, *wire, *dynamodb.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		w.reset()
+		w.Reset()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
 			t.Errorf("delete table %s: %v", table, err)
 		}
 	})
-	w.reset()
+	w.Reset()
 	return New(client, table), w, client
 }
 
 // only returns the one recorded call, which must be of operation op.
-func only(t *testing.T, w *wire, op string) call {
+func only(t *testing.T, w *awstest.Wire, op string) awstest.Call {
 	t.Helper()
-	calls := w.recorded()
-	if len(calls) != 1 || calls[0].op != op {
+	calls := w.Recorded()
+	if len(calls) != 1 || calls[0].Op != op {
 		ops := make([]string, len(calls))
 		for i, c := range calls {
-			ops[i] = c.op
+			ops[i] = c.Op
 		}
 		t.Fatalf("requests %v, want one %s", ops, op)
 	}
@@ -405,10 +241,10 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 	table := s.Table()
 	put := func(l projections.LedgerPut) (any, error) {
 		t.Helper()
-		w.reset()
+		w.Reset()
 		err := s.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{l}})
 		c := only(t, w, "PutItem")
-		return decode(t, c.req), err
+		return decode(t, c.Req), err
 	}
 
 	// Create.
@@ -474,7 +310,7 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 				t.Errorf("Current = %v, want only %q", ce.Current, c.put.Key)
 			}
 			wantEntry(t, ce.Current, c.put.Key, c.want.Rev, c.want.Body)
-			resp := decode(t, w.recorded()[0].resp)
+			resp := decode(t, w.Recorded()[0].Resp)
 			wantJSON(t, resp, "__type", `"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException"`)
 		})
 	}
@@ -501,7 +337,7 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 		"row delete":  {Deletes: []projections.RowRef{{Projection: "p", Partition: "a", Sort: "b"}}},
 	} {
 		t.Run("Transaction/"+name, func(t *testing.T) {
-			w.reset()
+			w.Reset()
 			if err := s.Commit(ctx, tx); err != nil {
 				t.Fatal(err)
 			}
@@ -541,12 +377,12 @@ func TestIntegrationTransactWriteRequest(t *testing.T) {
 		}},
 		Deletes: []projections.RowRef{{Projection: "board", Partition: "S#1", Sort: "R#8"}},
 	}
-	w.reset()
+	w.Reset()
 	if err := s.Commit(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
 	first := only(t, w, "TransactWriteItems")
-	req := decode(t, first.req)
+	req := decode(t, first.Req)
 	table := strconv.Quote(s.Table())
 
 	token, _ := at(req, "ClientRequestToken")
@@ -618,7 +454,7 @@ func TestIntegrationTransactWriteRequest(t *testing.T) {
 
 	// The same batch again fails its ledger conditions, and its request
 	// carries a new token: the store does not derive one from the batch.
-	w.reset()
+	w.Reset()
 	err = s.Commit(ctx, tx)
 	var ce *projections.ConflictError
 	if !errors.As(err, &ce) {
@@ -626,7 +462,7 @@ func TestIntegrationTransactWriteRequest(t *testing.T) {
 	}
 	wantEntry(t, ce.Current, "ORDER#1", 1, []byte{1, 2})
 	wantEntry(t, ce.Current, "ORDER#2", 2, []byte{3})
-	second := decode(t, only(t, w, "TransactWriteItems").req)
+	second := decode(t, only(t, w, "TransactWriteItems").Req)
 	if token2, _ := at(second, "ClientRequestToken"); canon(t, token2) == canon(t, token) {
 		t.Errorf("both commits of the batch used ClientRequestToken %v", token)
 	}
@@ -648,7 +484,7 @@ func TestIntegrationCommitErrors(t *testing.T) {
 		return &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "a", Body: []byte("A")}}}
 	}
 	canceled := func(reasons string) string {
-		return errorBody("TransactionCanceledException", "Transaction cancelled", `"CancellationReasons":`+reasons)
+		return awstest.DynamoDBErrorBody("TransactionCanceledException", "Transaction cancelled", `"CancellationReasons":`+reasons)
 	}
 	const (
 		transact = "TransactWriteItems"
@@ -692,46 +528,46 @@ func TestIntegrationCommitErrors(t *testing.T) {
 			body: canceled(`[{"Code":"None"},{"Code":"ConditionalCheckFailed"}]`),
 			code: "TransactionCanceledException"},
 		{name: "TransactWriteItems/TransactionConflictException", tx: multi, op: transact,
-			body: errorBody("TransactionConflictException", "Transaction is ongoing for the item", ""),
+			body: awstest.DynamoDBErrorBody("TransactionConflictException", "Transaction is ongoing for the item", ""),
 			code: "TransactionConflictException", wantContend: true},
 		{name: "TransactWriteItems/ProvisionedThroughputExceeded", tx: multi, op: transact,
-			body: errorBody("ProvisionedThroughputExceededException", "The level of configured provisioned throughput for the table was exceeded.", ""),
+			body: awstest.DynamoDBErrorBody("ProvisionedThroughputExceededException", "The level of configured provisioned throughput for the table was exceeded.", ""),
 			code: "ProvisionedThroughputExceededException", wantContend: true},
 		{name: "TransactWriteItems/RequestLimitExceeded", tx: multi, op: transact,
-			body: errorBody("RequestLimitExceeded", "Throughput exceeds the current throughput limit for your account.", ""),
+			body: awstest.DynamoDBErrorBody("RequestLimitExceeded", "Throughput exceeds the current throughput limit for your account.", ""),
 			code: "RequestLimitExceeded", wantContend: true},
 		{name: "TransactWriteItems/Validation", tx: multi, op: transact,
-			body: errorBody("ValidationException", "One or more parameter values were invalid", ""),
+			body: awstest.DynamoDBErrorBody("ValidationException", "One or more parameter values were invalid", ""),
 			code: "ValidationException"},
 		{name: "PutItem/TransactionConflictException", tx: single, op: putItem,
-			body: errorBody("TransactionConflictException", "Transaction is ongoing for the item", ""),
+			body: awstest.DynamoDBErrorBody("TransactionConflictException", "Transaction is ongoing for the item", ""),
 			code: "TransactionConflictException", wantContend: true},
 		{name: "PutItem/ProvisionedThroughputExceeded", tx: single, op: putItem,
-			body: errorBody("ProvisionedThroughputExceededException", "The level of configured provisioned throughput for the table was exceeded.", ""),
+			body: awstest.DynamoDBErrorBody("ProvisionedThroughputExceededException", "The level of configured provisioned throughput for the table was exceeded.", ""),
 			code: "ProvisionedThroughputExceededException", wantContend: true},
 		{name: "PutItem/RequestLimitExceeded", tx: single, op: putItem,
-			body: errorBody("RequestLimitExceeded", "Throughput exceeds the current throughput limit for your account.", ""),
+			body: awstest.DynamoDBErrorBody("RequestLimitExceeded", "Throughput exceeds the current throughput limit for your account.", ""),
 			code: "RequestLimitExceeded", wantContend: true},
 		{name: "PutItem/ConditionalCheckFailedWithItem", tx: single, op: putItem,
-			body:         errorBody("ConditionalCheckFailedException", "The conditional request failed", `"Item":`+storedA),
+			body:         awstest.DynamoDBErrorBody("ConditionalCheckFailedException", "The conditional request failed", `"Item":`+storedA),
 			wantConflict: map[string]projections.LedgerEntry{"a": {Rev: 4, Body: []byte("body-a")}}},
 		{name: "PutItem/Validation", tx: single, op: putItem,
-			body: errorBody("ValidationException", "One or more parameter values were invalid", ""),
+			body: awstest.DynamoDBErrorBody("ValidationException", "One or more parameter values were invalid", ""),
 			code: "ValidationException"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w.reset()
-			w.on(tt.op, fail(tt.body))
+			w.Reset()
+			w.On(tt.op, awstest.Fail(tt.body))
 			err := s.Commit(ctx, tt.tx())
 			if err == nil {
 				t.Fatal("Commit succeeded")
 			}
 			c := only(t, w, tt.op) // one attempt: the store sees the error
-			if !c.injected || c.status != http.StatusBadRequest {
-				t.Errorf("request answered by the server (status %d), want the injected error", c.status)
+			if !c.Injected || c.Status != http.StatusBadRequest {
+				t.Errorf("request answered by the server (status %d), want the injected error", c.Status)
 			}
-			w.reset()
+			w.Reset()
 
 			var ce *projections.ConflictError
 			gotConflict := errors.As(err, &ce)
@@ -817,7 +653,7 @@ func TestIntegrationCommitSendsNothing(t *testing.T) {
 			}
 		})
 	}
-	if calls := w.recorded(); len(calls) != 0 {
+	if calls := w.Recorded(); len(calls) != 0 {
 		t.Errorf("%d requests, want none", len(calls))
 	}
 }
@@ -852,8 +688,8 @@ func TestIntegrationReadLedgersRetriesUnprocessedKeys(t *testing.T) {
 	}
 	keys = append(keys, "k001") // duplicate
 
-	w.reset()
-	w.on("BatchGetItem", holdBack(2))
+	w.Reset()
+	w.On("BatchGetItem", holdBack(2))
 	got, err := s.ReadLedgers(ctx, keys)
 	if err != nil {
 		t.Fatal(err)
@@ -865,16 +701,16 @@ func TestIntegrationReadLedgersRetriesUnprocessedKeys(t *testing.T) {
 		wantEntry(t, got, k, want.Rev, want.Body)
 	}
 
-	calls := w.recorded()
+	calls := w.Recorded()
 	var sizes []int
 	for _, c := range calls {
-		if c.op != "BatchGetItem" {
-			t.Fatalf("unexpected %s request", c.op)
+		if c.Op != "BatchGetItem" {
+			t.Fatalf("unexpected %s request", c.Op)
 		}
-		req := decode(t, c.req)
+		req := decode(t, c.Req)
 		ka, ok := at(req, "RequestItems/"+s.Table())
 		if !ok {
-			t.Fatalf("request without table %s: %s", s.Table(), c.req)
+			t.Fatalf("request without table %s: %s", s.Table(), c.Req)
 		}
 		sizes = append(sizes, len(ka.(map[string]any)["Keys"].([]any)))
 		path := "RequestItems/" + s.Table() + "/"
@@ -893,12 +729,12 @@ func TestIntegrationReadLedgersRetriesUnprocessedKeys(t *testing.T) {
 func TestIntegrationReadLedgersGivesUp(t *testing.T) {
 	s, w, _ := newWireStore(t)
 	s.retryBase = time.Microsecond
-	w.on("BatchGetItem", processNothing)
+	w.On("BatchGetItem", processNothing)
 	_, err := s.ReadLedgers(t.Context(), []string{"a", "b"})
 	if !errors.Is(err, projections.ErrContention) {
 		t.Fatalf("ReadLedgers = %v, want ErrContention", err)
 	}
-	if n := len(w.recorded("BatchGetItem")); n != s.retryAttempts {
+	if n := len(w.Recorded("BatchGetItem")); n != s.retryAttempts {
 		t.Errorf("%d attempts, want %d", n, s.retryAttempts)
 	}
 
@@ -941,7 +777,7 @@ func TestIntegrationQueryAndScanRequests(t *testing.T) {
 	}
 
 	// QueryRows asks for what it still needs, page after page.
-	w.reset()
+	w.Reset()
 	got, err := s.QueryRows(ctx, "big", "P", 9)
 	if err != nil {
 		t.Fatal(err)
@@ -952,17 +788,17 @@ func TestIntegrationQueryAndScanRequests(t *testing.T) {
 	if r := got[0]; r.Ref != (projections.RowRef{Projection: "big", Partition: "P", Sort: "S014"}) || len(r.Attrs) != 1 {
 		t.Errorf("row = %v %d attributes, want only pad", r.Ref, len(r.Attrs))
 	}
-	calls := w.recorded()
+	calls := w.Recorded()
 	if len(calls) < 2 {
 		t.Errorf("QueryRows took %d requests, want a short first page and more", len(calls))
 	}
 	need := 9
 	var lastKey any
 	for i, c := range calls {
-		if c.op != "Query" {
-			t.Fatalf("unexpected %s request", c.op)
+		if c.Op != "Query" {
+			t.Fatalf("unexpected %s request", c.Op)
 		}
-		req, resp := decode(t, c.req), decode(t, c.resp)
+		req, resp := decode(t, c.Req), decode(t, c.Resp)
 		wantJSON(t, req, "TableName", strconv.Quote(s.Table()))
 		wantJSON(t, req, "KeyConditionExpression", `"#pk = :pk"`)
 		wantJSON(t, req, "ExpressionAttributeNames", `{"#pk":"PK"}`)
@@ -1010,7 +846,7 @@ func TestIntegrationQueryAndScanRequests(t *testing.T) {
 			return len(seen), err
 		}, 1},
 	} {
-		w.reset()
+		w.Reset()
 		n, err := c.scan()
 		if err != nil {
 			t.Fatal(err)
@@ -1019,11 +855,11 @@ func TestIntegrationQueryAndScanRequests(t *testing.T) {
 			t.Errorf("scan of %s saw %d items, want %d", c.prefix, n, c.want)
 		}
 		lastKey = nil
-		for i, call := range w.recorded() {
-			if call.op != "Scan" {
-				t.Fatalf("unexpected %s request", call.op)
+		for i, call := range w.Recorded() {
+			if call.Op != "Scan" {
+				t.Fatalf("unexpected %s request", call.Op)
 			}
-			req, resp := decode(t, call.req), decode(t, call.resp)
+			req, resp := decode(t, call.Req), decode(t, call.Resp)
 			wantJSON(t, req, "FilterExpression", `"begins_with(#pk, :prefix)"`)
 			wantJSON(t, req, "ExpressionAttributeNames", `{"#pk":"PK"}`)
 			wantJSON(t, req, "ExpressionAttributeValues", `{":prefix":{"S":"`+c.prefix+`"}}`)

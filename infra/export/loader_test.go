@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/export"
+	"github.com/tributary/tributary/internal/awstest"
 )
 
 // repartitioned returns the fixture repartitioned into a fresh directory,
@@ -54,9 +55,9 @@ func TestLoadIntegrationRetriesUnprocessed(t *testing.T) {
 	client, w := newWireDynamo(t)
 	table := newTable(t)
 	out, lines := repartitioned(t, export.Options{MaxPartBytes: 16 << 10})
-	w.reset()
+	w.Reset()
 	var held int
-	w.on("BatchWriteItem", holdBack(t, 6, &held))
+	w.On("BatchWriteItem", holdBack(t, 6, &held))
 	var mu sync.Mutex
 	var sleeps []time.Duration
 	segs := []string{"entity=Order", "entity=Comment", "entity=Document"}
@@ -77,14 +78,14 @@ func TestLoadIntegrationRetriesUnprocessed(t *testing.T) {
 
 	// On the wire: every item reached the server exactly once; the ones held
 	// back were asked for again.
-	calls := w.recorded("BatchWriteItem")
+	calls := w.Recorded("BatchWriteItem")
 	requested, sent := 0, map[string]int{}
 	for _, c := range calls {
-		if c.injected || c.status != http.StatusOK {
-			t.Fatalf("BatchWriteItem answered %d (injected %v): %s", c.status, c.injected, c.resp)
+		if c.Injected || c.Status != http.StatusOK {
+			t.Fatalf("BatchWriteItem answered %d (injected %v): %s", c.Status, c.Injected, c.Resp)
 		}
-		requested += len(putItems(t, c.req, table))
-		for _, it := range putItems(t, c.sent, table) {
+		requested += len(putItems(t, c.Req, table))
+		for _, it := range putItems(t, c.Sent, table) {
 			sent[itemKey(t, it)]++
 		}
 	}
@@ -112,8 +113,8 @@ func TestLoadIntegrationGivesUpAfterMaxAttempts(t *testing.T) {
 	client, w := newWireDynamo(t)
 	table := newTable(t)
 	out, _ := repartitioned(t, export.Options{})
-	w.reset()
-	w.on("BatchWriteItem", processNothing)
+	w.Reset()
+	w.On("BatchWriteItem", processNothing)
 	_, err := export.Load(t.Context(), client, out, export.LoadOptions{
 		Table: table, Entities: []string{"Order"}, MaxAttempts: 3, Workers: 1,
 		Sleep: func(context.Context, time.Duration) error { return nil },
@@ -121,17 +122,17 @@ func TestLoadIntegrationGivesUpAfterMaxAttempts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "still unprocessed after 3 attempts") {
 		t.Errorf("err %v", err)
 	}
-	calls := w.recorded("BatchWriteItem")
+	calls := w.Recorded("BatchWriteItem")
 	if len(calls) != 3 {
 		t.Fatalf("%d BatchWriteItem requests, want 3", len(calls))
 	}
-	first := canonItems(t, calls[0].req, table)
+	first := canonItems(t, calls[0].Req, table)
 	for _, c := range calls {
-		if got := canonItems(t, c.req, table); !c.injected || strings.Join(got, "\n") != strings.Join(first, "\n") {
-			t.Errorf("attempt reached the server (%v) or asked for other items than the first: %.200s", !c.injected, c.req)
+		if got := canonItems(t, c.Req, table); !c.Injected || strings.Join(got, "\n") != strings.Join(first, "\n") {
+			t.Errorf("attempt reached the server (%v) or asked for other items than the first: %.200s", !c.Injected, c.Req)
 		}
 	}
-	if n := len(putItems(t, calls[0].req, table)); n == 0 || n > 25 {
+	if n := len(putItems(t, calls[0].Req, table)); n == 0 || n > 25 {
 		t.Errorf("a batch of %d items", n)
 	}
 	if got := tableLines(t, table); len(got) != 0 {
@@ -146,7 +147,7 @@ func TestLoadIntegrationRateLimit(t *testing.T) {
 	client, w := newWireDynamo(t)
 	table := newTable(t)
 	out, lines := repartitioned(t, export.Options{})
-	w.reset()
+	w.Reset()
 	var mu sync.Mutex
 	var slept time.Duration
 	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
@@ -156,7 +157,7 @@ func TestLoadIntegrationRateLimit(t *testing.T) {
 		body []byte
 	}
 	var requests []request
-	w.on("BatchWriteItem", func(_ *http.Request, body []byte, forward forwardFunc) (*http.Response, []byte, bool, error) {
+	w.On("BatchWriteItem", func(_ *http.Request, body []byte, forward awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
 		mu.Lock()
 		requests = append(requests, request{clock, body})
 		mu.Unlock()
@@ -245,16 +246,16 @@ func TestLoadIntegrationResumesFromCheckpoint(t *testing.T) {
 	table := newTable(t)
 	out, lines := repartitioned(t, export.Options{MaxPartBytes: 16 << 10})
 	want := wantLines(lines)
-	w.reset()
+	w.Reset()
 	var mu sync.Mutex
 	n := 0
-	w.on("BatchWriteItem", func(req *http.Request, body []byte, forward forwardFunc) (*http.Response, []byte, bool, error) {
+	w.On("BatchWriteItem", func(req *http.Request, body []byte, forward awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
 		mu.Lock()
 		n++
 		fail := n >= 9
 		mu.Unlock()
 		if fail {
-			return failWith(throttled)(req, body, forward)
+			return awstest.Fail(throttled)(req, body, forward)
 		}
 		resp, rb, err := forward(body)
 		return resp, rb, false, err
@@ -267,13 +268,13 @@ func TestLoadIntegrationResumesFromCheckpoint(t *testing.T) {
 	}
 	written := map[string]bool{}
 	forwarded, injected := 0, 0
-	for _, c := range w.recorded("BatchWriteItem") {
-		if c.injected {
+	for _, c := range w.Recorded("BatchWriteItem") {
+		if c.Injected {
 			injected++
 			continue
 		}
 		forwarded++
-		for _, it := range putItems(t, c.sent, table) {
+		for _, it := range putItems(t, c.Sent, table) {
 			written[itemKey(t, it)] = true
 		}
 	}
@@ -284,17 +285,17 @@ func TestLoadIntegrationResumesFromCheckpoint(t *testing.T) {
 		t.Errorf("after the first load the table holds %d items, want %d", len(got), len(written))
 	}
 
-	w.reset()
+	w.Reset()
 	opts.Resume = true
 	s2, err := export.Load(t.Context(), client, out, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameLines(t, tableLines(t, table), want)
-	calls := w.recorded("BatchWriteItem")
+	calls := w.Recorded("BatchWriteItem")
 	again := 0
 	for _, c := range calls {
-		for _, it := range putItems(t, c.sent, table) {
+		for _, it := range putItems(t, c.Sent, table) {
 			if written[itemKey(t, it)] {
 				t.Errorf("item %s, written by the first load, written again", itemKey(t, it))
 			}
@@ -314,12 +315,12 @@ func TestLoadIntegrationResumesFromCheckpoint(t *testing.T) {
 		t.Errorf("second run made %d calls, reported %d", len(calls), s2.Requests)
 	}
 	// A checkpoint of another load is refused, before writing anything.
-	w.reset()
+	w.Reset()
 	opts.IfNewer = true
 	if _, err := export.Load(t.Context(), client, out, opts); err == nil || !strings.Contains(err.Error(), "another load") {
 		t.Errorf("mismatched checkpoint: %v", err)
 	}
-	if calls := w.recorded("BatchWriteItem", "PutItem"); len(calls) != 0 {
+	if calls := w.Recorded("BatchWriteItem", "PutItem"); len(calls) != 0 {
 		t.Errorf("%d writes after refusing the checkpoint", len(calls))
 	}
 }
@@ -363,30 +364,30 @@ func TestBulkPutIntegrationRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.reset()
+	w.Reset()
 	if _, err := export.StartBulkPut(ctx, client, out, export.BulkPutOptions{Table: "comments", Entity: "Comment", MaxWriteUnits: 100}); err == nil {
 		t.Error("MaxWriteUnits 100 accepted; the API's minimum is 1,024")
 	}
-	if calls := w.recorded(); len(calls) != 0 {
+	if calls := w.Recorded(); len(calls) != 0 {
 		t.Errorf("%d requests for a refused MaxWriteUnits", len(calls))
 	}
 
 	// The request, and moto's answer as the command reports it.
 	start := func() (map[string]any, error) {
 		t.Helper()
-		w.reset()
+		w.Reset()
 		_, err := export.StartBulkPut(ctx, client, out, export.BulkPutOptions{Table: "comments", Entity: "Comment", MaxWriteUnits: 2048})
-		calls := w.recorded()
+		calls := w.Recorded()
 		if len(calls) == 0 {
 			t.Fatalf("no request went out (%v)", err)
 		}
 		for _, c := range calls {
-			if c.op != "StartBulkPutItems" || c.injected || string(c.req) != string(calls[0].req) {
-				t.Errorf("request %s (injected %v): %.300s; want the same StartBulkPutItems, to the server", c.op, c.injected, c.req)
+			if c.Op != "StartBulkPutItems" || c.Injected || string(c.Req) != string(calls[0].Req) {
+				t.Errorf("request %s (injected %v): %.300s; want the same StartBulkPutItems, to the server", c.Op, c.Injected, c.Req)
 			}
 		}
 		var in map[string]any
-		if err := json.Unmarshal(calls[0].req, &in); err != nil {
+		if err := json.Unmarshal(calls[0].Req, &in); err != nil {
 			t.Fatal(err)
 		}
 		return in, err
@@ -420,7 +421,7 @@ func TestBulkPutIntegrationRequest(t *testing.T) {
 	}
 
 	// WaitBulkPut: moto has no DescribeBulkOperation either.
-	w.reset()
+	w.Reset()
 	const arn = "arn:aws:dynamodb:us-east-1:123456789012:table/comments/bulk-operation/01"
 	var polls int
 	if _, err := export.WaitBulkPut(ctx, client, arn, time.Millisecond, func(*types.BulkOperationDescription) { polls++ }); err == nil ||
@@ -430,15 +431,15 @@ func TestBulkPutIntegrationRequest(t *testing.T) {
 	if polls != 0 {
 		t.Errorf("progress called %d times without a description", polls)
 	}
-	for _, c := range w.recorded() {
+	for _, c := range w.Recorded() {
 		var in struct{ BulkOperationArn string }
-		if c.op != "DescribeBulkOperation" || json.Unmarshal(c.req, &in) != nil || in.BulkOperationArn != arn {
-			t.Errorf("request %s %.200s", c.op, c.req)
+		if c.Op != "DescribeBulkOperation" || json.Unmarshal(c.Req, &in) != nil || in.BulkOperationArn != arn {
+			t.Errorf("request %s %.200s", c.Op, c.Req)
 		}
 	}
 
 	// A stray object under the prefix would be loaded too: refused.
-	w.reset()
+	w.Reset()
 	if err := s3out.Put(ctx, "entity=Comment/part-stray.json.zst", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestBulkPutIntegrationRequest(t *testing.T) {
 	if _, err := export.StartBulkPut(ctx, client, out0, export.BulkPutOptions{Table: "comments", Entity: "Comment"}); err == nil || !strings.Contains(err.Error(), "not in S3") {
 		t.Errorf("local output: %v", err)
 	}
-	if calls := w.recorded(); len(calls) != 0 {
+	if calls := w.Recorded(); len(calls) != 0 {
 		t.Errorf("%d requests for refused bulk puts", len(calls))
 	}
 }

@@ -1,24 +1,21 @@
 package export_test
 
 // The loader's integration tests watch its requests on the wire. The loader
-// uses a real *dynamodb.Client whose HTTP client (wire) sits between the SDK
-// and the AWS-protocol test server (moto): it records the JSON bodies of
-// every request and response, and for selected requests rewrites the
-// server's real response, or answers with a real DynamoDB-protocol error,
-// to produce what DynamoDB does under load and moto never does
-// (BatchWriteItem's UnprocessedItems, throttling). Nothing below the HTTP
-// layer is faked. This follows infra/dynamostore/wire_test.go.
+// uses a real *dynamodb.Client whose HTTP client (an awstest.Wire) sits
+// between the SDK and the AWS-protocol test server (moto): it records the
+// JSON bodies of every request and response, and for selected requests
+// rewrites the server's real response, or answers with a real
+// DynamoDB-protocol error, to produce what DynamoDB does under load and moto
+// never does (BatchWriteItem's UnprocessedItems, throttling). Nothing below
+// the HTTP layer is faked. infra/dynamostore/wire_test.go uses the same wire.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"net/http"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,157 +31,10 @@ import (
 	"github.com/tributary/tributary/pipeline"
 )
 
-const targetPrefix = "DynamoDB_20120810."
-
-// call is one request seen by wire.
-type call struct {
-	op       string // operation, from X-Amz-Target: "BatchWriteItem"
-	req      []byte // request body as the SDK sent it
-	sent     []byte // request body as the server got it (nil: not sent)
-	status   int
-	resp     []byte // response body as the SDK received it
-	injected bool   // answered by a rule without reaching the server
-}
-
-// forwardFunc sends a request body to the server in place of the original
-// one and returns the server's response and body.
-type forwardFunc func(body []byte) (*http.Response, []byte, error)
-
-// rule answers one request of an operation, calling forward to reach the
-// server if it needs to. It reports whether the server was left out.
-type rule func(req *http.Request, body []byte, forward forwardFunc) (resp *http.Response, respBody []byte, injected bool, err error)
-
-// wire is an aws.HTTPClient that passes requests on to next (the test
-// server), recording them, except for operations that have a rule.
-type wire struct {
-	next aws.HTTPClient
-
-	mu    sync.Mutex
-	calls []call
-	rules map[string]rule
-}
-
-func (w *wire) Do(req *http.Request) (*http.Response, error) {
-	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), targetPrefix)
-	var body []byte
-	if req.Body != nil {
-		var err error
-		body, err = io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	var sent []byte
-	forward := func(b []byte) (*http.Response, []byte, error) {
-		sent = b
-		out := req.Clone(req.Context())
-		out.Body = io.NopCloser(bytes.NewReader(b))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-		out.ContentLength = int64(len(b))
-		resp, err := w.next.Do(out)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer resp.Body.Close()
-		rb, err := io.ReadAll(resp.Body)
-		return resp, rb, err
-	}
-
-	w.mu.Lock()
-	r := w.rules[op]
-	w.mu.Unlock()
-	var (
-		resp     *http.Response
-		rb       []byte
-		injected bool
-		err      error
-	)
-	if r != nil {
-		resp, rb, injected, err = r(req, body, forward)
-	} else {
-		resp, rb, err = forward(body)
-	}
-	if err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	w.calls = append(w.calls, call{op: op, req: body, sent: sent, status: resp.StatusCode, resp: rb, injected: injected})
-	w.mu.Unlock()
-	resp.Body = io.NopCloser(bytes.NewReader(rb))
-	return resp, nil
-}
-
-// on makes rule answer the requests of op from now on (nil: forward them).
-func (w *wire) on(op string, r rule) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.rules == nil {
-		w.rules = map[string]rule{}
-	}
-	if r == nil {
-		delete(w.rules, op)
-	} else {
-		w.rules[op] = r
-	}
-}
-
-// reset forgets the recorded calls and all rules.
-func (w *wire) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.calls, w.rules = nil, nil
-}
-
-// recorded returns the calls recorded since the last reset, all of them or
-// those of the given operations.
-func (w *wire) recorded(ops ...string) []call {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []call
-	for _, c := range w.calls {
-		if len(ops) == 0 || contains(ops, c.op) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// response makes a response to req the way DynamoDB sends one: JSON 1.0 with
-// a request id and the CRC32 of the body.
-func response(req *http.Request, status int, body []byte) *http.Response {
-	resp := &http.Response{
-		StatusCode: status,
-		Status:     fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header: http.Header{
-			"Content-Type":     {"application/x-amz-json-1.0"},
-			"X-Amzn-Requestid": {"wire-test"},
-		},
-		Request: req,
-	}
-	setBody(resp, body)
-	return resp
-}
-
-// setBody updates the length and checksum headers of resp for body.
-func setBody(resp *http.Response, body []byte) {
-	resp.ContentLength = int64(len(body))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	resp.Header.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
-}
-
-// errorBody is a DynamoDB JSON error body of code.
-func errorBody(code, message string) []byte {
-	return fmt.Appendf(nil, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, message)
-}
-
 // throttled is the error DynamoDB answers a write with when the table's
 // capacity is exceeded.
-var throttled = errorBody("ProvisionedThroughputExceededException",
-	"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.")
+var throttled = awstest.DynamoDBErrorBody("ProvisionedThroughputExceededException",
+	"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.", "")
 
 // putItems returns the items of the PutRequests in a BatchWriteItem request
 // body, as raw JSON.
@@ -244,9 +94,9 @@ func itemKey(t testing.TB, item json.RawMessage) string {
 // the server the request without the rest and adds the rest to the
 // server's response as UnprocessedItems, as DynamoDB does when it throttles
 // part of a batch. held counts the items held back.
-func holdBack(t testing.TB, n int, held *int) rule {
+func holdBack(t testing.TB, n int, held *int) awstest.Rule {
 	var mu sync.Mutex
-	return func(_ *http.Request, body []byte, forward forwardFunc) (*http.Response, []byte, bool, error) {
+	return func(_ *http.Request, body []byte, forward awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
 		var in map[string]any
 		if err := json.Unmarshal(body, &in); err != nil {
 			return nil, nil, false, err
@@ -287,38 +137,30 @@ func holdBack(t testing.TB, n int, held *int) rule {
 		if rb, err = json.Marshal(out); err != nil {
 			return nil, nil, false, err
 		}
-		setBody(resp, rb)
+		awstest.SetBody(resp, rb)
 		return resp, rb, false, nil
 	}
 }
 
 // processNothing answers every BatchWriteItem request with all its items
 // unprocessed, without reaching the server.
-func processNothing(req *http.Request, body []byte, _ forwardFunc) (*http.Response, []byte, bool, error) {
+func processNothing(req *http.Request, body []byte, _ awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
 	var in struct{ RequestItems json.RawMessage }
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, nil, false, err
 	}
 	out := fmt.Appendf(nil, `{"UnprocessedItems":%s}`, in.RequestItems)
-	return response(req, http.StatusOK, out), out, true, nil
-}
-
-// failWith answers every request with an HTTP 400 DynamoDB error whose body
-// is body, without reaching the server.
-func failWith(body []byte) rule {
-	return func(req *http.Request, _ []byte, _ forwardFunc) (*http.Response, []byte, bool, error) {
-		return response(req, http.StatusBadRequest, body), body, true, nil
-	}
+	return awstest.DynamoDBResponse(req, http.StatusOK, out), out, true, nil
 }
 
 // ---- setup
 
 // newWireDynamo returns a DynamoDB client for the test server whose
-// requests go through a wire, and the wire. The client keeps the SDK's
-// standard retryer, without the waits between its attempts.
-func newWireDynamo(t *testing.T) (*dynamodb.Client, *wire) {
+// requests go through an awstest.Wire, and the wire. The client keeps the
+// SDK's standard retryer, without the waits between its attempts.
+func newWireDynamo(t *testing.T) (*dynamodb.Client, *awstest.Wire) {
 	t.Helper()
-	w := &wire{next: http.DefaultClient}
+	w := &awstest.Wire{Next: http.DefaultClient}
 	cfg := awstest.Config(t)
 	cfg.HTTPClient = w
 	cfg.Retryer = func() aws.Retryer {
@@ -362,7 +204,7 @@ func tableLines(t *testing.T, table string) []string {
 func wantLines(lines map[string][]string, segs ...string) []string {
 	var out []string
 	for seg, ls := range lines {
-		if len(segs) == 0 || contains(segs, seg) {
+		if len(segs) == 0 || slices.Contains(segs, seg) {
 			out = append(out, ls...)
 		}
 	}
@@ -382,15 +224,6 @@ func sameLines(t *testing.T, got, want []string) {
 			return
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // newBucket creates a bucket on the test server, emptied and deleted after
