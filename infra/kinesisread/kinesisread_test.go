@@ -47,25 +47,6 @@ func TestErrorsForTheReader(t *testing.T) {
 	}
 }
 
-// createStream makes a stream on the test server and waits for it.
-func createStream(ctx context.Context, t *testing.T, c *kinesis.Client, shards int) string {
-	t.Helper()
-	name := awstest.UniqueName(t, "kin")
-	if _, err := c.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(int32(shards))}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = c.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String(name), EnforceConsumerDeletion: aws.Bool(true)})
-	})
-	w := kinesis.NewStreamExistsWaiter(c, func(o *kinesis.StreamExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
-	if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
 // kinesisStream is a stream on the test server, for the conformance suite.
 type kinesisStream struct {
 	c    *kinesis.Client
@@ -107,7 +88,7 @@ func TestIntegrationKinesisConformance(t *testing.T) {
 	c := awstest.Kinesis(t)
 	shardreadtest.Run(t, shardreadtest.Harness{
 		New: func(t *testing.T, n int) shardreadtest.Stream {
-			name := createStream(context.Background(), t, c, n)
+			name := awstest.CreateStream(context.Background(), t, c, "kin", n)
 			return &kinesisStream{c: c, name: name, src: New(c, name, pipeline.Options{})}
 		},
 		Split: true,
@@ -121,7 +102,7 @@ func TestIntegrationKinesisConformance(t *testing.T) {
 func TestIntegrationKinesisThrottlingAndExpiry(t *testing.T) {
 	ctx := context.Background()
 	c := awstest.Kinesis(t)
-	name := createStream(ctx, t, c, 2)
+	name := awstest.CreateStream(ctx, t, c, "kin", 2)
 	ks := &kinesisStream{c: c, name: name}
 	for v := 1; v <= 5; v++ {
 		for _, pk := range []string{"A", "B", "C", "D"} {

@@ -45,25 +45,6 @@ func serial(h pipeline.BatchHandler) pipeline.BatchHandler {
 	})
 }
 
-// createStream makes a Kinesis stream on the test server.
-func createStream(ctx context.Context, t testing.TB, c *kinesis.Client, shards int) string {
-	t.Helper()
-	name := awstest.UniqueName(t, "changes")
-	if _, err := c.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(int32(shards))}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = c.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String(name), EnforceConsumerDeletion: aws.Bool(true)})
-	})
-	w := kinesis.NewStreamExistsWaiter(c, func(o *kinesis.StreamExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
-	if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
 // putRecords writes records to a stream as DynamoDB's streaming
 // destination does (its payload, its partition key), 500 a call, in order.
 func putRecords(ctx context.Context, t testing.TB, c *kinesis.Client, stream string, recs []sim.KinesisRecord) {
@@ -112,7 +93,7 @@ func TestIntegrationReplayKinesis(t *testing.T) {
 		{"duplicated-reordered-to-dynamodb", sim.ToKinesis(h.Records, 0.08, 10, sim.NewKinesisRand(21)), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stream := createStream(ctx, t, kc, 2)
+			stream := awstest.CreateStream(ctx, t, kc, "changes", 2)
 			half := len(tc.recs) / 2
 			putRecords(ctx, t, kc, stream, tc.recs[:half])
 			time.Sleep(100 * time.Millisecond)
@@ -404,7 +385,7 @@ func TestIntegrationReplayThroughput(t *testing.T) {
 	load := func(seedN uint64, n int) (*kinesisread.Source, *projections.View, int) {
 		h := history(t, seedN, n)
 		recs := sim.ToKinesis(h.Records, 0.02, 8, sim.NewKinesisRand(seedN))
-		stream := createStream(ctx, t, kc, 4)
+		stream := awstest.CreateStream(ctx, t, kc, "changes", 4)
 		t0 := time.Now()
 		putRecords(ctx, t, kc, stream, recs)
 		t.Logf("wrote %d records to a 4-shard stream in %.1fs", len(recs), time.Since(t0).Seconds())

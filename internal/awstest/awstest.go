@@ -192,3 +192,25 @@ func CreateTable(ctx context.Context, t testing.TB, c *dynamodb.Client, name str
 		t.Fatalf("awstest.CreateTable %s: waiting for ACTIVE: %v", name, err)
 	}
 }
+
+// CreateStream creates a Kinesis data stream of shards shards, named from
+// prefix and the test (UniqueName), waits until it is ACTIVE, registers a
+// cleanup that deletes it, and returns its name.
+func CreateStream(ctx context.Context, t testing.TB, c *kinesis.Client, prefix string, shards int) string {
+	t.Helper()
+	name := UniqueName(t, prefix)
+	if _, err := c.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(int32(shards))}); err != nil {
+		t.Fatalf("awstest.CreateStream %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		// The test's context may already be cancelled here.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = c.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String(name), EnforceConsumerDeletion: aws.Bool(true)})
+	})
+	w := kinesis.NewStreamExistsWaiter(c, func(o *kinesis.StreamExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
+	if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 30*time.Second); err != nil {
+		t.Fatalf("awstest.CreateStream %s: waiting for ACTIVE: %v", name, err)
+	}
+	return name
+}
