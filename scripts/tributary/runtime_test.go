@@ -5,7 +5,8 @@ package main
 // interface emulator (github.com/aws/aws-lambda-runtime-interface-emulator,
 // built from the Go module proxy by .ci/template-check.sh; no Docker), with
 // their AWS calls going to the moto server the harness starts. Each must
-// answer its fixture events with the expected partial batch response; the
+// answer its fixture events as expected (a partial batch response from the
+// stream consumers, the state machine's JSON from the repartitioner); the
 // emulator's INIT REPORT line gives the cold start, and the linux/arm64
 // bootstrap's size is what Lambda loads.
 //
@@ -39,6 +40,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/export"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/projections"
 )
@@ -395,4 +397,111 @@ func TestRuntimeEmulatorKinesisProjector(t *testing.T) {
 		em.stop()
 	}
 	figures(t, "kinesis-projector", inits, buildBootstrap(t, "kinesis-projector", "arm64"))
+}
+
+// TestRuntimeEmulatorRepartitioner: the repartitioner runs the steps a
+// Distributed Map runs — plan, a file step per data file (the fixture
+// event's file twice, as a retried invocation would), finish — on the
+// fixture export in S3, each invocation a cold start; the responses are
+// the state machine's JSON, and the output equals a local repartition of
+// the same export.
+func TestRuntimeEmulatorRepartitioner(t *testing.T) {
+	rie, motoURL := emulatorPrereqs(t)
+	ctx := context.Background()
+	client := awstest.S3(t)
+	bucket := awstest.UniqueName(t, "rie")
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	fixture := filepath.Join(repoRoot, "infra", "export", "testdata", "export")
+	up := export.NewS3(client, bucket, "exports/app", export.S3Options{})
+	err := filepath.Walk(fixture, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(fixture, p)
+		return up.Put(ctx, filepath.ToSlash(rel), b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture event, aimed at this test's bucket.
+	event := readEvent(t, "functions/repartitioner/testdata/event.json")
+	rebucket := func(s string) string { return strings.Replace(s, "s3://tributary-exports/", "s3://"+bucket+"/", 1) }
+	event["export"], event["out"] = rebucket(event["export"].(string)), rebucket(event["out"].(string))
+	bootstrap := buildBootstrap(t, "repartitioner", runtime.GOARCH)
+	step := func(ev map[string]any) (resp map[string]any, init time.Duration) {
+		t.Helper()
+		em := startEmulator(t, rie, bootstrap, map[string]string{
+			"EXPORT_LOCATION":          event["export"].(string),
+			"OUTPUT_LOCATION":          event["out"].(string),
+			"TRANSFORM":                "comments-table",
+			"TMPDIR":                   t.TempDir(),
+			"AWS_ENDPOINT_URL":         motoURL,
+			"AWS_LAMBDA_FUNCTION_NAME": "repartitioner",
+		})
+		defer em.stop()
+		out := em.invoke(t, mustJSON(t, ev))
+		if err := json.Unmarshal([]byte(out), &resp); err != nil || resp["errorMessage"] != nil {
+			t.Fatalf("%v: %s", ev, out)
+		}
+		return resp, em.initDuration(t)
+	}
+
+	var inits []time.Duration
+	plan, d := step(map[string]any{"action": "plan"})
+	inits = append(inits, d)
+	files, _ := plan["files"].([]any)
+	if len(files) != 5 || plan["complete"] != nil || plan["action"] != "plan" || plan["fingerprint"] == "" {
+		t.Fatalf("plan: %v", plan)
+	}
+	for i := range 2 {
+		r, d := step(event)
+		inits = append(inits, d)
+		if resumed := r["resumed"] == true; resumed != (i == 1) || r["fingerprint"] != plan["fingerprint"] || r["items"] == nil {
+			t.Errorf("file step %d (resumed %v): %v", i+1, resumed, r)
+		}
+	}
+	for _, f := range files {
+		key := f.(map[string]any)["dataFileS3Key"]
+		_, d := step(map[string]any{"action": "file", "dataFileS3Key": key})
+		inits = append(inits, d)
+	}
+	fin, d := step(map[string]any{"action": "finish"})
+	inits = append(inits, d)
+	if fin["outputItems"] != float64(913) || fin["entities"] == nil {
+		t.Errorf("finish: %v", fin)
+	}
+
+	// The same job run locally gives the same entity manifests.
+	local := t.TempDir()
+	job, err := export.OpenJob(ctx, export.JobConfig{Export: filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8"), Out: local, Transform: "comments-table"},
+		func(l export.Location) (export.Store, error) { return export.NewDir(l.Dir).WithoutSync(), nil }, export.DefaultTransforms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Partitioner.Run(ctx, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	lo, err := export.OpenOutput(ctx, export.NewDir(local))
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, err := export.OpenOutput(ctx, export.NewS3(client, bucket, "split/app", export.S3Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lo.Entities) != len(so.Entities) {
+		t.Fatalf("%d entities locally, %d from the function", len(lo.Entities), len(so.Entities))
+	}
+	for i := range lo.Entities {
+		if lo.Entities[i].PartsSHA256 != so.Entities[i].PartsSHA256 {
+			t.Errorf("%s: local and Lambda outputs differ", lo.Entities[i].Segment)
+		}
+	}
+	figures(t, "repartitioner", inits, buildBootstrap(t, "repartitioner", "arm64"))
 }
