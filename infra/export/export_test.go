@@ -706,3 +706,24 @@ func generatedExport(tb testing.TB, seed uint64, changes int, size int64, files 
 	}
 	return e, res.UncompressedBytes
 }
+
+// TestReadLinesMD5: a data file is hashed and checked against the
+// manifest's md5Checksum, unless skipMD5, which skips the hashing too.
+func TestReadLinesMD5(t *testing.T) {
+	ctx := context.Background()
+	src, _, _ := fixture(t)
+	e := openFixture(t, src)
+	f := e.Files[0]
+	if f.MD5Checksum == "" {
+		t.Fatalf("the fixture's %s has no md5Checksum", f.DataFileS3Key)
+	}
+	for _, skip := range []bool{false, true} {
+		st, err := e.ReadLines(ctx, f, skip, func([]byte, int) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{false: f.MD5Checksum, true: ""}[skip]; st.MD5 != want || st.Lines != f.ItemCount {
+			t.Errorf("skipMD5 %v: MD5 %q, %d lines; want %q and %d", skip, st.MD5, st.Lines, want, f.ItemCount)
+		}
+	}
+}

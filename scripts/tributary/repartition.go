@@ -154,7 +154,7 @@ func (f *exportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.export, "export", "", "the full export: its directory (…/AWSDynamoDB/<ExportId>) or a prefix holding one export; a directory or s3://bucket/prefix (required)")
 	fs.Var(&f.incrementals, "incremental", "an incremental export to apply on top (repeatable; applied in time order)")
 	fs.StringVar(&f.typeAttr, "type-attribute", pipeline.DefaultTypeAttribute, "the entity-type attribute")
-	fs.BoolVar(&f.skipMD5, "skip-md5", false, "do not check data files against the manifest's md5Checksum")
+	fs.BoolVar(&f.skipMD5, "skip-md5", false, "do not hash data files nor check them against the manifest's md5Checksum (faster; gzip CRCs and item counts are still checked)")
 	fs.BoolVar(&f.noManifest, "allow-missing-manifest", false, "read an export directory without manifests (e.g. a local server's export): nothing can be reconciled")
 	fs.StringVar(&f.kmsKey, "kms-key-id", "", "encrypt S3 output with SSE-KMS under this key (default SSE-S3)")
 }
