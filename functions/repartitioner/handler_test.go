@@ -18,6 +18,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/tributary/tributary/infra/export"
+	"github.com/tributary/tributary/infra/export/exportgen"
 )
 
 const fixture = "../../infra/export/testdata/export"
@@ -36,14 +37,9 @@ func TestStateMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := export.NewS3(client, "tributary-exports", "exports/app", export.S3Options{})
-	filepath.Walk(fixture, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		b, _ := os.ReadFile(p)
-		rel, _ := filepath.Rel(fixture, p)
-		return up.Put(ctx, filepath.ToSlash(rel), b)
-	})
+	if err := exportgen.CopyDir(ctx, up, fixture); err != nil {
+		t.Fatal(err)
+	}
 
 	var ev Event
 	b, _ := os.ReadFile("testdata/event.json")
@@ -93,30 +89,13 @@ func TestStateMachine(t *testing.T) {
 	}
 
 	// The same job run locally gives the same entity manifests.
-	local := t.TempDir()
-	job, err := export.OpenJob(ctx, export.JobConfig{Export: filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8"), Out: local, Transform: "comments-table"},
-		func(l export.Location) (export.Store, error) { return export.NewDir(l.Dir).WithoutSync(), nil }, export.DefaultTransforms())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := job.Partitioner.Run(ctx, 2, false); err != nil {
-		t.Fatal(err)
-	}
-	lo, err := export.OpenOutput(ctx, export.NewDir(local))
-	if err != nil {
-		t.Fatal(err)
-	}
 	so, err := export.OpenOutput(ctx, export.NewS3(client, "tributary-exports", "split/app", export.S3Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lo.Entities) != len(so.Entities) {
-		t.Fatalf("%d entities locally, %d in S3", len(lo.Entities), len(so.Entities))
-	}
-	for i := range lo.Entities {
-		if lo.Entities[i].PartsSHA256 != so.Entities[i].PartsSHA256 {
-			t.Errorf("%s: local and Lambda outputs differ", lo.Entities[i].Segment)
-		}
+	cfg.Job.Export = filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8")
+	if err := exportgen.SameAsLocal(ctx, cfg.Job, t.TempDir(), so); err != nil {
+		t.Error(err)
 	}
 
 	if _, err := h.Handle(ctx, Event{Action: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown action") {

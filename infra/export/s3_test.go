@@ -5,8 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/tributary/tributary/infra/export"
+	"github.com/tributary/tributary/infra/export/exportgen"
 )
 
 // gofakes3Client starts an in-process S3 server and returns a path-style
@@ -38,25 +37,6 @@ func gofakes3Client(t *testing.T) (*s3.Client, string) {
 	return c, bucket
 }
 
-// uploadDir copies a local directory into a store.
-func uploadDir(t *testing.T, dir string, st export.Store) {
-	t.Helper()
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		return st.Put(context.Background(), filepath.ToSlash(rel), b)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestS3RoundTrip reads the fixture export from S3 (addressed by the
 // export's own directory, as a user would paste it), repartitions it into
 // S3 with multipart uploads, and reads the output back.
@@ -64,7 +44,9 @@ func TestS3RoundTrip(t *testing.T) {
 	ctx := context.Background()
 	client, bucket := gofakes3Client(t)
 	fx := fixtureItems(t)
-	uploadDir(t, fixtureDir, export.NewS3(client, bucket, "exports/app", export.S3Options{}))
+	if err := exportgen.CopyDir(ctx, export.NewS3(client, bucket, "exports/app", export.S3Options{}), fixtureDir); err != nil {
+		t.Fatal(err)
+	}
 
 	newStore := func(l export.Location) (export.Store, error) {
 		return export.NewS3(client, l.Bucket, l.Prefix, export.S3Options{TempDir: t.TempDir()}), nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,14 +121,9 @@ func TestExportPipelineIntegration(t *testing.T) {
 	ctx := context.Background()
 	s3c, ddb, bucket := motoExportEnv(t)
 	up := export.NewS3(s3c, bucket, "exports/app", export.S3Options{})
-	filepath.Walk(exportFixture, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		b, _ := os.ReadFile(p)
-		rel, _ := filepath.Rel(exportFixture, p)
-		return up.Put(ctx, filepath.ToSlash(rel), b)
-	})
+	if err := exportgen.CopyDir(ctx, up, exportFixture); err != nil {
+		t.Fatal(err)
+	}
 	root := "s3://" + bucket + "/exports/app/AWSDynamoDB/"
 	split := "s3://" + bucket + "/split/app"
 	code, stdout, stderr := runCLI(t, "repartition", "--export", root+"01796032802314-fa5ad9a8", "--incremental", root+"01796032804099-e675cc21",

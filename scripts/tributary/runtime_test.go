@@ -41,6 +41,7 @@ import (
 
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/export"
+	"github.com/tributary/tributary/infra/export/exportgen"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/projections"
 )
@@ -202,6 +203,20 @@ func (e *emulator) initDuration(t *testing.T) time.Duration {
 	return time.Duration(ms * float64(time.Millisecond))
 }
 
+// coldStart runs bootstrap under a new emulator with env, invokes it with
+// each event in turn, stops it, and returns the responses and the cold
+// start the emulator reported.
+func coldStart(t *testing.T, rie, bootstrap string, env map[string]string, events ...[]byte) ([]string, time.Duration) {
+	t.Helper()
+	em := startEmulator(t, rie, bootstrap, env)
+	defer em.stop()
+	var out []string
+	for _, ev := range events {
+		out = append(out, em.invoke(t, ev))
+	}
+	return out, em.initDuration(t)
+}
+
 // figures checks and reports a function's cold starts and binary size.
 func figures(t *testing.T, name string, inits []time.Duration, arm64Bootstrap string) {
 	t.Helper()
@@ -293,21 +308,19 @@ func TestRuntimeEmulatorProjector(t *testing.T) {
 	}
 	var inits []time.Duration
 	for i := range coldStarts {
-		em := startEmulator(t, rie, bootstrap, env)
+		// The batch with the poison record, then again (as Lambda retries
+		// it) with the record fixed; later cold starts redeliver the fixed
+		// batch, which must change nothing.
+		events, want := [][]byte{goodJSON}, []string{`{"batchItemFailures":[]}`}
 		if i == 0 {
-			got := em.invoke(t, mustJSON(t, poison))
-			want := `{"batchItemFailures":[{"itemIdentifier":"` + poisonSeq + `"}]}`
-			if got != want {
-				t.Errorf("poison batch: got %s, want %s", got, want)
-			}
+			events = append([][]byte{mustJSON(t, poison)}, events...)
+			want = append([]string{`{"batchItemFailures":[{"itemIdentifier":"` + poisonSeq + `"}]}`}, want...)
 		}
-		// The batch again (as Lambda retries it), the record fixed; later cold
-		// starts redeliver it, which must change nothing.
-		if got, want := em.invoke(t, goodJSON), `{"batchItemFailures":[]}`; got != want {
-			t.Errorf("cold start %d: got %s, want %s", i+1, got, want)
+		got, d := coldStart(t, rie, bootstrap, env, events...)
+		if !slices.Equal(got, want) {
+			t.Errorf("cold start %d: got %v, want %v", i+1, got, want)
 		}
-		inits = append(inits, em.initDuration(t))
-		em.stop()
+		inits = append(inits, d)
 	}
 	view, err := projections.ReadView(ctx, dynamostore.New(ddb, table))
 	if err != nil {
@@ -344,12 +357,11 @@ func TestRuntimeEmulatorArchiver(t *testing.T) {
 	}
 	var inits []time.Duration
 	for i := range coldStarts {
-		em := startEmulator(t, rie, bootstrap, env)
-		if got, want := em.invoke(t, event), `{"batchItemFailures":[]}`; got != want {
-			t.Errorf("cold start %d: got %s, want %s", i+1, got, want)
+		got, d := coldStart(t, rie, bootstrap, env, event)
+		if want := `{"batchItemFailures":[]}`; got[0] != want {
+			t.Errorf("cold start %d: got %s, want %s", i+1, got[0], want)
 		}
-		inits = append(inits, em.initDuration(t))
-		em.stop()
+		inits = append(inits, d)
 	}
 	list, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("ttl/")})
 	if err != nil {
@@ -389,12 +401,11 @@ func TestRuntimeEmulatorKinesisProjector(t *testing.T) {
 	}
 	var inits []time.Duration
 	for i := range coldStarts {
-		em := startEmulator(t, rie, bootstrap, env)
-		if got, want := em.invoke(t, event), `{"batchItemFailures":[]}`; got != want {
-			t.Errorf("cold start %d: got %s, want %s", i+1, got, want)
+		got, d := coldStart(t, rie, bootstrap, env, event)
+		if want := `{"batchItemFailures":[]}`; got[0] != want {
+			t.Errorf("cold start %d: got %s, want %s", i+1, got[0], want)
 		}
-		inits = append(inits, em.initDuration(t))
-		em.stop()
+		inits = append(inits, d)
 	}
 	figures(t, "kinesis-projector", inits, buildBootstrap(t, "kinesis-projector", "arm64"))
 }
@@ -415,18 +426,7 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	}
 	fixture := filepath.Join(repoRoot, "infra", "export", "testdata", "export")
 	up := export.NewS3(client, bucket, "exports/app", export.S3Options{})
-	err := filepath.Walk(fixture, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(fixture, p)
-		return up.Put(ctx, filepath.ToSlash(rel), b)
-	})
-	if err != nil {
+	if err := exportgen.CopyDir(ctx, up, fixture); err != nil {
 		t.Fatal(err)
 	}
 	// The fixture event, aimed at this test's bucket.
@@ -436,20 +436,18 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	bootstrap := buildBootstrap(t, "repartitioner", runtime.GOARCH)
 	step := func(ev map[string]any) (resp map[string]any, init time.Duration) {
 		t.Helper()
-		em := startEmulator(t, rie, bootstrap, map[string]string{
+		got, d := coldStart(t, rie, bootstrap, map[string]string{
 			"EXPORT_LOCATION":          event["export"].(string),
 			"OUTPUT_LOCATION":          event["out"].(string),
 			"TRANSFORM":                "comments-table",
 			"TMPDIR":                   t.TempDir(),
 			"AWS_ENDPOINT_URL":         motoURL,
 			"AWS_LAMBDA_FUNCTION_NAME": "repartitioner",
-		})
-		defer em.stop()
-		out := em.invoke(t, mustJSON(t, ev))
-		if err := json.Unmarshal([]byte(out), &resp); err != nil || resp["errorMessage"] != nil {
-			t.Fatalf("%v: %s", ev, out)
+		}, mustJSON(t, ev))
+		if err := json.Unmarshal([]byte(got[0]), &resp); err != nil || resp["errorMessage"] != nil {
+			t.Fatalf("%v: %s", ev, got[0])
 		}
-		return resp, em.initDuration(t)
+		return resp, d
 	}
 
 	var inits []time.Duration
@@ -478,30 +476,13 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	}
 
 	// The same job run locally gives the same entity manifests.
-	local := t.TempDir()
-	job, err := export.OpenJob(ctx, export.JobConfig{Export: filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8"), Out: local, Transform: "comments-table"},
-		func(l export.Location) (export.Store, error) { return export.NewDir(l.Dir).WithoutSync(), nil }, export.DefaultTransforms())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := job.Partitioner.Run(ctx, 2, false); err != nil {
-		t.Fatal(err)
-	}
-	lo, err := export.OpenOutput(ctx, export.NewDir(local))
-	if err != nil {
-		t.Fatal(err)
-	}
 	so, err := export.OpenOutput(ctx, export.NewS3(client, bucket, "split/app", export.S3Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lo.Entities) != len(so.Entities) {
-		t.Fatalf("%d entities locally, %d from the function", len(lo.Entities), len(so.Entities))
-	}
-	for i := range lo.Entities {
-		if lo.Entities[i].PartsSHA256 != so.Entities[i].PartsSHA256 {
-			t.Errorf("%s: local and Lambda outputs differ", lo.Entities[i].Segment)
-		}
+	local := export.JobConfig{Export: filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8"), Transform: "comments-table"}
+	if err := exportgen.SameAsLocal(ctx, local, t.TempDir(), so); err != nil {
+		t.Error(err)
 	}
 	figures(t, "repartitioner", inits, buildBootstrap(t, "repartitioner", "arm64"))
 }
