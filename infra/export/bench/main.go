@@ -277,7 +277,7 @@ func run(args []string) error {
 	script := fs.String("duckdb-script", "scripts/repartition-bench/duckdb_split.py", "the DuckDB split script")
 	outRoot := fs.String("out", "", "scratch directory for outputs (default: a temporary one)")
 	level := fs.Int("level", 5, "the gzip level tributary uses by default (for the limits)")
-	rounds := fs.Int("rounds", 5, "how many times the limit and tributary (gzip) run, in turn")
+	rounds := fs.Int("rounds", 5, "how many times the limit, tributary (gzip) and tributary --skip-md5 run, in turn")
 	fs.Parse(args)
 	files, err := dataFiles(*dir)
 	if err != nil {
@@ -296,13 +296,13 @@ func run(args []string) error {
 		fi, _ := os.Stat(f)
 		inMB += float64(fi.Size()) / 1e6
 	}
-	// The limit and tributary's default (gzip) run in turn, rounds times;
-	// each row is the run of median wall time (with the highest peak RSS
-	// of its rounds), so that a slow moment of the machine does not decide
-	// the ratio between them.
+	// The limit, tributary's default (gzip) and the default with
+	// --skip-md5 run in turn, rounds times; each row is the run of median
+	// wall time (with the highest peak RSS of its rounds), so that a slow
+	// moment of the machine does not decide the ratio between them.
 	limitName := fmt.Sprintf("limit: gunzip + gzip -%d of each file, both cores", *level)
 	gzOut := filepath.Join(*outRoot, "tributary-gzip")
-	var lims, tgs []result
+	var lims, tgs, tss []result
 	var limOuts [][]byte
 	for range max(*rounds, 1) {
 		r, out, err := measure(limitName, exec.Command(*self, "limit", "--export", *dir, "--level", fmt.Sprint(*level)))
@@ -317,9 +317,16 @@ func run(args []string) error {
 		}
 		r.outMB = dirSize(gzOut)
 		tgs = append(tgs, r)
+		os.RemoveAll(gzOut)
+		r, _, err = measure("tributary repartition --compression gzip --skip-md5", exec.Command(*bin, "repartition", "--export", *dir, "--out", gzOut, "--compression", "gzip", "--skip-md5"))
+		if err != nil {
+			return err
+		}
+		r.outMB = dirSize(gzOut)
+		tss = append(tss, r)
 	}
 	li := medianRun(lims)
-	lim, tg := lims[li], tgs[medianRun(tgs)]
+	lim, tg, ts := lims[li], tgs[medianRun(tgs)], tss[medianRun(tss)]
 	// The uncompressed size comes from the limit run, which reads it all.
 	var l struct {
 		Bytes       int64
@@ -335,7 +342,7 @@ func run(args []string) error {
 	}
 	results := []result{lim, ideal, limZ}
 
-	results = append(results, tg)
+	results = append(results, tg, ts)
 	_, out, err := measure("grouped", exec.Command(*self, "limit-grouped", "--export", *dir, "--out", gzOut, "--level", fmt.Sprint(*level)))
 	if err != nil {
 		return err
@@ -371,8 +378,8 @@ func run(args []string) error {
 
 	fmt.Printf("input: %d data files, %.0f MB gzip, %.0f MB uncompressed; %d cores (%s/%s), %s\n",
 		len(files), inMB, rawMB, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	fmt.Printf("the limit and tributary (gzip) ran in turn %d times: wall s %s and %s; their rows are the median runs\n\n",
-		len(lims), walls(lims), walls(tgs))
+	fmt.Printf("the limit, tributary (gzip) and tributary --skip-md5 ran in turn %d times: wall s %s; %s; and %s; their rows are the median runs\n\n",
+		len(lims), walls(lims), walls(tgs), walls(tss))
 	fmt.Println("| run | wall s | MB/s (uncompressed in) | CPU s | MB per CPU-second | peak RSS MB | output MB |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
@@ -408,11 +415,11 @@ func run(args []string) error {
 	if dd.seconds > 0 {
 		fmt.Printf(", %.1f× DuckDB (%.1f× by CPU time)", dd.seconds/tg.seconds, dd.cpu/tg.cpu)
 	}
+	fmt.Printf("\ntributary --skip-md5 = %.0f%% of the measured limit", 100*lim.seconds/ts.seconds)
 	fmt.Printf("\nby CPU time: tributary (gzip) needs %.0f%% more CPU than the grouped limit's %.1f CPU-seconds\n", 100*(tg.cpu/(gr.seconds*float64(runtime.NumCPU()))-1), gr.seconds*float64(runtime.NumCPU()))
 	if l, _ := os.ReadFile("/proc/loadavg"); len(l) > 0 {
 		fmt.Printf("load average at the end: %s", l)
 	}
-	_ = limZ
 	return nil
 }
 
