@@ -15,6 +15,7 @@ import (
 
 	"github.com/tributary/tributary/internal/decimal"
 	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -81,7 +82,7 @@ func New(store Store, cfg Config, ps ...Projection) *Engine {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = retry.Sleep
 	}
 	e := &Engine{store: store, cfg: cfg, mux: pipeline.NewMux[Projection](), names: map[string]bool{}}
 	e.mux.Policy = cfg.Policy
@@ -102,17 +103,6 @@ func New(store Store, cfg Config, ps ...Projection) *Engine {
 		}
 	}
 	return e
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // EntityTypes returns the entity types some projection reads, sorted.

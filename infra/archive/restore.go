@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -202,7 +202,7 @@ func RestoreTable(ctx context.Context, s *Selection, client BatchWriter, table s
 		opts.MaxDelay = 5 * time.Second
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = retry.Sleep
 	}
 	written := 0
 	chunk := make([]types.WriteRequest, 0, MaxBatchWrite)
@@ -245,30 +245,9 @@ func writeChunk(ctx context.Context, client BatchWriter, table string, reqs []ty
 			return fmt.Errorf("archive: restore into %s: %d items still unprocessed after %d attempts", table, len(left), attempt+1)
 		}
 		pending = map[string][]types.WriteRequest{table: left}
-		if err := opts.Sleep(ctx, backoff(attempt, opts.BaseDelay, opts.MaxDelay)); err != nil {
+		if err := opts.Sleep(ctx, retry.Backoff(attempt, opts.BaseDelay, opts.MaxDelay)); err != nil {
 			return err
 		}
-	}
-}
-
-// backoff returns a full-jitter delay for a retry: uniform in
-// [0, min(max, base·2^attempt)).
-func backoff(attempt int, base, max time.Duration) time.Duration {
-	d := max
-	if attempt < 30 && base<<attempt < max {
-		d = base << attempt
-	}
-	return rand.N(d)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -296,18 +296,6 @@ func TestRestoreTableRetriesUnprocessed(t *testing.T) {
 	}
 }
 
-// TestBackoff: full jitter under a doubling cap.
-func TestBackoff(t *testing.T) {
-	for attempt := range 40 {
-		limit := min(5*time.Second, 50*time.Millisecond<<min(attempt, 30))
-		for range 50 {
-			if d := backoff(attempt, 50*time.Millisecond, 5*time.Second); d < 0 || d >= limit {
-				t.Fatalf("attempt %d: %v not in [0, %v)", attempt, d, limit)
-			}
-		}
-	}
-}
-
 // scanAll returns every item of a table in DynamoDB JSON, by key.
 func scanAll(ctx context.Context, t *testing.T, c *dynamodb.Client, table string) map[string]string {
 	t.Helper()

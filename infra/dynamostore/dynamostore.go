@@ -44,7 +44,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,6 +55,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )
@@ -229,31 +229,9 @@ func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[str
 				s.table, len(left.Keys), keyRange(chunk), attempt+1, projections.ErrContention)
 		}
 		request = map[string]types.KeysAndAttributes{s.table: left}
-		if err := sleep(ctx, s.backoff(attempt)); err != nil {
+		if err := retry.SleepCause(ctx, retry.Backoff(attempt, s.retryBase, s.retryMax)); err != nil {
 			return fmt.Errorf("dynamostore: read ledgers from table %q, keys %s: %w", s.table, keyRange(chunk), err)
 		}
-	}
-}
-
-func (s *Store) backoff(attempt int) time.Duration {
-	d := s.retryMax
-	if attempt < 30 {
-		d = min(s.retryBase<<attempt, s.retryMax)
-	}
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d) // full jitter
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
 	}
 }
 

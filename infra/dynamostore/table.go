@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/tributary/tributary/internal/retry"
 )
 
 // TableAPI is the part of *dynamodb.Client that CreateTable uses.
@@ -87,7 +89,7 @@ func waitActive(ctx context.Context, client TableAPI, table string) error {
 		case res.Table != nil && res.Table.TableStatus != types.TableStatusCreating && res.Table.TableStatus != types.TableStatusUpdating:
 			return fmt.Errorf("dynamostore: table %q is %s, not ACTIVE", table, res.Table.TableStatus)
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := retry.SleepCause(ctx, delay); err != nil {
 			return fmt.Errorf("dynamostore: wait for table %q to be ACTIVE: %w", table, err)
 		}
 		delay = min(delay*2, 2*time.Second)

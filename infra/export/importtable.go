@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/retry"
 )
 
 // ImportAPI is the part of the DynamoDB client that ImportTable and
@@ -154,7 +156,7 @@ func WaitImport(ctx context.Context, client ImportAPI, arn string, want int64, p
 		case types.ImportStatusFailed, types.ImportStatusCancelled, types.ImportStatusCancelling:
 			return d, fmt.Errorf("export: import %s %s: %s %s", arn, d.ImportStatus, aws.ToString(d.FailureCode), aws.ToString(d.FailureMessage))
 		}
-		if err := sleepCtx(ctx, poll); err != nil {
+		if err := retry.SleepCause(ctx, poll); err != nil {
 			return d, err
 		}
 	}
@@ -248,7 +250,7 @@ func WaitBulkPut(ctx context.Context, client ImportAPI, arn string, poll time.Du
 		case types.BulkOperationStatusFailed, types.BulkOperationStatusCancelled:
 			return d, fmt.Errorf("export: bulk put %s %s: %s %s", arn, d.BulkOperationStatus, aws.ToString(d.FailureCode), aws.ToString(d.FailureMessage))
 		}
-		if err := sleepCtx(ctx, poll); err != nil {
+		if err := retry.SleepCause(ctx, poll); err != nil {
 			return d, err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -110,7 +110,7 @@ func Load(ctx context.Context, client LoaderAPI, out *Output, opts LoadOptions) 
 		opts.CheckpointEvery = 2 * time.Second
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleepCtx
+		opts.Sleep = retry.SleepCause
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -349,7 +349,7 @@ func (l *loader) batchWrite(ctx context.Context, batch []pending, p PartInfo, en
 			return fmt.Errorf("export: %s: %d items still unprocessed after %d attempts (the table is throttling; lower --max-wcu, then rerun with --resume)", p.Key, len(reqs), attempt)
 		}
 		if attempt > 0 {
-			if err := l.opts.Sleep(ctx, backoff(attempt)); err != nil {
+			if err := l.opts.Sleep(ctx, retry.Backoff(attempt, 50*time.Millisecond, 10*time.Second)); err != nil {
 				return err
 			}
 		}
@@ -438,27 +438,6 @@ func (l *loader) conditionalPut(item pipeline.Item) *dynamodb.PutItemInput {
 		in.ConditionExpression = aws.String("attribute_not_exists(#k) OR #v < :v")
 	}
 	return in
-}
-
-// backoff is the full-jitter exponential backoff before attempt (from 1):
-// uniform in [0, min(10s, 50ms·2^attempt)).
-func backoff(attempt int) time.Duration {
-	ceil := min(10*time.Second, 50*time.Millisecond<<min(attempt, 16))
-	return time.Duration(rand.Int64N(int64(ceil)))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // limiter is a token bucket of write units.

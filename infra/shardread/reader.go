@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -119,7 +120,7 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleep
+		c.Sleep = retry.Sleep
 	}
 	if c.Jitter == nil {
 		c.Jitter = func(d time.Duration) time.Duration {
@@ -130,20 +131,6 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	return c
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Stats count what a read did.
