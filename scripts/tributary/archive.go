@@ -107,21 +107,31 @@ func warnOther(e *env, other []string) {
 	}
 }
 
-func archiveLs(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "archive ls", "")
+// selectObjects parses the flags of a command that reads archive objects
+// and lists the objects they select.
+func selectObjects(ctx context.Context, e *env, name string, args []string) (*archive.Archive, []archive.ObjectInfo, error) {
+	fs := newFlags(e, name, "")
 	var s selection
 	s.register(fs)
 	if err := parse(fs, args); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+		return nil, nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	a, f, err := s.open(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	objs, err := s.objects(ctx, e, a, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, objs, nil
+}
+
+func archiveLs(ctx context.Context, e *env, args []string) error {
+	a, objs, err := selectObjects(ctx, e, "archive ls", args)
 	if err != nil {
 		return err
 	}
@@ -161,20 +171,7 @@ func archiveLs(ctx context.Context, e *env, args []string) error {
 }
 
 func archiveCat(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "archive cat", "")
-	var s selection
-	s.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	a, f, err := s.open(ctx)
-	if err != nil {
-		return err
-	}
-	objs, err := s.objects(ctx, e, a, f)
+	a, objs, err := selectObjects(ctx, e, "archive cat", args)
 	if err != nil {
 		return err
 	}
