@@ -107,12 +107,12 @@ step "checkov"
 
 step "Go template test"
 TRIBUTARY_SAM_PYTHON="$VENV/bin/python" TRIBUTARY_REQUIRE_TEMPLATE_TOOLS=1 GOFLAGS=-buildvcs=false \
-	"$GO" test -count=1 -run '^TestTemplate' -v ./scripts/tributary/ || die "Go template test"
+	"$GO" test -count=1 -run '^TestTemplate' -v ./scripts/cli/ || die "Go template test"
 
 step "functions under the Lambda runtime interface emulator (against moto)"
 bash .ci/servers.sh install
 TRIBUTARY_RIE="$RIE" TRIBUTARY_REQUIRE_TEMPLATE_TOOLS=1 GOFLAGS=-buildvcs=false \
-	bash .ci/servers.sh run -- "$GO" test -count=1 -run '^TestRuntimeEmulator' -v ./scripts/tributary/ \
+	bash .ci/servers.sh run -- "$GO" test -count=1 -run '^TestRuntimeEmulator' -v ./scripts/cli/ \
 	|| die "functions under the emulator"
 
 echo

@@ -10,7 +10,7 @@
 //
 // Stores persist the ledger, the aggregates and the rows behind the small Store
 // interface; infra/boltstore (embedded, on disk) and infra/dynamostore
-// (DynamoDB) implement it and pass the same conformance suite (infra/storetest).
+// (DynamoDB) implement it and pass the same conformance suite (projections/storetest).
 package projections
 
 import (

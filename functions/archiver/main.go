@@ -1,7 +1,7 @@
 // Command archiver is the Lambda function that archives the items DynamoDB's
 // time to live deletes: it reads the table's stream (filtered to TTL
 // removals) and writes them to S3, or a local directory, with
-// infra/archive. Configuration is read from the environment (see
+// pipeline/archive. Configuration is read from the environment (see
 // archive.Config); a bad configuration stops the function at init.
 package main
 
@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/infra/archive"
+	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/pipeline"
 )
 

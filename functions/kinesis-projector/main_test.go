@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
-	"github.com/tributary/tributary/infra/replay"
+	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/tributary/tributary/infra/export"
+	"github.com/tributary/tributary/pipeline/export"
 )
 
 // Config is the function's configuration, read from the environment: the

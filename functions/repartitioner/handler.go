@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tributary/tributary/infra/export"
+	"github.com/tributary/tributary/pipeline/export"
 )
 
 // Event is one invocation. Action is "plan", "file" or "finish"; the job's

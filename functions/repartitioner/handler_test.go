@@ -17,11 +17,11 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/tributary/tributary/infra/export"
-	"github.com/tributary/tributary/infra/export/exportgen"
+	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline/export/exportgen"
 )
 
-const fixture = "../../infra/export/testdata/export"
+const fixture = "../../pipeline/export/testdata/export"
 
 // TestStateMachine runs the steps a Distributed Map runs, against S3
 // (gofakes3, in process): plan, one file step per data file (the first one

@@ -3,7 +3,7 @@
 // Distributed Map: a "plan" step lists the data files still to do, the map
 // runs a "file" step per data file in parallel, and a "finish" step writes
 // the per-entity manifests and, last, the summary. It does exactly what
-// `tributary repartition` does (infra/export), so either can resume the
+// `tributary repartition` does (pipeline/export), so either can resume the
 // other's run. See docs/exports.md.
 package main
 

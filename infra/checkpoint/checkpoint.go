@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/infra/shardread"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 // Checkpoint is a job's progress.

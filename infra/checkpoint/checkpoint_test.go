@@ -12,7 +12,7 @@ import (
 
 	"github.com/tributary/tributary/infra/checkpoint"
 	"github.com/tributary/tributary/infra/checkpoint/checkpointtest"
-	"github.com/tributary/tributary/infra/shardread"
+	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/internal/awstest"
 )
 

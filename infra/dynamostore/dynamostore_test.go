@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/dynamostore"
-	"github.com/tributary/tributary/infra/storetest"
+	"github.com/tributary/tributary/projections/storetest"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/decimal"
 	"github.com/tributary/tributary/pipeline"

@@ -26,7 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/tributary/tributary/infra/shardread"
+	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline"
 )
 

@@ -31,7 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/tributary/tributary/infra/shardread"
+	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline"
 )
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Repartition benchmark: tributary vs DuckDB vs the machine's limit, in one
 # run, on a generated ~2 GB (uncompressed) export of nine data files. The Go
-# harness it builds and drives is infra/export/bench.
+# harness it builds and drives is scripts/repartition-bench.
 #
 #   scripts/repartition-bench/bench.sh [BYTES [FILES]]
 #
@@ -21,7 +21,7 @@ DATA="$ROOT/.tools/bench-export-$BYTES-$FILES"
 mkdir -p "$BIN"
 
 bash "$HERE/install-duckdb.sh" || echo "bench: DuckDB could not be installed; its row will say skipped" >&2
-go build -o "$BIN/bench" ./infra/export/bench
+go build -o "$BIN/bench" ./scripts/repartition-bench
 go build -o "$BIN/tributary" ./scripts/tributary
 if [[ ! -f "$DATA/.complete" ]]; then
 	rm -rf "$DATA"

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/checkpoint"
-	"github.com/tributary/tributary/infra/shardread"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 // Run runs the suite on stores made by newStore (each call a fresh, empty

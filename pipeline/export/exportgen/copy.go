@@ -1,0 +1,63 @@
+package exportgen
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tributary/tributary/pipeline/export"
+)
+
+// CopyDir copies a local directory (a checked-in export fixture, say) into
+// a store, keys being the files' paths below dir with forward slashes.
+func CopyDir(ctx context.Context, st export.Store, dir string) error {
+	return filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		return st.Put(ctx, filepath.ToSlash(rel), b)
+	})
+}
+
+// SameAsLocal repartitions cfg's export again into the local directory dir
+// (cfg.Out is ignored) and reports, as an error, how out differs from it:
+// each entity's parts, compared by the manifest's SHA-256 over its parts.
+// It checks that a run elsewhere (the Lambda function's, in S3) wrote what
+// `tributary repartition` writes.
+func SameAsLocal(ctx context.Context, cfg export.JobConfig, dir string, out *export.Output) error {
+	cfg.Out = dir
+	job, err := export.OpenJob(ctx, cfg, func(l export.Location) (export.Store, error) {
+		if l.IsS3() {
+			return nil, fmt.Errorf("exportgen.SameAsLocal: s3://%s/%s is not local", l.Bucket, l.Prefix)
+		}
+		return export.NewDir(l.Dir).WithoutSync(), nil
+	}, export.DefaultTransforms())
+	if err != nil {
+		return err
+	}
+	if _, err := job.Partitioner.Run(ctx, 2, false); err != nil {
+		return err
+	}
+	local, err := export.OpenOutput(ctx, export.NewDir(dir))
+	if err != nil {
+		return err
+	}
+	if len(local.Entities) != len(out.Entities) {
+		return fmt.Errorf("%d entities locally, %d in the output", len(local.Entities), len(out.Entities))
+	}
+	for i, m := range local.Entities {
+		if m.Segment != out.Entities[i].Segment || m.PartsSHA256 != out.Entities[i].PartsSHA256 {
+			return fmt.Errorf("%s: the output's parts differ from a local run's", m.Segment)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package redrive_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/pipeline/redrive"
+	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func engine(st projections.Store) *projections.Engine {
+	return projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+}
+
+func view(t *testing.T, r projections.Reader) *projections.View {
+	t.Helper()
+	v, err := projections.ReadView(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestParse(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(destination, filepath.FromSlash(kinesisKey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := redrive.Parse(kinesisKey, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Source != pipeline.SourceKinesis || inv.Condition != "RetryAttemptsExhausted" || inv.InvokeCount != 3 || inv.Version != "1.0" ||
+		inv.Batch.ShardID != "shardId-000000000001" || inv.Batch.BatchSize != 7 || inv.Timestamp.IsZero() || inv.Batch.ApproximateArrivalOfFirst.IsZero() ||
+		!strings.HasPrefix(inv.Batch.StreamARN, "arn:aws:kinesis:") || !bytes.HasPrefix(inv.Payload, []byte(`{"Records":[`)) {
+		t.Fatalf("parsed %+v", inv)
+	}
+	changes, err := inv.Decode(pipeline.Options{})
+	if err != nil || len(changes) != 7 || changes[0].Position.SequenceNumber != inv.Batch.StartSequenceNumber || changes[6].Position.SequenceNumber != inv.Batch.EndSequenceNumber {
+		t.Fatalf("decoded %d changes: %v", len(changes), err)
+	}
+
+	// The same record gzip-compressed, and with the event as an object.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(data)
+	zw.Close()
+	if inv2, err := redrive.Parse("k.gz", gz.Bytes()); err != nil || !bytes.Equal(inv2.Payload, inv.Payload) {
+		t.Errorf("gzip: %v", err)
+	}
+	obj := bytes.Replace(data, []byte(`"payload": "`), []byte(`"payload": `), 1)
+	obj = append(obj[:bytes.LastIndex(obj, []byte(`"`))], []byte("\n}\n")...)
+	obj = bytes.Replace(obj, []byte(`\"`), []byte(`"`), -1)
+	if inv3, err := redrive.Parse("k.obj", obj); err != nil || len(inv3.Payload) == 0 {
+		t.Errorf("payload as an object: %v", err)
+	}
+
+	for _, tc := range []struct{ name, body, want string }{
+		{"not json", "hello", "not an invocation record"},
+		{"no batch info", `{"version":"1.0","payload":"{}"}`, "want exactly one of"},
+		{"both", `{"KinesisBatchInfo":{},"DDBStreamBatchInfo":{},"payload":"{}"}`, "want exactly one of"},
+		{"payload not an event", `{"KinesisBatchInfo":{},"payload":"[1]"}`, "not a JSON event"},
+	} {
+		if _, err := redrive.Parse(tc.name, []byte(tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// A metadata-only record (an SQS or SNS destination's) says where to read again.
+	meta := `{"requestContext":{"condition":"RecordAgeExceeded"},"version":"1.0","timestamp":"2026-11-30T10:13:49.717Z",
+	  "DDBStreamBatchInfo":{"shardId":"shardId-00000001764489600000-1a2b3c4d","startSequenceNumber":"800000000003126276362","endSequenceNumber":"800000000003126276370",
+	  "approximateArrivalOfFirstRecord":"2026-11-30T10:13:19Z","approximateArrivalOfLastRecord":"2026-11-30T10:13:20Z","batchSize":9,"streamArn":"arn:aws:dynamodb:eu-west-1:111122223333:table/app/stream/2026-11-01T00:00:00.000"}}`
+	inv4, err := redrive.Parse("meta", []byte(meta))
+	if !errors.Is(err, redrive.ErrNoPayload) || inv4 == nil || inv4.Batch.StartSequenceNumber != "800000000003126276362" || !strings.Contains(err.Error(), "shardId-00000001764489600000-1a2b3c4d") {
+		t.Errorf("metadata only: %+v, %v", inv4, err)
+	}
+}
+
+// TestRedriveDir redrives the fixtures' batches from a local copy of the
+// destination: every record but the poison one is applied, as by the
+// projector; the poison one fails again and is reported. A second redrive
+// is a no-op.
+func TestRedriveDir(t *testing.T) {
+	ctx := context.Background()
+	st := boltstoretest.Open(t)
+	e := engine(st)
+	rep, err := redrive.Run(ctx, redrive.Dir(destination), redrive.Config{Handler: e, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Objects != 2 || rep.Records != 11 || rep.Applied != 10 || rep.Failed != 1 || rep.Done != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	var poisoned redrive.ObjectResult
+	for _, r := range rep.Results {
+		if !r.Done() {
+			poisoned = r
+		}
+	}
+	if poisoned.Key != kinesisKey || !strings.Contains(poisoned.Failed[0].Err.Error(), "LOST") || poisoned.Failed[0].SequenceNumber == "" {
+		t.Errorf("poisoned object: %+v", poisoned)
+	}
+
+	// The same changes, through the projector's own processors, give the same aggregates.
+	ref := boltstoretest.Open(t)
+	re := engine(ref)
+	for _, key := range []string{kinesisKey, streamsKey} {
+		data, _ := os.ReadFile(filepath.Join(destination, filepath.FromSlash(key)))
+		inv, _ := redrive.Parse(key, data)
+		p := pipeline.NewStreamsProcessor(re, pipeline.Config{Logger: quiet(), Permanent: pipeline.SkipPermanent})
+		if inv.Source == pipeline.SourceKinesis {
+			p = pipeline.NewKinesisProcessor(re, pipeline.Config{Logger: quiet(), Permanent: pipeline.SkipPermanent})
+		}
+		if _, err := p.Invoke(ctx, inv.Payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, want := view(t, st), view(t, ref)
+	if d := projections.Diff(got, want); len(d) > 0 || len(got.Aggregates) == 0 {
+		t.Fatalf("redriven aggregates differ from the projector's: %v", d)
+	}
+
+	before := e.Stats()
+	rep2, err := redrive.Run(ctx, redrive.Dir(destination), redrive.Config{Handler: e, Logger: quiet()})
+	if err != nil || rep2.Applied != 10 {
+		t.Fatalf("second redrive: %+v, %v", rep2, err)
+	}
+	if after := e.Stats(); after.Items != before.Items || after.Stale == before.Stale {
+		t.Errorf("second redrive wrote %d item states, skipped %d as applied; want none written", after.Items-before.Items, after.Stale-before.Stale)
+	}
+	if d := projections.Diff(view(t, st), want); len(d) > 0 {
+		t.Errorf("after the second redrive: %v", d)
+	}
+}
+
+// TestIntegrationRedriveS3 uploads the fixtures under a prefix of a bucket
+// on the test server and redrives them from there.
+func TestIntegrationRedriveS3(t *testing.T) {
+	ctx := context.Background()
+	client := awstest.S3(t)
+	bucket := awstest.UniqueName(t, "failures")
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	err := redrive.Dir(destination).List(ctx, func(key string) error {
+		data, err := redrive.Dir(destination).Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, "projector/"+key)
+		_, err = client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + key), Body: bytes.NewReader(data)})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Something else in the bucket, outside the prefix.
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("other/readme.txt"), Body: strings.NewReader("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, k := range append(keys, "other/readme.txt") {
+			client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
+		}
+		client.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
+	})
+	st := boltstoretest.Open(t)
+	rep, err := redrive.Run(ctx, redrive.NewS3(client, bucket, "projector/"), redrive.Config{Handler: engine(st), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Objects != 2 || rep.Applied != 10 || rep.Failed != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.Results[0].Key != "projector/"+kinesisKey {
+		t.Errorf("keys: %s", rep.Results[0].Key)
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	for _, tt := range []struct{ in, bucket, prefix string }{
+		{"s3://b/p/q/", "b", "p/q/"}, {"s3://b", "b", ""}, {"s3://b/", "b", ""},
+	} {
+		b, p, err := redrive.ParseURL(tt.in)
+		if err != nil || b != tt.bucket || p != tt.prefix {
+			t.Errorf("ParseURL(%q) = %q, %q, %v", tt.in, b, p, err)
+		}
+	}
+	for _, bad := range []string{"b/p", "s3:///p", "http://x"} {
+		if _, _, err := redrive.ParseURL(bad); err == nil {
+			t.Errorf("ParseURL(%q): no error", bad)
+		}
+	}
+}

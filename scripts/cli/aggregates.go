@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tributary/tributary/projections"
+)
+
+func runAggregates(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "aggregates", "")
+	var sf storeFlags
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object a line")
+	only := fs.String("projection", "", "print only this projection")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	st, closeStore, err := sf.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	v, err := projections.ReadView(ctx, st)
+	if err != nil {
+		return err
+	}
+	if *only != "" {
+		for k := range v.Aggregates {
+			if k.Projection != *only {
+				delete(v.Aggregates, k)
+			}
+		}
+		for r := range v.Rows {
+			if r.Projection != *only {
+				delete(v.Rows, r)
+			}
+		}
+	}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	if *asJSON {
+		_, err := out.Write(v.AppendJSONLines(nil))
+		return err
+	}
+	printView(out, v)
+	return nil
+}
+
+// printView prints a view as aligned text for people.
+func printView(out *bufio.Writer, v *projections.View) {
+	keys := make([]projections.AggregateKey, 0, len(v.Aggregates))
+	width := 0
+	for k := range v.Aggregates {
+		keys = append(keys, k)
+		width = max(width, len(k.Projection)+len(k.Key)+2)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Projection != keys[j].Projection {
+			return keys[i].Projection < keys[j].Projection
+		}
+		return keys[i].Key < keys[j].Key
+	})
+	for _, k := range keys {
+		vs := v.Aggregates[k]
+		names := make([]string, 0, len(vs))
+		for n := range vs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = n + "=" + vs[n].String()
+		}
+		fmt.Fprintf(out, "%-*s %s\n", width, k.Projection+"  "+k.Key, strings.Join(parts, " "))
+	}
+	if len(v.Rows) > 0 {
+		fmt.Fprintf(out, "%d materialised rows (see --json, or `tributary leaderboard`)\n", len(v.Rows))
+	}
+}

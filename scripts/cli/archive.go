@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tributary/tributary/pipeline/archive"
+)
+
+// runArchive is `tributary archive ls|cat`: list and read a TTL archive.
+func runArchive(ctx context.Context, e *env, args []string) error {
+	usage := func() {
+		fmt.Fprint(e.stderr, `Usage: tributary archive <ls|cat> --from DIR|s3://bucket/prefix [--entity TYPE] [--date YYYY-MM-DD]
+
+  ls   list the archive's objects: key (below --from), items, bytes
+  cat  print the archived lines, {"Item":...,"Archive":{...}}, object by object
+
+Run 'tributary archive <ls|cat> -h' for the flags.
+`)
+	}
+	if len(args) == 0 {
+		usage()
+		return fmt.Errorf("%w: want a subcommand, ls or cat", errUsage)
+	}
+	switch args[0] {
+	case "ls":
+		return archiveLs(ctx, e, args[1:])
+	case "cat":
+		return archiveCat(ctx, e, args[1:])
+	case "-h", "-help", "--help", "help":
+		usage()
+		return flag.ErrHelp
+	}
+	usage()
+	return fmt.Errorf("%w: unknown subcommand %q, want ls or cat", errUsage, args[0])
+}
+
+// selection holds the flags that pick archive objects.
+type selection struct {
+	from, entity, date string
+}
+
+func (s *selection) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.from, "from", "", "the archive: a directory, or s3://bucket/prefix (required)")
+	fs.StringVar(&s.entity, "entity", "", "only this entity type (as the items spell it; "+archive.UnknownEntity+" for items without one)")
+	fs.StringVar(&s.date, "date", "", "only this date partition, YYYY-MM-DD (the items' ttl date, or removal date)")
+}
+
+// open checks the flags and opens the archive.
+func (s *selection) open(ctx context.Context) (*archive.Archive, archive.Filter, error) {
+	if s.from == "" {
+		return nil, archive.Filter{}, fmt.Errorf("%w: --from is required", errUsage)
+	}
+	f := archive.Filter{Entity: s.entity, Date: s.date}
+	if err := f.Validate(); err != nil {
+		return nil, f, fmt.Errorf("%w: --date: %v", errUsage, err)
+	}
+	t, err := archive.ParseTarget(s.from)
+	if err != nil {
+		return nil, f, fmt.Errorf("%w: --from: %v", errUsage, err)
+	}
+	if t.Bucket == "" {
+		if st, err := os.Stat(t.Dir); err != nil {
+			return nil, f, err
+		} else if !st.IsDir() {
+			return nil, f, fmt.Errorf("--from %s is not a directory", t.Dir)
+		}
+		return archive.Open(archive.NewDir(t.Dir), ""), f, nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, f, fmt.Errorf("AWS configuration: %w", err)
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		// A custom endpoint is a local S3-protocol server: address buckets
+		// by path, as those expect.
+		o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+		// Local servers send no response checksums; do not log each one.
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return archive.Open(archive.NewS3(client, t.Bucket, archive.S3Options{}), t.Prefix), f, nil
+}
+
+// objects lists the selected objects, warning about keys that are not
+// archive objects.
+func (s *selection) objects(ctx context.Context, e *env, a *archive.Archive, f archive.Filter) ([]archive.ObjectInfo, error) {
+	objs, other, err := a.Objects(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	warnOther(e, other)
+	return objs, nil
+}
+
+func warnOther(e *env, other []string) {
+	if len(other) > 0 {
+		fmt.Fprintf(e.stderr, "tributary: skipped %d key(s) that are not archive objects, e.g. %s\n", len(other), other[0])
+	}
+}
+
+// selectObjects parses the flags of a command that reads archive objects
+// and lists the objects they select.
+func selectObjects(ctx context.Context, e *env, name string, args []string) (*archive.Archive, []archive.ObjectInfo, error) {
+	fs := newFlags(e, name, "")
+	var s selection
+	s.register(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	a, f, err := s.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	objs, err := s.objects(ctx, e, a, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, objs, nil
+}
+
+func archiveLs(ctx context.Context, e *env, args []string) error {
+	a, objs, err := selectObjects(ctx, e, "archive ls", args)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		key          string
+		items, bytes int64
+	}
+	rows := make([]row, 0, len(objs)+1)
+	var total row
+	for _, o := range objs {
+		n := int64(0)
+		if err := a.ReadLines(ctx, o.Key, func(int, []byte) error { n++; return nil }); err != nil {
+			return err
+		}
+		rows = append(rows, row{o.Rel, n, o.Size})
+		total.items += n
+		total.bytes += o.Size
+	}
+	total.key = fmt.Sprintf("total: %d object", len(objs))
+	if len(objs) != 1 {
+		total.key += "s"
+	}
+	rows = append(rows, total)
+	// Keys left-aligned, counts right-aligned.
+	wk, wi, wb := len("KEY"), len("ITEMS"), len("BYTES")
+	for _, r := range rows {
+		wk = max(wk, len(r.key))
+		wi = max(wi, len(fmt.Sprint(r.items)))
+		wb = max(wb, len(fmt.Sprint(r.bytes)))
+	}
+	out := bufio.NewWriter(e.stdout)
+	fmt.Fprintf(out, "%-*s  %*s  %*s\n", wk, "KEY", wi, "ITEMS", wb, "BYTES")
+	for _, r := range rows {
+		fmt.Fprintf(out, "%-*s  %*d  %*d\n", wk, r.key, wi, r.items, wb, r.bytes)
+	}
+	return out.Flush()
+}
+
+func archiveCat(ctx context.Context, e *env, args []string) error {
+	a, objs, err := selectObjects(ctx, e, "archive cat", args)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	for _, o := range objs {
+		err := a.ReadLines(ctx, o.Key, func(_ int, line []byte) error {
+			out.Write(line)
+			return out.WriteByte('\n')
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return out.Flush()
+}
+
+// runRestore is `tributary restore`: load archived items back into a table,
+// or into an export-shaped directory.
+func runRestore(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "restore", "")
+	var s selection
+	s.register(fs)
+	table := fs.String("table", "", "put the items into this DynamoDB table (BatchWriteItem)")
+	endpoint := fs.String("endpoint", "", "DynamoDB endpoint URL for --table, e.g. a local server (default: AWS)")
+	to := fs.String("to", "", "write the items into this directory as a DynamoDB export (DYNAMODB_JSON), instead of a table")
+	keys := fs.String("key-attributes", strings.Join(archive.DefaultKeyAttributes, ","), "the table's key attributes, comma-separated")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	case (*table == "") == (*to == ""):
+		return fmt.Errorf("%w: give exactly one of --table and --to", errUsage)
+	case *endpoint != "" && *table == "":
+		return fmt.Errorf("%w: --endpoint goes with --table", errUsage)
+	}
+	var keyAttrs []string
+	for _, k := range strings.Split(*keys, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keyAttrs = append(keyAttrs, k)
+		}
+	}
+	if len(keyAttrs) == 0 {
+		return fmt.Errorf("%w: --key-attributes is empty", errUsage)
+	}
+	a, f, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	sel, err := a.Select(ctx, f, keyAttrs)
+	if err != nil {
+		return err
+	}
+	warnOther(e, sel.Other())
+	if sel.Items() == 0 {
+		return errors.New("no archived items match")
+	}
+	superseded := ""
+	if n := sel.Lines() - sel.Items(); n > 0 {
+		superseded = fmt.Sprintf(" (%d older version(s) superseded)", n)
+	}
+	if *to != "" {
+		res, err := archive.RestoreExport(ctx, sel, *to, archive.ExportOptions{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %d items from %d objects%s into %s\n", res.Items, len(sel.Objects()), superseded, res.Dir)
+		return nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("AWS configuration: %w", err)
+	}
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if *endpoint != "" {
+			o.BaseEndpoint = endpoint
+		}
+	})
+	n, err := archive.RestoreTable(ctx, sel, client, *table, archive.TableOptions{})
+	if err != nil {
+		return fmt.Errorf("after %d items: %w", n, err)
+	}
+	fmt.Fprintf(e.stdout, "restored %d items from %d objects%s into table %s\n", n, len(sel.Objects()), superseded, *table)
+	return nil
+}

@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/pipeline"
+)
+
+// archiveEvent is the archive package's golden event: seven TTL removals in
+// five objects, and three other records.
+const archiveEvent = "../../pipeline/archive/testdata/event.json"
+
+// makeArchive archives the golden event into store under prefix.
+func makeArchive(t *testing.T, store archive.Putter, prefix string) []byte {
+	t.Helper()
+	event, err := os.ReadFile(archiveEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := pipeline.NewStreamsProcessor(archive.New(store, archive.Options{Prefix: prefix, Logger: quiet}), pipeline.Config{Logger: quiet})
+	if out, err := p.Invoke(context.Background(), event); err != nil || string(out) != `{"batchItemFailures":[]}` {
+		t.Fatalf("%s %v", out, err)
+	}
+	return event
+}
+
+// cli runs a command line in-process.
+func cli(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(context.Background(), &env{stdout: &out, stderr: &errb, stdin: strings.NewReader("")}, args)
+	return code, out.String(), errb.String()
+}
+
+// awsEnv points the AWS SDK at nothing but what the test sets.
+func awsEnv(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+}
+
+// wantLs is the listing of the golden event's archive. The byte counts are
+// gzip sizes from compress/gzip's default level.
+const wantLs = `KEY                                                                              ITEMS  BYTES
+entity=CartItem/date=2025-12-31/4421584500000000017450439097.jsonl.gz                1    473
+entity=Comment/date=2025-12-31/4421584500000000017450439091.jsonl.gz                 3    410
+entity=Comment/date=2026-01-01/4421584500000000017450439093.jsonl.gz                 1    300
+entity=Legacy%2FType%20v2/date=2026-01-01/4421584500000000017450439098.jsonl.gz      1    287
+entity=_unknown/date=2026-01-01/4421584500000000017450439096.jsonl.gz                1    276
+total: 5 objects                                                                     7   1746
+`
+
+func TestArchiveLsCat(t *testing.T) {
+	root := t.TempDir()
+	makeArchive(t, archive.NewDir(root), "ttl")
+	from := filepath.Join(root, "ttl")
+
+	code, out, errs := cli("archive", "ls", "--from", from)
+	if code != 0 || out != wantLs || errs != "" {
+		t.Errorf("archive ls: exit %d\n%s\nwant\n%s\nstderr: %s", code, out, wantLs, errs)
+	}
+
+	code, out, _ = cli("archive", "ls", "--from", from, "--entity", "Comment", "--date", "2025-12-31")
+	if want := "KEY                                                                   ITEMS  BYTES\n" +
+		"entity=Comment/date=2025-12-31/4421584500000000017450439091.jsonl.gz      3    410\n" +
+		"total: 1 object                                                           3    410\n"; code != 0 || out != want {
+		t.Errorf("archive ls --entity --date: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli("archive", "ls", "--from", from, "--entity", "_unknown")
+	if code != 0 || !strings.Contains(out, "entity=_unknown/") || strings.Count(out, "\n") != 3 {
+		t.Errorf("archive ls --entity _unknown: exit %d\n%s", code, out)
+	}
+
+	// cat prints the archived lines as they are, in key order.
+	code, out, _ = cli("archive", "cat", "--from", from, "--entity", "Comment")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 4 {
+		t.Fatalf("archive cat: exit %d, %d lines\n%s", code, len(lines), out)
+	}
+	for i, seq := range []string{"091", "095", "100", "093"} {
+		var l archive.Line
+		if err := json.Unmarshal([]byte(lines[i]), &l); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(l.Archive.SequenceNumber, seq) || l.Archive.Table != "App" {
+			t.Errorf("line %d: %+v", i, l.Archive)
+		}
+	}
+	golden, _ := os.ReadFile("../../pipeline/archive/testdata/layout.golden")
+	if !strings.Contains(string(golden), lines[0]+"\n") {
+		t.Errorf("cat's first line is not the golden one:\n%s", lines[0])
+	}
+
+	// A stray file is reported, not read.
+	os.WriteFile(filepath.Join(from, "README"), []byte("hi"), 0o644)
+	code, _, errs = cli("archive", "ls", "--from", from)
+	if code != 0 || errs != "tributary: skipped 1 key(s) that are not archive objects, e.g. README\n" {
+		t.Errorf("stray file: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestArchiveUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"archive"}, 2, "want a subcommand, ls or cat"},
+		{[]string{"archive", "rm"}, 2, `unknown subcommand "rm"`},
+		{[]string{"archive", "ls"}, 2, "--from is required"},
+		{[]string{"archive", "ls", "--from", "x", "--date", "2026-1-1"}, 2, "--date"},
+		{[]string{"archive", "cat", "--from", "s3://Bad_Bucket/x"}, 2, "--from"},
+		{[]string{"archive", "ls", "--from", "/nonexistent/archive"}, 1, "no such file or directory"},
+		{[]string{"archive", "-h"}, 0, "Usage: tributary archive <ls|cat>"},
+		{[]string{"archive", "ls", "-h"}, 0, "-entity"},
+		{[]string{"restore", "--from", "x"}, 2, "exactly one of --table and --to"},
+		{[]string{"restore", "--from", "x", "--table", "t", "--to", "d"}, 2, "exactly one of --table and --to"},
+		{[]string{"restore", "--from", "x", "--to", "d", "--endpoint", "http://localhost"}, 2, "--endpoint goes with --table"},
+		{[]string{"restore", "--from", "x", "--to", "d", "--key-attributes", " , "}, 2, "--key-attributes is empty"},
+		{[]string{"restore", "-h"}, 0, "-key-attributes"},
+	} {
+		code, _, errs := cli(tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.err) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tc.args, code, errs, tc.code, tc.err)
+		}
+	}
+	// The commands are listed in the help.
+	_, _, errs := cli("help")
+	for _, want := range []string{"archive ", "restore "} {
+		if !strings.Contains(errs, "\n  "+want) {
+			t.Errorf("help lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+// itemsOf returns the old images of the event's TTL removals, by key.
+func itemsOf(t *testing.T, event []byte) map[string]string {
+	t.Helper()
+	changes, err := pipeline.DecodeStreamsEvent(event, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range changes {
+		if c.TTL {
+			out[pipeline.ItemKey(c.Keys)] = string(pipeline.AppendItem(nil, c.Old))
+		}
+	}
+	return out
+}
+
+func TestRestoreToDir(t *testing.T) {
+	root := t.TempDir()
+	event := makeArchive(t, archive.NewDir(root), "")
+	to := t.TempDir()
+	code, out, errs := cli("restore", "--from", root, "--to", to)
+	if code != 0 || !strings.HasPrefix(out, "wrote 7 items from 5 objects into "+filepath.Join(to, "AWSDynamoDB")) {
+		t.Fatalf("restore --to: exit %d\n%s%s", code, out, errs)
+	}
+	// The export's data lines are the items, byte for byte.
+	want := itemsOf(t, event)
+	got := map[string]string{}
+	dec := pipeline.NewExportDecoder(pipeline.Options{})
+	files, _ := filepath.Glob(filepath.Join(to, "AWSDynamoDB", "*", "data", "*.json.gz"))
+	if len(files) != 5 {
+		t.Fatalf("%d data files", len(files))
+	}
+	for _, f := range files {
+		data, err := readInput(&env{}, f) // gunzips
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range bytes.Split(bytes.TrimSuffix(data, []byte{'\n'}), []byte{'\n'}) {
+			c, err := dec.Decode(line, f, i+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[pipeline.ItemKey(c.Keys)] = string(bytes.TrimSuffix(bytes.TrimPrefix(line, []byte(`{"Item":`)), []byte("}")))
+		}
+	}
+	compare(t, got, want)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(files[0])), "manifest-summary.json")); err != nil {
+		t.Error(err)
+	}
+
+	// An empty selection is an error, not an empty export.
+	code, _, errs = cli("restore", "--from", root, "--to", t.TempDir(), "--entity", "Nope")
+	if code != 1 || !strings.Contains(errs, "no archived items match") {
+		t.Errorf("empty selection: exit %d, %q", code, errs)
+	}
+}
+
+func compare(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(got) != len(want) {
+		t.Errorf("%d items, want %d", len(got), len(want))
+	}
+	for _, k := range keys {
+		if got[k] != want[k] {
+			t.Errorf("%s:\n got %s\nwant %s", k, got[k], want[k])
+		}
+	}
+}
+
+// TestArchiveS3 reads an archive in S3 (gofakes3), addressed by
+// AWS_ENDPOINT_URL_S3 as a user would point the tool at a local server.
+func TestArchiveS3(t *testing.T) {
+	awsEnv(t)
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	defer srv.Close()
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	c := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("archive-bucket")}); err != nil {
+		t.Fatal(err)
+	}
+	makeArchive(t, archive.NewS3(c, "archive-bucket", archive.S3Options{}), "ttl/app")
+
+	code, out, errs := cli("archive", "ls", "--from", "s3://archive-bucket/ttl/app")
+	if code != 0 || out != wantLs {
+		t.Errorf("archive ls s3://: exit %d\n%s\nwant\n%s\nstderr: %s", code, out, wantLs, errs)
+	}
+	code, out, _ = cli("archive", "cat", "--from", "s3://archive-bucket/ttl/app/", "--date", "2026-01-01")
+	if code != 0 || strings.Count(out, "\n") != 3 {
+		t.Errorf("archive cat s3://: exit %d\n%s", code, out)
+	}
+	to := t.TempDir()
+	if code, out, errs := cli("restore", "--from", "s3://archive-bucket/ttl/app", "--to", to, "--entity", "Comment"); code != 0 ||
+		!strings.HasPrefix(out, "wrote 4 items from 2 objects into ") {
+		t.Errorf("restore from s3://: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestRestoreTableIntegration: `tributary restore --table --endpoint` puts
+// the archived items into a DynamoDB table on moto, byte for byte.
+func TestRestoreTableIntegration(t *testing.T) {
+	url := awstest.MotoURL(t)
+	awsEnv(t)
+	ctx := context.Background()
+	ddb := awstest.DynamoDB(t)
+	table := awstest.UniqueName(t, "restore-cli")
+	awstest.CreateTable(ctx, t, ddb, table, false)
+
+	root := t.TempDir()
+	event := makeArchive(t, archive.NewDir(root), "")
+	code, out, errs := cli("restore", "--from", root, "--table", table, "--endpoint", url)
+	if code != 0 || out != "restored 7 items from 5 objects into table "+table+"\n" {
+		t.Fatalf("restore --table: exit %d\n%s%s", code, out, errs)
+	}
+	got := map[string]string{}
+	scan, err := ddb.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range scan.Items {
+		got[pipeline.ItemKey(pipeline.Item{"PK": it["PK"], "SK": it["SK"]})] = string(pipeline.AppendItem(nil, it))
+	}
+	compare(t, got, itemsOf(t, event))
+}

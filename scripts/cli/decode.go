@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+func runDecode(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "decode", "FILE...")
+	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: guessed from each file)")
+	typeAttr := fs.String("type-attribute", pipeline.DefaultTypeAttribute, "attribute holding the entity type")
+	versionAttr := fs.String("version-attribute", pipeline.DefaultVersionAttribute, "attribute holding the item version")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: no input files (use - for standard input)", errUsage)
+	}
+	switch *format {
+	case "", "streams", "kinesis", "streams-api", "export":
+	default:
+		return fmt.Errorf("%w: unknown format %q", errUsage, *format)
+	}
+	opts := pipeline.Options{TypeAttribute: *typeAttr, VersionAttribute: *versionAttr}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	var bad int
+	for _, name := range fs.Args() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data, err := readInput(e, name)
+		if err != nil {
+			return err
+		}
+		f := *format
+		if f == "" {
+			f = guessFormat(data)
+		}
+		changes, err := decodeFile(f, name, data, opts)
+		for i := range changes {
+			buf := changes[i].AppendJSON(nil)
+			out.Write(append(buf, '\n'))
+		}
+		if err != nil {
+			var de *pipeline.DecodeError
+			if !errors.As(err, &de) {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			for _, r := range de.Records {
+				fmt.Fprintf(e.stderr, "%s: %v\n", name, r)
+			}
+			bad += len(de.Records)
+		}
+	}
+	if bad > 0 {
+		out.Flush()
+		fmt.Fprintf(e.stderr, "tributary decode: %d record(s) could not be decoded\n", bad)
+		return errFailed
+	}
+	return nil
+}
+
+func readInput(e *env, name string) ([]byte, error) {
+	var (
+		data []byte
+		err  error
+	)
+	if name == "-" {
+		data, err = io.ReadAll(e.stdin)
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 2 && data[0] == 0x1f && data[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("%s: corrupt gzip: %w", name, err)
+		}
+	}
+	return data, nil
+}
+
+// guessFormat tells the formats apart by their first member names.
+func guessFormat(data []byte) string {
+	head := string(data[:min(len(data), 4096)])
+	switch {
+	case strings.Contains(head, `"aws:kinesis`) || strings.Contains(head, `"kinesis"`):
+		return "kinesis"
+	case strings.Contains(head, `"NextShardIterator"`):
+		return "streams-api"
+	case strings.Contains(head, `"Records"`):
+		return "streams"
+	}
+	return "export"
+}
+
+func decodeFile(format, name string, data []byte, opts pipeline.Options) ([]pipeline.Change, error) {
+	switch format {
+	case "streams":
+		return pipeline.DecodeStreamsEvent(data, opts)
+	case "kinesis":
+		return pipeline.DecodeKinesisEvent(data, opts)
+	case "streams-api":
+		return pipeline.DecodeStreamsAPIResponse(data, "", "", opts)
+	}
+	d := pipeline.NewExportDecoder(opts)
+	var (
+		out []pipeline.Change
+		bad []*pipeline.RecordError
+	)
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 2<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		c, err := d.Decode(sc.Bytes(), name, n)
+		if err != nil {
+			var re *pipeline.RecordError
+			if errors.As(err, &re) {
+				bad = append(bad, re)
+				continue
+			}
+			return out, err
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("reading lines: %w", err)
+	}
+	if bad != nil {
+		return out, &pipeline.DecodeError{Records: bad}
+	}
+	return out, nil
+}

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+func runLeaderboard(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "leaderboard", "")
+	var sf storeFlags
+	sf.register(fs)
+	season := fs.String("season", "", "season, e.g. 2026-Q2 (required)")
+	top := fs.Int("top", 10, "how many players")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *season == "" {
+		return fmt.Errorf("%w: --season is required", errUsage)
+	}
+	if *top < 1 {
+		return fmt.Errorf("%w: --top must be at least 1", errUsage)
+	}
+	st, closeStore, err := sf.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rows, err := st.QueryRows(ctx, "season-leaderboard", "SEASON#"+*season, *top)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	fmt.Fprintf(out, "season %s, top %d\n%4s  %-12s %-20s %8s\n", *season, *top, "rank", "player", "handle", "rating")
+	for i, r := range rows {
+		fmt.Fprintf(out, "%4d  %-12s %-20s %8s\n", i+1, attr(r.Attrs, "player"), attr(r.Attrs, "handle"), attr(r.Attrs, "rating"))
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(out, "(no players)")
+	}
+	return nil
+}
+
+func attr(item map[string]types.AttributeValue, name string) string {
+	switch v := item[name].(type) {
+	case *types.AttributeValueMemberS:
+		return v.Value
+	case *types.AttributeValueMemberN:
+		return v.Value
+	}
+	return ""
+}

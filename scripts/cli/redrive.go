@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tributary/tributary/pipeline/redrive"
+	"github.com/tributary/tributary/pipeline/replay"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
+)
+
+const redriveUsage = `--from s3://BUCKET/PREFIX|DIR (--store DIR | --table NAME) [--endpoint URL] [--dry-run]
+
+Runs the batches that the projector's event source mapping discarded, and
+whose invocation records its S3 on-failure destination kept, through the
+projector's handler again: exactly once (records already applied are skipped),
+so redriving twice is harmless. --from DIR reads a local copy of the
+destination (aws s3 sync s3://BUCKET/PREFIX DIR).`
+
+func runRedrive(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "redrive", redriveUsage)
+	from := fs.String("from", "", "the destination: s3://BUCKET/PREFIX, or a directory holding a copy of it")
+	var sf storeFlags
+	sf.register(fs)
+	dryRun := fs.Bool("dry-run", false, "decode and decide what would be written; write nothing")
+	verbose := fs.Bool("v", false, "log as JSON to stderr")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *from == "" {
+		return fmt.Errorf("%w: --from is required", errUsage)
+	}
+	objs, where, err := redriveObjects(ctx, *from, sf.endpoint)
+	if err != nil {
+		return err
+	}
+	// A directory's store is created if missing; a table must exist.
+	st, closeStore, err := sf.open(ctx, sf.table == "")
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	logw := io.Discard
+	if *verbose {
+		logw = e.stderr
+	}
+	log := slog.New(slog.NewJSONHandler(logw, nil))
+	var writeTo projections.Store = st
+	var dry *replay.DryRun
+	if *dryRun {
+		dry = replay.NewDryRun(st)
+		writeTo = dry
+	}
+	// The projector runs every projection: so does redrive, and it refuses
+	// a store built for a subset.
+	if err := replay.CheckProjectionSet(ctx, writeTo, st, nil); err != nil {
+		return err
+	}
+	engine := projections.New(writeTo, projections.Config{Logger: log}, seed.All()...)
+
+	out := e.stdout
+	note := ""
+	if *dryRun {
+		note = " (dry run: nothing is written)"
+	}
+	fmt.Fprintf(out, "redrive %s%s\n", where, note)
+	t0 := time.Now()
+	rep, err := redrive.Run(ctx, objs, redrive.Config{Handler: engine, Logger: log, Each: func(r redrive.ObjectResult) {
+		printRedriven(e, r)
+	}})
+	s := engine.Stats()
+	fmt.Fprintf(out, "objects:  %d read, %d fully applied, %d without a payload or unreadable (%.1fs)\n", rep.Objects, rep.Done, rep.Unreadable, time.Since(t0).Seconds())
+	fmt.Fprintf(out, "records:  %d; %d handled, %d failed again\n", rep.Records, rep.Applied, rep.Failed)
+	if dry != nil {
+		txs, actions := dry.Counts()
+		fmt.Fprintf(out, "would apply: %d item states in %d transactions (%d write actions)\n", s.Items, txs, actions)
+	} else {
+		fmt.Fprintf(out, "applied:  %d item states written in %d transactions (%.0f write units)\n", s.Items, s.Transactions, s.WriteUnits)
+	}
+	fmt.Fprintf(out, "skipped:  %d already applied, %d superseded in their batch, %d of entity types no projection reads\n", s.Stale, s.Superseded, s.Unprojected)
+	if err != nil {
+		return err
+	}
+	if rep.Done < rep.Objects {
+		return errFailed
+	}
+	return nil
+}
+
+// redriveObjects opens --from: an S3 prefix or a directory.
+func redriveObjects(ctx context.Context, from, endpoint string) (redrive.Objects, string, error) {
+	if !strings.HasPrefix(from, "s3://") {
+		st, err := os.Stat(from)
+		if err != nil {
+			return nil, "", err
+		}
+		if !st.IsDir() {
+			return nil, "", fmt.Errorf("--from %s is not a directory", from)
+		}
+		return redrive.Dir(from), from, nil
+	}
+	bucket, prefix, err := redrive.ParseURL(from)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: --from: %v", errUsage, err)
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("loading AWS configuration: %w", err)
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		// A custom endpoint is a local S3-protocol server: address buckets
+		// by path, as those expect.
+		o.UsePathStyle = endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return redrive.NewS3(client, bucket, prefix), from, nil
+}
+
+// printRedriven reports one object: on stdout what it held and came to, on
+// stderr the records that failed again.
+func printRedriven(e *env, r redrive.ObjectResult) {
+	inv := r.Invocation
+	switch {
+	case inv == nil:
+		fmt.Fprintf(e.stdout, "%s: not an invocation record: %v\n", r.Key, r.Err)
+		return
+	case errors.Is(r.Err, redrive.ErrNoPayload):
+		fmt.Fprintf(e.stdout, "%s: %s, shard %s, %d records from %s: no payload (an SQS or SNS destination's record); read them from the stream again:\n  %s\n",
+			r.Key, inv.Condition, inv.Batch.ShardID, inv.Batch.BatchSize, inv.Batch.StartSequenceNumber, replayCommand(inv))
+		return
+	}
+	status := "applied"
+	switch {
+	case r.Err != nil:
+		status = "stopped: " + r.Err.Error()
+	case len(r.Failed) > 0:
+		status = fmt.Sprintf("%d failed again", len(r.Failed))
+	}
+	fmt.Fprintf(e.stdout, "%s: %s %s shard %s, %d records (%s): %d handled, %s\n",
+		r.Key, inv.Source, inv.Condition, inv.Batch.ShardID, r.Records, inv.Timestamp.UTC().Format(time.RFC3339), r.Applied, status)
+	for _, f := range r.Failed {
+		fmt.Fprintf(e.stderr, "%s: record %d (seq %s, %s): %v\n", r.Key, f.Index, f.SequenceNumber, f.EntityType, f.Err)
+	}
+}
+
+// replayCommand is the replay that reads a metadata-only record's batch
+// from its stream.
+func replayCommand(inv *redrive.Invocation) string {
+	scheme := "kinesis://"
+	if inv.Source == pipeline.SourceStreams {
+		scheme = "streams://"
+	}
+	cmd := fmt.Sprintf("tributary replay --from %s%s --start %s:%s", scheme, inv.Batch.StreamARN, inv.Batch.ShardID, inv.Batch.StartSequenceNumber)
+	if !inv.Batch.ApproximateArrivalOfLast.IsZero() {
+		cmd += " --until " + inv.Batch.ApproximateArrivalOfLast.Add(time.Second).UTC().Format(time.RFC3339)
+	}
+	return cmd + " --store DIR|--table NAME"
+}

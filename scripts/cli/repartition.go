@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline"
+)
+
+// runRepartition is `tributary repartition`: split an export by entity type.
+func runRepartition(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "repartition", "")
+	var sf exportFlags
+	sf.register(fs)
+	out := fs.String("out", "", "output: a directory or s3://bucket/prefix (required)")
+	transform := fs.String("transform", "", "rewrite items with a registered transform (see --list-transforms)")
+	list := fs.Bool("list-transforms", false, "list the registered transforms and exit")
+	workers := fs.Int("workers", runtime.NumCPU(), "data files repartitioned at once (each also compresses its entity types in parallel)")
+	compression := fs.String("compression", "gzip", "output compression: gzip, zstd or none (ImportTable reads all three)")
+	level := fs.Int("level", export.DefaultLevel, "compression level (-1: the codec's default: gzip 5, zstd 3)")
+	partMB := fs.Int64("max-part-mb", 512, "start a new part file after this many MB of uncompressed lines")
+	force := fs.Bool("force", false, "redo everything, even a complete output of the same inputs")
+	noSync := fs.Bool("no-sync", false, "do not fsync local output (faster; a power cut may then lose committed files)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	reg := export.DefaultTransforms()
+	if *list {
+		for _, t := range reg.Transforms() {
+			fmt.Fprintf(e.stdout, "%-16s %s (types: %s)\n", t.Name, t.Doc, strings.Join(t.Types(), ", "))
+		}
+		return nil
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *out == "" {
+		return fmt.Errorf("%w: --out is required", errUsage)
+	}
+	comp, err := export.ParseCompression(*compression)
+	if err != nil {
+		return fmt.Errorf("%w: --compression: %v", errUsage, err)
+	}
+	if *workers < 1 {
+		return fmt.Errorf("%w: --workers must be at least 1", errUsage)
+	}
+	if *partMB < 1 {
+		return fmt.Errorf("%w: --max-part-mb must be at least 1", errUsage)
+	}
+	opts := export.Options{TypeAttribute: sf.typeAttr, Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5}
+	if *transform != "" {
+		t, err := reg.Lookup(*transform)
+		if err != nil {
+			return fmt.Errorf("%w: --transform: %v", errUsage, err)
+		}
+		opts.Transform = t
+	}
+	outLoc, err := export.ParseLocation(*out)
+	if err != nil {
+		return fmt.Errorf("%w: --out: %v", errUsage, err)
+	}
+	sf.noSync = *noSync
+	src, overlay, err := sf.open(ctx, e)
+	if err != nil {
+		return err
+	}
+	outStore, err := sf.store(ctx, outLoc)
+	if err != nil {
+		return err
+	}
+	prog := newByteProgress(e.stderr, "repartition", src.Summary.ItemCount+overlay.Lines)
+	opts.Progress = prog.add
+	r, err := export.NewRepartitioner(src, overlay, outStore, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "repartition %s (%d data files, %d items", src, len(src.Files), src.Summary.ItemCount)
+	if overlay.Len() > 0 {
+		fmt.Fprintf(e.stdout, "; %d incremental exports touching %d items", len(overlay.Exports), overlay.Len())
+	}
+	fmt.Fprintf(e.stdout, ") into %s\n", outStore)
+	start := time.Now()
+	s, err := r.Run(ctx, *workers, *force)
+	prog.done()
+	if err != nil {
+		return err
+	}
+	if prog.items.Load() == 0 && !*force {
+		fmt.Fprintf(e.stdout, "already complete: %s was written %s by a run of the same inputs and settings (--force redoes it)\n", export.SummaryKey, s.Finished)
+	}
+	printSummary(e.stdout, s, time.Since(start), prog.bytes.Load())
+	return nil
+}
+
+// printSummary prints a run's per-entity table and totals.
+func printSummary(w io.Writer, s *export.RunSummary, took time.Duration, read int64) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PARTITION\tENTITY TYPE\tITEMS\tPARTS\tMB\tMB UNCOMPRESSED\t")
+	for _, en := range s.Entities {
+		name := en.Entity
+		if name == "" {
+			name = "(none)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t\n", en.Segment, name, en.ItemCount, en.Parts, float64(en.Bytes)/1e6, float64(en.UncompressedBytes)/1e6)
+	}
+	tw.Flush()
+	t := s.Totals
+	fmt.Fprintf(w, "%d items in, %d out", t.SourceItems, t.OutputItems)
+	if s.Transform != "" {
+		fmt.Fprintf(w, " (transform %s: %d dropped, %d added)", s.Transform, t.Dropped, t.Added)
+	}
+	if len(s.Incrementals) > 0 {
+		fmt.Fprintf(w, " (incremental: %d replaced, %d deleted, %d inserted)", t.Replaced, t.Deleted, t.Inserted)
+	}
+	if t.OrphansRemoved > 0 {
+		fmt.Fprintf(w, "; removed %d stale objects of an earlier run", t.OrphansRemoved)
+	}
+	fmt.Fprintln(w)
+	if read > 0 && took > 0 {
+		fmt.Fprintf(w, "read %.0f MB uncompressed in %.1fs: %.0f MB/s\n", float64(read)/1e6, took.Seconds(), float64(read)/1e6/took.Seconds())
+	}
+}
+
+// exportFlags are the flags that name an export and how to read it, shared
+// by repartition and verify.
+type exportFlags struct {
+	export       string
+	incrementals stringList
+	typeAttr     string
+	skipMD5      bool
+	noManifest   bool
+	kmsKey       string
+	noSync       bool
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func (f *exportFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.export, "export", "", "the full export: its directory (…/AWSDynamoDB/<ExportId>) or a prefix holding one export; a directory or s3://bucket/prefix (required)")
+	fs.Var(&f.incrementals, "incremental", "an incremental export to apply on top (repeatable; applied in time order)")
+	fs.StringVar(&f.typeAttr, "type-attribute", pipeline.DefaultTypeAttribute, "the entity-type attribute")
+	fs.BoolVar(&f.skipMD5, "skip-md5", false, "do not hash data files nor check them against the manifest's md5Checksum (faster; gzip CRCs and item counts are still checked)")
+	fs.BoolVar(&f.noManifest, "allow-missing-manifest", false, "read an export directory without manifests (e.g. a local server's export): nothing can be reconciled")
+	fs.StringVar(&f.kmsKey, "kms-key-id", "", "encrypt S3 output with SSE-KMS under this key (default SSE-S3)")
+}
+
+// open opens the export and the overlay of its incremental exports.
+func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export.Overlay, error) {
+	if f.export == "" {
+		return nil, nil, fmt.Errorf("%w: --export is required", errUsage)
+	}
+	loc, err := export.ParseLocation(f.export)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: --export: %v", errUsage, err)
+	}
+	oo := export.OpenOptions{AllowMissingManifest: f.noManifest}
+	src, err := export.OpenExportAt(ctx, loc, func(l export.Location) (export.Store, error) { return f.store(ctx, l) }, oo)
+	if err != nil {
+		return nil, nil, err
+	}
+	if src.Summary.Incremental() {
+		return nil, nil, fmt.Errorf("%w: --export %s is an incremental export; give the full export, and this one with --incremental", errUsage, f.export)
+	}
+	if src.NoManifest {
+		fmt.Fprintf(e.stderr, "tributary: %s has no manifest: item counts and checksums cannot be reconciled\n", src)
+	}
+	var incs []*export.Export
+	for _, s := range f.incrementals {
+		l, err := export.ParseLocation(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --incremental: %v", errUsage, err)
+		}
+		inc, err := export.OpenExportAt(ctx, l, func(l export.Location) (export.Store, error) { return f.store(ctx, l) }, export.OpenOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		incs = append(incs, inc)
+	}
+	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: f.typeAttr}, f.skipMD5)
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, ov, nil
+}
+
+// store opens a location: a directory, or S3 through the default AWS
+// configuration.
+func (f *exportFlags) store(ctx context.Context, l export.Location) (export.Store, error) {
+	if !l.IsS3() {
+		d := export.NewDir(l.Dir)
+		if f.noSync {
+			d = d.WithoutSync()
+		}
+		return d, nil
+	}
+	client, err := s3Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return export.NewS3(client, l.Bucket, l.Prefix, export.S3Options{KMSKeyID: f.kmsKey}), nil
+}
+
+// s3Client builds an S3 client from the default AWS configuration. A custom
+// endpoint (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3) is a local S3-protocol
+// server: buckets are then addressed by path, as those expect.
+func s3Client(ctx context.Context) (*s3.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS configuration: %w", err)
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+		o.DisableLogOutputChecksumValidationSkipped = true
+	}), nil
+}
+
+// byteProgress prints a progress line to a terminal every second (bytes,
+// items, rate, ETA); it is silent when w is not a terminal. add is safe for
+// concurrent use.
+type byteProgress struct {
+	w            io.Writer
+	verb         string
+	unit         string // what add's first argument counts: "MB" (bytes) or "WCU"
+	total        int64
+	bytes, items atomic.Int64
+	start        time.Time
+	last         atomic.Int64
+	tty          bool
+}
+
+func newByteProgress(w io.Writer, verb string, totalItems int64) *byteProgress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	p := &byteProgress{w: w, verb: verb, unit: "MB", total: totalItems, start: time.Now(), tty: tty}
+	p.last.Store(p.start.UnixNano())
+	return p
+}
+
+func (p *byteProgress) add(bytes, items int64) {
+	b, n := p.bytes.Add(bytes), p.items.Add(items)
+	if !p.tty {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := p.last.Load()
+	if now-last < int64(time.Second) || !p.last.CompareAndSwap(last, now) {
+		return
+	}
+	el := time.Since(p.start).Seconds()
+	amount := float64(b)
+	if p.unit == "MB" {
+		amount /= 1e6
+	}
+	line := fmt.Sprintf("\r%s: %.0f %s, %d items", p.verb, amount, p.unit, n)
+	if p.total > 0 {
+		pct := min(100, float64(n)*100/float64(p.total))
+		eta := 0.0
+		if n > 0 && n < p.total {
+			eta = el * float64(p.total-n) / float64(n)
+		}
+		line += fmt.Sprintf(" of %d (%.0f%%), %.0f %s/s, ETA %s", p.total, pct, amount/el, p.unit, time.Duration(eta*float64(time.Second)).Round(time.Second))
+	}
+	fmt.Fprint(p.w, line+"   ")
+}
+
+func (p *byteProgress) done() {
+	if p.tty && time.Since(p.start) > time.Second {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

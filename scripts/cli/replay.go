@@ -1,0 +1,457 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary/tributary/infra/checkpoint"
+	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/kinesisread"
+	"github.com/tributary/tributary/pipeline/replay"
+	"github.com/tributary/tributary/pipeline/shardread"
+	"github.com/tributary/tributary/infra/streamsread"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
+)
+
+const replayUsage = `--from kinesis://STREAM|streams://TABLE [--start TRIM_HORIZON|<RFC3339>|SHARD:SEQ,...] [--until <RFC3339>]
+       [--projection NAME]... (--store DIR | --table NAME | --rebuild-into NEW_TABLE) [--endpoint URL] [--dry-run]
+
+Replays a window of the table's change stream into the projections, through the
+projector's engine: exactly once, whatever was applied before. Progress is saved
+in a checkpoint; run the same command again to resume an interrupted replay, or
+to catch up with what the stream received since.`
+
+// replayFlags are replay's command line.
+type replayFlags struct {
+	from, start, until, rebuild  string
+	projections                  multiFlag
+	store                        storeFlags
+	dryRun, restart, verbose     bool
+	checkpointDir, checkpointTab string
+	batch, concurrency           int
+	limit                        int64
+}
+
+func runReplay(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "replay", replayUsage)
+	var f replayFlags
+	fs.StringVar(&f.from, "from", "", "the stream: kinesis://STREAM (name or ARN) or streams://TABLE (table name or ARN, or the stream's ARN)")
+	fs.StringVar(&f.start, "start", "TRIM_HORIZON", "where the window starts: TRIM_HORIZON, an RFC 3339 time, or SHARD:SEQ[,SHARD:SEQ...] (e.g. a failed batch's shardId and startSequenceNumber)")
+	fs.StringVar(&f.until, "until", "", "where the window ends, an RFC 3339 time (default: until caught up with the stream)")
+	fs.Var(&f.projections, "projection", "apply only this projection (repeat for several); needs a store of its own: --rebuild-into, or a new --store")
+	f.store.register(fs)
+	fs.StringVar(&f.rebuild, "rebuild-into", "", "build the projections from scratch into this new DynamoDB table (created), for a blue/green switch")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "read and decide what would be written; write nothing (neither aggregates nor checkpoint)")
+	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "directory of checkpoint files (default <--store DIR>/checkpoints, or the user cache directory)")
+	fs.StringVar(&f.checkpointTab, "checkpoint-table", "", "keep the checkpoint in this DynamoDB table instead (string keys PK and SK; the aggregate table will do)")
+	fs.BoolVar(&f.restart, "restart", false, "discard this replay's checkpoint and read the window from its start")
+	fs.IntVar(&f.batch, "batch-size", 1000, "records per read of a shard, and per batch applied")
+	fs.IntVar(&f.concurrency, "concurrency", 4, "shards read at once (children wait for their parents)")
+	fs.Int64Var(&f.limit, "limit", 0, "stop after applying this many records; the next run resumes (0: no limit)")
+	fs.BoolVar(&f.verbose, "v", false, "log as JSON to stderr")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	plan, err := f.check()
+	if err != nil {
+		return err
+	}
+	logw := io.Discard
+	if f.verbose {
+		logw = e.stderr
+	}
+	log := slog.New(slog.NewJSONHandler(logw, nil))
+
+	awsCfg, err := f.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	src, srcName, err := f.source(ctx, awsCfg, plan)
+	if err != nil {
+		return err
+	}
+	st, target, closeStore, err := f.target(ctx, awsCfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	all := seed.All()
+	selected, err := replay.Select(all, f.projections)
+	if err != nil {
+		return fmt.Errorf("%w: --projection: %v", errUsage, err)
+	}
+	var names []string
+	if len(f.projections) > 0 {
+		for _, p := range selected {
+			names = append(names, p.Name())
+		}
+	}
+	var (
+		writeTo projections.Store = st
+		dry     *replay.DryRun
+	)
+	if f.dryRun {
+		dry = replay.NewDryRun(st)
+		writeTo = dry
+	}
+	if err := replay.CheckProjectionSet(ctx, writeTo, st, names); err != nil {
+		return err
+	}
+	engine := projections.New(writeTo, projections.Config{Logger: log, Ignore: replay.Ignored(all, selected)}, selected...)
+
+	cps, cpWhere, err := f.checkpoints(awsCfg)
+	if err != nil {
+		return err
+	}
+	projList := "all"
+	if names != nil {
+		projList = strings.Join(names, ",")
+	}
+	job := checkpoint.JobID(srcName, plan.spec.String(), f.until, projList, target)
+	if f.rebuild != "" && !f.dryRun && !f.restart {
+		if err := freshRebuild(ctx, st, cps, job, f.rebuild); err != nil {
+			return err
+		}
+	}
+
+	rc := shardread.Config{
+		Start: plan.spec.Start, At: plan.spec.At, Until: plan.until, BatchSize: f.batch, Concurrency: f.concurrency,
+		MaxRecords: f.limit, Logger: log,
+	}
+	if strings.HasPrefix(f.from, "kinesis://") {
+		rc.MinReadInterval = 200 * time.Millisecond // 5 reads per second per shard
+	} else {
+		rc.EmptyReadDelay = 250 * time.Millisecond // three empty reads in 3/4 s: the tip
+	}
+	rp := replay.New(replay.Config{
+		Source: src, Reader: rc, Handler: engine, Checkpoints: cps, Job: job, Restart: f.restart, ReadOnly: f.dryRun, Logger: log,
+		About: map[string]string{"source": srcName, "start": plan.spec.String(), "until": f.until, "projections": projList, "target": target},
+	})
+
+	out := e.stdout
+	window := "until caught up"
+	if f.until != "" {
+		window = "until " + plan.until.Format(time.RFC3339Nano)
+	}
+	dryNote := ""
+	if f.dryRun {
+		dryNote = " (dry run: nothing is written)"
+	}
+	fmt.Fprintf(out, "replay %s from %s %s into %s, projections: %s%s\n", srcName, plan.spec, window, target, projList, dryNote)
+	fmt.Fprintf(out, "checkpoint: %s, job %s\n", cpWhere, job)
+
+	prog := startReplayProgress(e.stderr, rp)
+	t0 := time.Now()
+	sum, runErr := rp.Run(ctx)
+	prog.stop()
+	stats := engine.Stats()
+	printReplaySummary(e, sum, stats, dry, time.Since(t0))
+
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		fmt.Fprintln(out, "status:   interrupted; run the same command to resume from the checkpoint")
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	case runErr != nil:
+		fmt.Fprintln(out, "status:   stopped by an error; the checkpoint holds what was applied: fix the cause and run the same command to resume")
+		return runErr
+	case sum.Read.Limited:
+		fmt.Fprintf(out, "status:   stopped at --limit %d; run the same command to go on\n", f.limit)
+	case sum.Finished:
+		fmt.Fprintln(out, "status:   window complete: every shard read to the window's end")
+	default:
+		lag := "up to the tip of every shard"
+		if !sum.Read.Latest.IsZero() {
+			lag += " (newest record " + sum.Read.Latest.UTC().Format(time.RFC3339) + ")"
+		}
+		fmt.Fprintln(out, "status:   caught up with the stream, "+lag)
+		if f.rebuild != "" {
+			fmt.Fprintf(out, "rebuild:  %s has caught up. Keep it current by running this command again (it resumes), or start a kinesis-projector on it; then switch readers to it (docs/replay.md, \"Rebuild, blue/green\").\n", f.rebuild)
+		}
+	}
+	if f.dryRun && sum.Resumed {
+		fmt.Fprintln(out, "note:     the dry run started from the saved checkpoint, as the real run would")
+	}
+	if sum.Failed > 0 {
+		return errFailed
+	}
+	return nil
+}
+
+// replayPlan is the command line, checked.
+type replayPlan struct {
+	spec  shardread.StartSpec
+	until time.Time
+}
+
+func (f *replayFlags) check() (replayPlan, error) {
+	var p replayPlan
+	var errs []string
+	if !strings.HasPrefix(f.from, "kinesis://") && !strings.HasPrefix(f.from, "streams://") || len(f.from) <= len("streams://") {
+		errs = append(errs, "--from must be kinesis://STREAM or streams://TABLE")
+	}
+	var err error
+	if p.spec, err = shardread.ParseStart(f.start); err != nil {
+		errs = append(errs, "--"+err.Error())
+	}
+	if f.until != "" {
+		if p.until, err = time.Parse(time.RFC3339Nano, f.until); err != nil {
+			errs = append(errs, fmt.Sprintf("--until %q: want an RFC 3339 time", f.until))
+		} else if p.spec.Start.Type == shardread.AtTimestamp && !p.until.After(p.spec.Start.Time) {
+			errs = append(errs, "--until must be after --start")
+		}
+	}
+	targets := 0
+	for _, s := range []string{f.store.dir, f.store.table, f.rebuild} {
+		if s != "" {
+			targets++
+		}
+	}
+	switch {
+	case targets == 0:
+		errs = append(errs, "give --store DIR, --table NAME or --rebuild-into NEW_TABLE")
+	case targets > 1:
+		errs = append(errs, "--store, --table and --rebuild-into are exclusive")
+	}
+	if f.rebuild != "" && f.dryRun {
+		errs = append(errs, "--dry-run with --rebuild-into would build nothing; dry-run against --store or --table")
+	}
+	if f.checkpointDir != "" && f.checkpointTab != "" {
+		errs = append(errs, "--checkpoint-dir and --checkpoint-table are exclusive")
+	}
+	if f.batch < 1 || f.batch > kinesisread.MaxBatch {
+		errs = append(errs, fmt.Sprintf("--batch-size must be between 1 and %d", kinesisread.MaxBatch))
+	}
+	if f.concurrency < 1 {
+		errs = append(errs, "--concurrency must be at least 1")
+	}
+	if f.limit < 0 {
+		errs = append(errs, "--limit must not be negative")
+	}
+	if len(errs) > 0 {
+		return p, fmt.Errorf("%w: %s", errUsage, strings.Join(errs, "; "))
+	}
+	return p, nil
+}
+
+// awsConfig loads the AWS configuration; --endpoint, when given, applies
+// to every client the command makes.
+func (f *replayFlags) awsConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, fmt.Errorf("loading AWS configuration: %w", err)
+	}
+	if f.store.endpoint != "" {
+		cfg.BaseEndpoint = aws.String(f.store.endpoint)
+	}
+	return cfg, nil
+}
+
+func (f *replayFlags) source(ctx context.Context, cfg aws.Config, plan replayPlan) (shardread.Source, string, error) {
+	if name, ok := strings.CutPrefix(f.from, "kinesis://"); ok {
+		return kinesisread.New(kinesis.NewFromConfig(cfg), name, pipeline.Options{}), f.from, nil
+	}
+	table := strings.TrimPrefix(f.from, "streams://")
+	client := dynamodbstreams.NewFromConfig(cfg)
+	arn, err := streamsread.StreamARN(ctx, client, table)
+	if err != nil {
+		return nil, "", err
+	}
+	if plan.until.IsZero() && plan.spec.Start.Type == shardread.AtTimestamp && time.Since(plan.spec.Start.Time) > 24*time.Hour {
+		return nil, "", fmt.Errorf("%w: --start %s is more than 24 hours ago: DynamoDB Streams keeps a day; replay from Kinesis or an export", errUsage, plan.spec)
+	}
+	return streamsread.New(client, arn, pipeline.Options{}), "streams://" + arn, nil
+}
+
+// target opens the store to write to: --store, --table or a new table for
+// --rebuild-into. It returns the store and a name for it.
+func (f *replayFlags) target(ctx context.Context, cfg aws.Config) (store, string, func() error, error) {
+	switch {
+	case f.store.dir != "":
+		st, closeStore, err := f.store.open(ctx, true)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		abs, _ := filepath.Abs(f.store.dir)
+		return st, "store:" + abs, closeStore, nil
+	case f.store.table != "":
+		// An existing table (the live aggregate table): no CreateTable, for
+		// which an operator's role need not have the permission.
+		st, closeStore, err := f.store.open(ctx, false)
+		return st, "table:" + f.store.table, closeStore, err
+	}
+	client := dynamodb.NewFromConfig(cfg)
+	if err := dynamostore.CreateTable(ctx, client, f.rebuild); err != nil {
+		return nil, "", nil, err
+	}
+	return dynamostore.New(client, f.rebuild), "table:" + f.rebuild, func() error { return nil }, nil
+}
+
+// checkpoints returns the checkpoint store and where it is, for people.
+func (f *replayFlags) checkpoints(cfg aws.Config) (checkpoint.Store, string, error) {
+	if f.checkpointTab != "" {
+		return checkpoint.NewTable(dynamodb.NewFromConfig(cfg), f.checkpointTab), "table " + f.checkpointTab, nil
+	}
+	dir := f.checkpointDir
+	switch {
+	case dir != "":
+	case f.store.dir != "":
+		dir = filepath.Join(f.store.dir, "checkpoints")
+	default:
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: no user cache directory (%v): give --checkpoint-dir or --checkpoint-table", errUsage, err)
+		}
+		dir = filepath.Join(cache, "tributary", "checkpoints")
+	}
+	return checkpoint.NewDir(dir), dir, nil
+}
+
+// freshRebuild refuses to rebuild into a table that already holds
+// aggregates, unless it is this job's own (a checkpoint says so).
+func freshRebuild(ctx context.Context, st store, cps checkpoint.Store, job, table string) error {
+	if _, err := cps.Load(ctx, job); err == nil {
+		return nil // resuming this rebuild
+	} else if !errors.Is(err, checkpoint.ErrNotFound) {
+		return err
+	}
+	empty, err := replay.Empty(ctx, st)
+	if err != nil {
+		return err
+	}
+	if !empty {
+		return fmt.Errorf("%w: --rebuild-into %s: the table already holds aggregates and no checkpoint of this rebuild: a rebuild goes into a new table (or add --restart to rebuild over it)", errUsage, table)
+	}
+	return nil
+}
+
+func printReplaySummary(e *env, sum replay.Summary, s projections.Stats, dry *replay.DryRun, took time.Duration) {
+	out := e.stdout
+	r := sum.Read
+	resumed := ""
+	if sum.Resumed {
+		resumed = ", resumed from the checkpoint"
+	}
+	fmt.Fprintf(out, "read:     %d records from %d shards (%d finished, %d caught up%s) in %.1fs; read %.1fs, apply %.1fs (summed over shards)\n",
+		r.Records, r.Shards, r.ShardsDone, r.ShardsCaughtUp, resumed, took.Seconds(), r.ReadTime.Seconds(), r.HandleTime.Seconds())
+	if r.BeforeStart > 0 || r.AfterUntil > 0 || r.Throttles > 0 || r.ExpiredIterators > 0 || r.ShardsExpired > 0 {
+		fmt.Fprintf(out, "          outside the window: %d before it, %d after it; %d throttled calls waited out, %d iterators renewed, %d shards expired before they were read\n",
+			r.BeforeStart, r.AfterUntil, r.Throttles, r.ExpiredIterators, r.ShardsExpired)
+	}
+	verb := "applied: "
+	if dry != nil {
+		txs, actions := dry.Counts()
+		verb = "would apply:"
+		fmt.Fprintf(out, "%s %d item states in %d transactions (%d write actions)\n", verb, s.Items, txs, actions)
+	} else {
+		fmt.Fprintf(out, "%s %d item states written in %d transactions (%.0f write units)\n", verb, s.Items, s.Transactions, s.WriteUnits)
+	}
+	fmt.Fprintf(out, "skipped:  %d already applied (duplicates, earlier runs), %d superseded by a newer change in their batch, %d of entity types no projection here reads\n",
+		s.Stale, s.Superseded, s.Unprojected)
+	fmt.Fprintf(out, "failed:   %d records", sum.Failed)
+	if sum.Bisections > 0 {
+		fmt.Fprintf(out, " (%d failed batches applied in halves)", sum.Bisections)
+	}
+	fmt.Fprintln(out)
+	for _, f := range sum.Failures {
+		fmt.Fprintf(e.stderr, "failed: shard %s seq %s item %s (%s): %v\n", f.Shard, f.Seq, f.Item, f.EntityType, f.Err)
+	}
+	if n := sum.Failed - int64(len(sum.Failures)); n > 0 {
+		fmt.Fprintf(e.stderr, "failed: ... and %d more (run with -v for every one)\n", n)
+	}
+}
+
+// replayProgress prints a progress line to a terminal every second:
+// records, rate, how far behind the stream's tip, and an estimate of the
+// time left from how fast that lag shrinks. Silent when stderr is not a
+// terminal.
+type replayProgress struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	w    io.Writer
+	tty  bool
+}
+
+func startReplayProgress(w io.Writer, rp *replay.Replay) *replayProgress {
+	p := &replayProgress{done: make(chan struct{}), w: w, tty: isTerminal(w)}
+	if !p.tty {
+		return p
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		start := time.Now()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var (
+			lastLag time.Duration
+			lastAt  time.Time
+			speed   float64 // stream time caught up per second of wall time
+		)
+		for {
+			select {
+			case <-p.done:
+				return
+			case now := <-tick.C:
+				s := rp.Progress()
+				el := now.Sub(start).Seconds()
+				if !lastAt.IsZero() {
+					if gain := (lastLag - s.Behind).Seconds() / now.Sub(lastAt).Seconds(); gain > 0 {
+						if speed == 0 {
+							speed = gain
+						} else {
+							speed = 0.7*speed + 0.3*gain
+						}
+					}
+				}
+				lastLag, lastAt = s.Behind, now
+				eta := "--"
+				switch {
+				case s.Behind == 0 && s.Records > 0:
+					eta = "0s"
+				case speed > 0:
+					eta = (time.Duration(s.Behind.Seconds()/speed) * time.Second).Round(time.Second).String()
+				}
+				fmt.Fprintf(p.w, "\rreplaying: %d records, %.0f/s, %s behind the stream's tip, ETA %s   ",
+					s.Records, float64(s.Records)/el, s.Behind.Round(time.Second), eta)
+			}
+		}
+	}()
+	return p
+}
+
+func (p *replayProgress) stop() {
+	close(p.done)
+	p.wg.Wait()
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

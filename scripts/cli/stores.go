@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/projections"
+)
+
+// store is an aggregate store a command works on.
+type store interface {
+	projections.Store
+	projections.Reader
+}
+
+// storeFlags are the flags that choose an aggregate store: an embedded one
+// under a directory (the default for local runs) or a DynamoDB table.
+type storeFlags struct {
+	dir, table, endpoint string
+}
+
+func (s *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.dir, "store", "", "directory of the embedded aggregate store (created if missing)")
+	fs.StringVar(&s.table, "table", "", "DynamoDB aggregate table (instead of --store)")
+	fs.StringVar(&s.endpoint, "endpoint", "", "DynamoDB endpoint URL, e.g. a local AWS-protocol server (with --table)")
+}
+
+// storeFile is where the embedded store keeps its data under --store.
+const storeFile = "aggregates.db"
+
+func (s *storeFlags) open(ctx context.Context, create bool) (store, func() error, error) {
+	switch {
+	case s.dir != "" && s.table != "":
+		return nil, nil, fmt.Errorf("%w: --store and --table are exclusive", errUsage)
+	case s.dir != "":
+		path := filepath.Join(s.dir, storeFile)
+		if !create {
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				return nil, nil, fmt.Errorf("no aggregate store at %s", path)
+			}
+		}
+		st, err := boltstore.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, st.Close, nil
+	case s.table != "":
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("loading AWS configuration: %w", err)
+		}
+		client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+			if s.endpoint != "" {
+				o.BaseEndpoint = aws.String(s.endpoint)
+			}
+		})
+		if create {
+			if err := dynamostore.CreateTable(ctx, client, s.table); err != nil {
+				return nil, nil, err
+			}
+		}
+		return dynamostore.New(client, s.table), func() error { return nil }, nil
+	}
+	return nil, nil, fmt.Errorf("%w: give --store DIR or --table NAME", errUsage)
+}

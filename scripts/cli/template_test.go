@@ -1,0 +1,677 @@
+package cli
+
+// The SAM template's wiring, checked on the template as CloudFormation's own
+// linter reads it: cfn-lint's decoder (from the pinned tools in
+// .tools/sam-venv, .ci/requirements-sam.txt) turns template.yaml into JSON,
+// short-form intrinsics (!Ref, !If, …) into their long form. The module has
+// no YAML library of its own to parse it with.
+//
+// Without the tools these tests skip, unless TRIBUTARY_REQUIRE_TEMPLATE_TOOLS=1
+// (set by .ci/template-check.sh, which `make test` runs), when they fail.
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const (
+	envSAMPython    = "TRIBUTARY_SAM_PYTHON"
+	envRequireTools = "TRIBUTARY_REQUIRE_TEMPLATE_TOOLS"
+	repoRoot        = "../.."
+)
+
+// requireTools skips the test for a missing tool, or fails it when the
+// harness promised the tools.
+func requireTools(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv(envRequireTools) == "1" {
+		t.Fatalf("%s=1 but %s", envRequireTools, msg)
+	}
+	t.Skipf("%s (run `make template-check`)", msg)
+}
+
+// decodeScript prints a CloudFormation template as JSON, the way cfn-lint
+// decodes it.
+const decodeScript = `
+import json, sys
+from cfnlint.decode import decode
+tpl, matches = decode(sys.argv[1])
+if matches:
+    sys.exit("\n".join(str(m) for m in matches))
+json.dump(tpl, sys.stdout)
+`
+
+var (
+	templateOnce sync.Once
+	templateJSON []byte
+	templateErr  error
+)
+
+// tmpl is a decoded template; obj is a JSON object.
+type (
+	obj  = map[string]any
+	tmpl struct{ obj }
+)
+
+func loadTemplate(t *testing.T) tmpl {
+	t.Helper()
+	python := os.Getenv(envSAMPython)
+	if python == "" {
+		python = filepath.Join(repoRoot, ".tools", "sam-venv", "bin", "python")
+	}
+	if _, err := os.Stat(python); err != nil {
+		requireTools(t, "no Python with cfn-lint at %s (%s)", python, envSAMPython)
+	}
+	templateOnce.Do(func() {
+		cmd := exec.Command(python, "-c", decodeScript, filepath.Join(repoRoot, "template.yaml"))
+		cmd.Stderr = new(strings.Builder)
+		templateJSON, templateErr = cmd.Output()
+		if templateErr != nil {
+			templateErr = fmt.Errorf("decoding template.yaml: %v: %s", templateErr, cmd.Stderr)
+		}
+	})
+	if templateErr != nil {
+		t.Fatal(templateErr)
+	}
+	var m obj
+	if err := json.Unmarshal(templateJSON, &m); err != nil {
+		t.Fatal(err)
+	}
+	return tmpl{m}
+}
+
+func (tp tmpl) resources() map[string]obj {
+	out := map[string]obj{}
+	for name, r := range tp.obj["Resources"].(obj) {
+		out[name] = r.(obj)
+	}
+	return out
+}
+
+func (tp tmpl) ofType(typ string) map[string]obj {
+	out := map[string]obj{}
+	for name, r := range tp.resources() {
+		if r["Type"] == typ {
+			out[name] = r
+		}
+	}
+	return out
+}
+
+func props(r obj) obj {
+	p, _ := r["Properties"].(obj)
+	if p == nil {
+		p = obj{}
+	}
+	return p
+}
+
+// fnProp is a function property, or its Globals value.
+func (tp tmpl) fnProp(fn obj, name string) any {
+	if v, ok := props(fn)[name]; ok {
+		return v
+	}
+	g, _ := tp.obj["Globals"].(obj)
+	gf, _ := g["Function"].(obj)
+	return gf[name]
+}
+
+// refName returns the logical ID a {"Ref": X} or {"Fn::GetAtt": [X, …]} names.
+func refName(v any) string {
+	m, ok := v.(obj)
+	if !ok {
+		return ""
+	}
+	if r, ok := m["Ref"].(string); ok {
+		return r
+	}
+	if ga, ok := m["Fn::GetAtt"].([]any); ok && len(ga) > 0 {
+		s, _ := ga[0].(string)
+		return s
+	}
+	return ""
+}
+
+// branches expands Fn::If into both of its values (dropping AWS::NoValue),
+// so that a check covers every configuration.
+func branches(v any) []any {
+	if m, ok := v.(obj); ok {
+		if f, ok := m["Fn::If"].([]any); ok && len(f) == 3 {
+			return append(branches(f[1]), branches(f[2])...)
+		}
+		if refName(m) == "AWS::NoValue" {
+			return nil
+		}
+	}
+	return []any{v}
+}
+
+// streamEvents returns a function's DynamoDB and Kinesis events.
+func streamEvents(fn obj) map[string]obj {
+	out := map[string]obj{}
+	events, _ := props(fn)["Events"].(obj)
+	for name, e := range events {
+		e := e.(obj)
+		if e["Type"] == "DynamoDB" || e["Type"] == "Kinesis" {
+			out[name] = props(e)
+		}
+	}
+	return out
+}
+
+// TestTemplateFunctions: every function is a provided.al2023 arm64
+// `bootstrap` built from Go by sam build, from a main package that exists;
+// and every function under functions/ is deployed.
+func TestTemplateFunctions(t *testing.T) {
+	tp := loadTemplate(t)
+	fns := tp.ofType("AWS::Serverless::Function")
+	if len(fns) == 0 {
+		t.Fatal("no AWS::Serverless::Function")
+	}
+	deployed := map[string]string{}
+	for name, fn := range fns {
+		if got := tp.fnProp(fn, "Runtime"); got != "provided.al2023" {
+			t.Errorf("%s: Runtime %v, want provided.al2023", name, got)
+		}
+		if got := tp.fnProp(fn, "Architectures"); !reflect.DeepEqual(got, []any{"arm64"}) {
+			t.Errorf("%s: Architectures %v, want [arm64]", name, got)
+		}
+		if got := tp.fnProp(fn, "Handler"); got != "bootstrap" {
+			t.Errorf("%s: Handler %v, want bootstrap", name, got)
+		}
+		meta, _ := fn["Metadata"].(obj)
+		if meta["BuildMethod"] != "go1.x" {
+			t.Errorf("%s: Metadata.BuildMethod %v, want go1.x", name, meta["BuildMethod"])
+		}
+		codeURI, _ := props(fn)["CodeUri"].(string)
+		dir := filepath.Join(repoRoot, filepath.FromSlash(codeURI))
+		if !isMainPackage(dir) {
+			t.Errorf("%s: CodeUri %q is not a Go main package", name, codeURI)
+		}
+		deployed[filepath.Clean(codeURI)] = name
+	}
+	dirs, err := filepath.Glob(filepath.Join(repoRoot, "functions", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		rel := filepath.ToSlash(filepath.Join("functions", filepath.Base(d)))
+		if isMainPackage(d) && deployed[rel] == "" {
+			t.Errorf("%s is a Lambda main that template.yaml does not deploy: add its function "+
+				"(docs/deploy.md, \"Wiring a new function\")", rel)
+		}
+	}
+}
+
+func isMainPackage(dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err == nil && regexp.MustCompile(`(?m)^package main$`).Match(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// numberIn reports whether v — a literal, or a Ref to a Number parameter —
+// can only take values in [lo, hi].
+func (tp tmpl) numberIn(v any, lo, hi float64) (bool, string) {
+	switch x := v.(type) {
+	case float64:
+		return x >= lo && x <= hi, fmt.Sprint(x)
+	case string:
+		var f float64
+		if _, err := fmt.Sscan(x, &f); err != nil {
+			return false, x
+		}
+		return f >= lo && f <= hi, x
+	}
+	name := refName(v)
+	params, _ := tp.obj["Parameters"].(obj)
+	p, ok := params[name].(obj)
+	if !ok {
+		return false, fmt.Sprint(v)
+	}
+	min, okMin := p["MinValue"].(float64)
+	max, okMax := p["MaxValue"].(float64)
+	desc := fmt.Sprintf("parameter %s [%v, %v]", name, p["MinValue"], p["MaxValue"])
+	return okMin && okMax && min >= lo && max <= hi, desc
+}
+
+// TestTemplateEventSourceMappings: every stream mapping reports partial
+// batch failures, bisects, retries a bounded number of times for a bounded
+// record age, and sends what it gives up on to an S3 bucket (which keeps the
+// whole invocation record); no table stream has more than two readers.
+func TestTemplateEventSourceMappings(t *testing.T) {
+	tp := loadTemplate(t)
+	if raw := tp.ofType("AWS::Lambda::EventSourceMapping"); len(raw) > 0 {
+		t.Errorf("mappings declared outside a function's Events are not checked here: %v", slices.Sorted(maps.Keys(raw)))
+	}
+	buckets := tp.ofType("AWS::S3::Bucket")
+	readers := map[string][]string{}
+	n := 0
+	for fnName, fn := range tp.ofType("AWS::Serverless::Function") {
+		for evName, ev := range streamEvents(fn) {
+			n++
+			where := fnName + "." + evName
+			if got := ev["FunctionResponseTypes"]; !reflect.DeepEqual(got, []any{"ReportBatchItemFailures"}) {
+				t.Errorf("%s: FunctionResponseTypes %v, want [ReportBatchItemFailures]", where, got)
+			}
+			if ev["BisectBatchOnFunctionError"] != true {
+				t.Errorf("%s: BisectBatchOnFunctionError is not true", where)
+			}
+			if ok, desc := tp.numberIn(ev["MaximumRetryAttempts"], 0, 10000); !ok {
+				t.Errorf("%s: MaximumRetryAttempts %s is not bounded (0–10,000; -1 is infinite)", where, desc)
+			}
+			if ok, desc := tp.numberIn(ev["MaximumRecordAgeInSeconds"], 60, 604800); !ok {
+				t.Errorf("%s: MaximumRecordAgeInSeconds %s is not bounded (60–604,800; -1 is until expiry)", where, desc)
+			}
+			dc, _ := ev["DestinationConfig"].(obj)
+			of, _ := dc["OnFailure"].(obj)
+			if of["Type"] != "S3" {
+				t.Errorf("%s: on-failure destination type %v, want S3 (it keeps the records, not only their positions)", where, of["Type"])
+			}
+			if dest := refName(of["Destination"]); buckets[dest] == nil {
+				t.Errorf("%s: on-failure destination %v is not a bucket of this template", where, of["Destination"])
+			}
+			if _, ok := ev["FilterCriteria"]; !ok {
+				t.Errorf("%s: no FilterCriteria", where)
+			}
+			if ev["StartingPosition"] == nil {
+				t.Errorf("%s: no StartingPosition", where)
+			}
+			if fc, ok := tp.fnProp(fn, "Timeout").(float64); !ok || fc < 30 {
+				t.Errorf("%s: function Timeout %v", where, tp.fnProp(fn, "Timeout"))
+			}
+			if _, isDDB := fnEventType(fn, evName); isDDB {
+				key, _ := json.Marshal(ev["Stream"])
+				readers[string(key)] = append(readers[string(key)], where)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no stream event source mapping")
+	}
+	for stream, rs := range readers {
+		if len(rs) > 2 {
+			t.Errorf("table stream %s has %d readers %v: DynamoDB Streams allows two per shard; send further consumers to the Kinesis stream", stream, len(rs), rs)
+		}
+	}
+}
+
+func fnEventType(fn obj, ev string) (string, bool) {
+	events, _ := props(fn)["Events"].(obj)
+	typ, _ := events[ev].(obj)["Type"].(string)
+	return typ, typ == "DynamoDB"
+}
+
+// templateFilters returns the FilterCriteria of fn's only stream event, as
+// the filters command prints it (JSON).
+func templateFilters(t *testing.T, tp tmpl, fnName string) filterCriteria {
+	t.Helper()
+	fn := tp.resources()[fnName]
+	if fn == nil {
+		t.Fatalf("no resource %s", fnName)
+	}
+	evs := streamEvents(fn)
+	if len(evs) != 1 {
+		t.Fatalf("%s: %d stream events, want 1", fnName, len(evs))
+	}
+	for _, ev := range evs {
+		b, err := json.Marshal(ev["FilterCriteria"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fc filterCriteria
+		if err := json.Unmarshal(b, &fc); err != nil {
+			t.Fatalf("%s: FilterCriteria: %v", fnName, err)
+		}
+		return fc
+	}
+	return filterCriteria{}
+}
+
+// typeAttribute is a function's TYPE_ATTRIBUTE (default EntityType).
+func typeAttribute(tp tmpl, fnName string) string {
+	env, _ := props(tp.resources()[fnName])["Environment"].(obj)
+	vars, _ := env["Variables"].(obj)
+	if s, ok := vars["TYPE_ATTRIBUTE"].(string); ok && s != "" {
+		return s
+	}
+	return "EntityType"
+}
+
+// TestTemplateProjectorFilters: each projector's FilterCriteria are exactly
+// what `tributary filters` generates from the registered projections, so
+// adding a projection (or an entity type) without regenerating them fails
+// here rather than silently dropping its records in production.
+func TestTemplateProjectorFilters(t *testing.T) {
+	tp := loadTemplate(t)
+	for _, tt := range []struct{ fn, source, flags string }{
+		{"Projector", "streams", "--format yaml --indent 12"},
+		{"KinesisProjector", "kinesis", "--source kinesis --format yaml --indent 12"},
+	} {
+		if tp.resources()[tt.fn] == nil {
+			t.Errorf("no %s in the template", tt.fn)
+			continue
+		}
+		want, err := generateFilters("projector", tt.source, typeAttribute(tp, tt.fn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := templateFilters(t, tp, tt.fn); !reflect.DeepEqual(got, want) {
+			var b strings.Builder
+			writeFiltersYAML(&b, want, 12)
+			t.Errorf("%s's FilterCriteria drifted from the registered projections.\n got: %+v\nwant: %+v\n"+
+				"Regenerate: go run ./scripts/tributary filters %s\n%s", tt.fn, got, want, tt.flags, b.String())
+		}
+	}
+}
+
+// TestTemplateArchiverFilters: the archiver's mapping delivers only TTL
+// removals — the generated pattern, and on its meaning: REMOVE records whose
+// userIdentity is the DynamoDB service, and nothing else.
+func TestTemplateArchiverFilters(t *testing.T) {
+	tp := loadTemplate(t)
+	want, err := generateFilters("archiver", "streams", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := templateFilters(t, tp, "Archiver")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Archiver's FilterCriteria: got %+v, want %+v", got, want)
+	}
+	if len(got.Filters) != 1 {
+		t.Fatalf("%d filters (OR-ed), want exactly 1", len(got.Filters))
+	}
+	var p obj
+	if err := json.Unmarshal([]byte(got.Filters[0].Pattern), &p); err != nil {
+		t.Fatal(err)
+	}
+	wantPattern := obj{
+		"eventName":    []any{"REMOVE"},
+		"userIdentity": obj{"type": []any{"Service"}, "principalId": []any{"dynamodb.amazonaws.com"}},
+	}
+	if !reflect.DeepEqual(p, wantPattern) {
+		t.Errorf("archiver pattern %v does not select exactly TTL removals", p)
+	}
+	fn := tp.resources()["Archiver"]
+	for name, ev := range streamEvents(fn) {
+		if ev["ParallelizationFactor"] != float64(1) {
+			t.Errorf("Archiver.%s: ParallelizationFactor %v, want 1 (docs/archive.md: the naming rule needs contiguous batches)", name, ev["ParallelizationFactor"])
+		}
+	}
+}
+
+// Actions that support no resource-level permission: the only ones a policy
+// may grant on "*".
+var noResourceLevel = map[string]bool{
+	"xray:PutTraceSegments": true, "xray:PutTelemetryRecords": true,
+	"xray:GetSamplingRules": true, "xray:GetSamplingTargets": true,
+	"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
+	"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
+	"logs:DescribeResourcePolicies": true, "logs:DescribeLogGroups": true,
+}
+
+func strs(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			for _, b := range branches(e) {
+				if s, ok := b.(string); ok {
+					out = append(out, s)
+				} else {
+					out = append(out, "<"+fmt.Sprint(b)+">")
+				}
+			}
+		}
+		return out
+	}
+	var out []string
+	for _, b := range branches(v) {
+		if s, ok := b.(string); ok {
+			out = append(out, s)
+		} else if b != nil {
+			out = append(out, "<"+fmt.Sprint(b)+">")
+		}
+	}
+	return out
+}
+
+// TestTemplateLeastPrivilege: functions use the roles declared here (SAM's
+// managed execution policies grant stream reads and logs on "*"); no Allow
+// statement uses an action wildcard or NotAction/NotResource; "*" is granted
+// only for actions that have no resource-level permissions (X-Ray, log
+// delivery), never for a data-plane action.
+func TestTemplateLeastPrivilege(t *testing.T) {
+	tp := loadTemplate(t)
+	for name, fn := range tp.ofType("AWS::Serverless::Function") {
+		if refName(props(fn)["Role"]) == "" {
+			t.Errorf("%s: no Role of this template: SAM would create one with managed policies on \"*\"", name)
+		}
+		if _, ok := props(fn)["Policies"]; ok {
+			t.Errorf("%s: Policies is ignored when Role is set; put them in the role", name)
+		}
+	}
+	for name, sm := range tp.ofType("AWS::Serverless::StateMachine") {
+		if refName(props(sm)["Role"]) == "" {
+			t.Errorf("%s: no Role of this template", name)
+		}
+	}
+	roles := tp.ofType("AWS::IAM::Role")
+	if len(roles) == 0 {
+		t.Fatal("no IAM role")
+	}
+	for name, role := range roles {
+		if _, ok := props(role)["ManagedPolicyArns"]; ok {
+			t.Errorf("%s: managed policies (ManagedPolicyArns) are not least privilege", name)
+		}
+		policies, _ := props(role)["Policies"].([]any)
+		for _, p := range policies {
+			doc, _ := p.(obj)["PolicyDocument"].(obj)
+			stmts, _ := doc["Statement"].([]any)
+			for _, s := range stmts {
+				for _, b := range branches(s) {
+					checkStatement(t, name, b.(obj))
+				}
+			}
+		}
+	}
+}
+
+func checkStatement(t *testing.T, role string, s obj) {
+	t.Helper()
+	sid, _ := s["Sid"].(string)
+	where := role + "/" + sid
+	if s["Effect"] != "Allow" {
+		return
+	}
+	if _, ok := s["NotAction"]; ok {
+		t.Errorf("%s: NotAction", where)
+	}
+	if _, ok := s["NotResource"]; ok {
+		t.Errorf("%s: NotResource", where)
+	}
+	actions := strs(s["Action"])
+	resources := strs(s["Resource"])
+	if len(actions) == 0 || len(resources) == 0 {
+		t.Errorf("%s: no Action or Resource", where)
+	}
+	for _, a := range actions {
+		if strings.Contains(a, "*") {
+			t.Errorf("%s: action wildcard %q", where, a)
+		}
+	}
+	if slices.Contains(resources, "*") {
+		for _, a := range actions {
+			if !noResourceLevel[a] {
+				t.Errorf("%s: %s granted on \"*\"", where, a)
+			}
+		}
+	}
+}
+
+// TestTemplateOperations: every function logs to a log group of this
+// template with a retention; every stream consumer has iterator-age and
+// error alarms; the on-failure bucket has an alarm on objects arriving; the
+// buckets are encrypted, private and TLS-only.
+func TestTemplateOperations(t *testing.T) {
+	tp := loadTemplate(t)
+	res := tp.resources()
+	alarms := tp.ofType("AWS::CloudWatch::Alarm")
+	alarmed := func(metric, target string) bool {
+		for _, a := range alarms {
+			p := props(a)
+			if p["MetricName"] != metric {
+				continue
+			}
+			dims, _ := p["Dimensions"].([]any)
+			for _, d := range dims {
+				if refName(d.(obj)["Value"]) == target {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for name, fn := range tp.ofType("AWS::Serverless::Function") {
+		lc, _ := props(fn)["LoggingConfig"].(obj)
+		lg := res[refName(lc["LogGroup"])]
+		if lg == nil || lg["Type"] != "AWS::Logs::LogGroup" || props(lg)["RetentionInDays"] == nil {
+			t.Errorf("%s: LoggingConfig.LogGroup is not a log group of this template with a retention", name)
+		}
+		if lc["LogFormat"] != "JSON" {
+			t.Errorf("%s: LogFormat %v, want JSON", name, lc["LogFormat"])
+		}
+		if len(streamEvents(fn)) > 0 {
+			for _, m := range []string{"IteratorAge", "Errors"} {
+				if !alarmed(m, name) {
+					t.Errorf("%s: no %s alarm", name, m)
+				}
+			}
+		}
+	}
+	destinations := map[string]bool{}
+	for _, fn := range tp.ofType("AWS::Serverless::Function") {
+		for _, ev := range streamEvents(fn) {
+			dc, _ := ev["DestinationConfig"].(obj)
+			of, _ := dc["OnFailure"].(obj)
+			destinations[refName(of["Destination"])] = true
+		}
+	}
+	for d := range destinations {
+		if !alarmed("PutRequests", d) {
+			t.Errorf("on-failure bucket %s: no alarm on objects arriving (PutRequests)", d)
+		}
+	}
+	policies := map[string]obj{}
+	for _, p := range tp.ofType("AWS::S3::BucketPolicy") {
+		policies[refName(props(p)["Bucket"])] = props(p)
+	}
+	for name, b := range tp.ofType("AWS::S3::Bucket") {
+		p := props(b)
+		pab, _ := p["PublicAccessBlockConfiguration"].(obj)
+		for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+			if pab[k] != true {
+				t.Errorf("%s: PublicAccessBlockConfiguration.%s is not true", name, k)
+			}
+		}
+		if p["BucketEncryption"] == nil {
+			t.Errorf("%s: no default encryption", name)
+		}
+		if p["LifecycleConfiguration"] == nil {
+			t.Errorf("%s: no lifecycle", name)
+		}
+		bp := policies[name]
+		doc, _ := bp["PolicyDocument"].(obj)
+		tlsOnly := false
+		stmts, _ := doc["Statement"].([]any)
+		for _, s := range stmts {
+			s := s.(obj)
+			c, _ := s["Condition"].(obj)
+			b, _ := c["Bool"].(obj)
+			if s["Effect"] == "Deny" && s["Principal"] == "*" && b["aws:SecureTransport"] == "false" {
+				tlsOnly = true
+			}
+		}
+		if !tlsOnly {
+			t.Errorf("%s: no bucket policy denying requests without TLS", name)
+		}
+	}
+}
+
+// TestTemplateRepartition: the export state machine is a Distributed Map
+// whose ItemReader reads the export's manifest-files.json as JSON lines and
+// runs the repartitioner once per data file, between a plan and a finish step.
+func TestTemplateRepartition(t *testing.T) {
+	tp := loadTemplate(t)
+	sms := tp.ofType("AWS::Serverless::StateMachine")
+	if len(sms) != 1 {
+		t.Fatalf("%d state machines, want 1", len(sms))
+	}
+	for name, sm := range sms {
+		def, _ := props(sm)["Definition"].(obj)
+		states, _ := def["States"].(obj)
+		var maps []obj
+		for _, s := range states {
+			if s.(obj)["Type"] == "Map" {
+				maps = append(maps, s.(obj))
+			}
+		}
+		if len(maps) != 1 {
+			t.Fatalf("%s: %d Map states, want 1", name, len(maps))
+		}
+		m := maps[0]
+		ip, _ := m["ItemProcessor"].(obj)
+		pc, _ := ip["ProcessorConfig"].(obj)
+		if pc["Mode"] != "DISTRIBUTED" {
+			t.Errorf("%s: Map mode %v, want DISTRIBUTED", name, pc["Mode"])
+		}
+		ir, _ := m["ItemReader"].(obj)
+		rc, _ := ir["ReaderConfig"].(obj)
+		if rc["InputType"] != "JSONL" || ir["Resource"] != "arn:aws:states:::s3:getObject" {
+			t.Errorf("%s: ItemReader %v, want s3:getObject of JSONL", name, ir)
+		}
+		args, _ := ir["Arguments"].(obj)
+		if key, _ := args["Key"].(string); !strings.Contains(key, "manifest-files.json") {
+			t.Errorf("%s: ItemReader key %q is not the export's manifest-files.json", name, key)
+		}
+		var actions []string
+		b, _ := json.Marshal(def)
+		for _, a := range regexp.MustCompile(`'action': '(\w+)'`).FindAllStringSubmatch(string(b), -1) {
+			actions = append(actions, a[1])
+		}
+		if !sameSet(actions, []string{"plan", "file", "finish"}) {
+			t.Errorf("%s: repartitioner actions %v, want plan, file and finish", name, actions)
+		}
+		subs, _ := props(sm)["DefinitionSubstitutions"].(obj)
+		if fn := refName(subs["RepartitionerArn"]); tp.resources()[fn]["Type"] != "AWS::Serverless::Function" {
+			t.Errorf("%s: RepartitionerArn is %v, not a function of this template", name, subs["RepartitionerArn"])
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
