@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/internal/emf"
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"

@@ -8,7 +8,7 @@ import (
 	"hash/fnv"
 	"sort"
 
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 )
 

@@ -14,7 +14,7 @@
 package projections
 
 import (
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 )
 

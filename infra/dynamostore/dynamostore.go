@@ -54,7 +54,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"

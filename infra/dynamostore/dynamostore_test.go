@@ -18,7 +18,7 @@ import (
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/projections/storetest"
 	"github.com/tributary/tributary/internal/awstest"
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )

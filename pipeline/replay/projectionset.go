@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections"
 )
 

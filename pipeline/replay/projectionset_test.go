@@ -10,7 +10,7 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/pipeline/replay"
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )

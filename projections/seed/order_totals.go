@@ -3,7 +3,7 @@ package seed
 import (
 	"time"
 
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )

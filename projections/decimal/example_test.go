@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tributary/tributary/internal/decimal"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 func Example() {
