@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
-	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/projections"
 )
 

@@ -21,8 +21,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/pipeline/export"
 )
 
 // repartitioned returns the fixture repartitioned into a fresh directory,

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )

@@ -35,9 +35,9 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
 )
 
 // Export describes an export to write.
