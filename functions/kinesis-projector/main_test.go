@@ -1,62 +1,30 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/tributary/tributary/functions/function"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
-	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
 )
-
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
-func TestLoadConfig(t *testing.T) {
-	c, err := loadConfig(env(map[string]string{
-		"AGGREGATE_TABLE": "aggs", "UNKNOWN_TYPE_POLICY": "fail", "PERMANENT_FAILURES": "skip",
-		"IGNORE_TYPES": "User, Cart", "TOMBSTONE_TTL_DAYS": "30", "PROJECTIONS": " season-leaderboard ,order-totals",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Table != "aggs" || c.Unknown != pipeline.FailUnknown || c.Permanent != pipeline.SkipPermanent ||
-		strings.Join(c.Ignore, "|") != "User|Cart" || c.TombstoneTTL != 30*24*time.Hour ||
-		strings.Join(c.Projections, "|") != "season-leaderboard|order-totals" {
-		t.Errorf("config %+v", c)
-	}
-	_, err = loadConfig(env(map[string]string{"PERMANENT_FAILURES": "drop", "TOMBSTONE_TTL_DAYS": "0"}))
-	for _, want := range []string{"AGGREGATE_TABLE is required", "PERMANENT_FAILURES", "TOMBSTONE_TTL_DAYS"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error %v does not report %s", err, want)
-		}
-	}
-}
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // TestEvent runs testdata/event.json (also the `sam local invoke` event)
 // through the function as main builds it — a lambda.Handler, which
-// lambda.Start calls with the event's bytes: the records are applied; the same event
-// delivered again, and with its records duplicated and reversed, changes
-// nothing.
+// lambda.Start calls with the event's bytes: the records are applied and the
+// response is an empty partial batch response; the same event delivered
+// again changes nothing.
 func TestEvent(t *testing.T) {
 	ctx := context.Background()
 	st := boltstoretest.Open(t)
-	var metrics bytes.Buffer
-	p, err := newProcessor(ctx, Config{Table: "local", Ignore: []string{"User"}}, st, quiet(), &metrics)
+	p, err := function.NewKinesisProjector(ctx, function.ProjectorConfig{Table: "local"}, st, seed.Set(), slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,82 +38,14 @@ func TestEvent(t *testing.T) {
 		t.Fatalf("%s %v", out, err)
 	}
 	first, _ := projections.ReadView(ctx, st)
-	if len(first.Aggregates) == 0 || !strings.Contains(metrics.String(), `"Records"`) {
-		t.Fatalf("nothing applied (%v), or no metrics", first.Aggregates)
+	if len(first.Aggregates) == 0 {
+		t.Fatal("nothing applied")
 	}
-
-	// Redelivered, duplicated and reordered: Kinesis may do all of it.
-	var ev struct{ Records []json.RawMessage }
-	json.Unmarshal(event, &ev)
-	var messy []json.RawMessage
-	for i := len(ev.Records) - 1; i >= 0; i-- {
-		messy = append(messy, ev.Records[i], ev.Records[i])
-	}
-	messyEvent, _ := json.Marshal(map[string]any{"Records": messy})
-	for _, e := range [][]byte{event, messyEvent} {
-		if out, err := h.Invoke(ctx, e); err != nil || string(out) != `{"batchItemFailures":[]}` {
-			t.Fatalf("%s %v", out, err)
-		}
+	if out, err := h.Invoke(ctx, event); err != nil || string(out) != `{"batchItemFailures":[]}` {
+		t.Fatalf("redelivery: %s %v", out, err)
 	}
 	again, _ := projections.ReadView(ctx, st)
 	if d := projections.Diff(again, first); len(d) > 0 {
 		t.Errorf("redelivery changed the aggregates: %v", d)
-	}
-}
-
-// TestPoisonRecordIsReported: a record the projections reject is named in
-// the partial batch response by its Kinesis sequence number.
-func TestPoisonRecordIsReported(t *testing.T) {
-	ctx := context.Background()
-	p, err := newProcessor(ctx, Config{Table: "local"}, boltstoretest.Open(t), quiet(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload := `{"awsRegion":"eu-west-1","eventID":"53ff51b6-184c-42c1-a828-2a438d09425b","eventName":"INSERT","userIdentity":null,"recordFormat":"application/json","tableName":"app",` +
-		`"dynamodb":{"ApproximateCreationDateTime":1796034600123,"Keys":{"PK":{"S":"USER#u1"},"SK":{"S":"ORDER#2026-11-30#o1"}},` +
-		`"NewImage":{"PK":{"S":"USER#u1"},"SK":{"S":"ORDER#2026-11-30#o1"},"EntityType":{"S":"Order"},"status":{"S":"LOST"},"total":{"N":"1"},"orderDate":{"S":"2026-11-30"},"version":{"N":"1"}},"SizeBytes":100},"eventSource":"aws:dynamodb"}`
-	event := `{"Records":[{"kinesis":{"kinesisSchemaVersion":"1.0","partitionKey":"A","sequenceNumber":"49656632116218945776331460766507834718496431279652880999",` +
-		`"data":"` + base64.StdEncoding.EncodeToString([]byte(payload)) + `","approximateArrivalTimestamp":1796034600.5},"eventSource":"aws:kinesis","eventVersion":"1.0",` +
-		`"eventID":"shardId-000000000000:49656632116218945776331460766507834718496431279652880999","eventName":"aws:kinesis:record","awsRegion":"eu-west-1",` +
-		`"eventSourceARN":"arn:aws:kinesis:eu-west-1:111122223333:stream/app-changes"}]}`
-	out, err := p.Invoke(ctx, []byte(event))
-	if err != nil || string(out) != `{"batchItemFailures":[{"itemIdentifier":"49656632116218945776331460766507834718496431279652880999"}]}` {
-		t.Errorf("%s %v", out, err)
-	}
-}
-
-// TestProjectionsSubset: with PROJECTIONS, the function takes an empty
-// table and marks it; it refuses a table built for other projections, and
-// one the full projector fills.
-func TestProjectionsSubset(t *testing.T) {
-	ctx := context.Background()
-	st := boltstoretest.Open(t)
-	if _, err := newProcessor(ctx, Config{Table: "t", Projections: []string{"nope"}}, st, quiet(), nil); err == nil {
-		t.Error("an unknown projection was accepted")
-	}
-	p, err := newProcessor(ctx, Config{Table: "t", Projections: []string{"season-standings"}}, st, quiet(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	event, _ := os.ReadFile(filepath.Join("testdata", "event.json"))
-	if out, err := p.Invoke(ctx, event); err != nil || string(out) != `{"batchItemFailures":[]}` {
-		t.Fatalf("%s %v", out, err)
-	}
-	v, _ := projections.ReadView(ctx, st)
-	for k := range v.Aggregates {
-		if k.Projection != "season-standings" {
-			t.Errorf("a season-standings table got %v", k)
-		}
-	}
-	for _, names := range [][]string{nil, {"cart-contents"}} {
-		if _, err := newProcessor(ctx, Config{Table: "t", Projections: names}, st, quiet(), nil); !errors.Is(err, replay.ErrProjectionSet) {
-			t.Errorf("PROJECTIONS=%v on a season-standings table: %v", names, err)
-		}
-	}
-	full := boltstoretest.Open(t)
-	fp, _ := newProcessor(ctx, Config{Table: "f"}, full, quiet(), nil)
-	fp.Invoke(ctx, event)
-	if _, err := newProcessor(ctx, Config{Table: "f", Projections: []string{"season-standings"}}, full, quiet(), nil); !errors.Is(err, replay.ErrProjectionSet) {
-		t.Errorf("a subset on a full table: %v", err)
 	}
 }

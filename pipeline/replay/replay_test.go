@@ -343,7 +343,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	m := kinesisMem(sim.ToKinesis(h.Records, 0.05, 8, sim.NewKinesisRand(11)), 2)
 	st := boltstoretest.Open(t)
 	cps := checkpoint.NewDir(t.TempDir())
-	dry := replay.NewDryRun(st)
+	dry := projections.NewDryRun(st)
 	e := newEngine(dry)
 	sum := run(t, replay.Config{Source: m, Handler: e, Checkpoints: cps, Job: "replay-dry", ReadOnly: true})
 	if v := mustView(t, st); len(v.Aggregates) != 0 || len(v.Rows) != 0 {

@@ -25,6 +25,12 @@ func (*CartContents) Name() string { return "cart-contents" }
 // EntityTypes returns CartItem.
 func (*CartContents) EntityTypes() []string { return []string{"CartItem"} }
 
+// Definition describes what the projection computes (see
+// projections.Definer): a change to it is a change of definition.
+func (*CartContents) Definition() string {
+	return "v1: CartItem PK=CART#<cart> SK=ITEM#<product> -> CART#<cart> lines=1 quantity=quantity"
+}
+
 // Contribute returns, for a line of cart <cart>, the counter CART#<cart> with
 // lines=1 and quantity=quantity. The quantity must be an integer (at any
 // scale: "2.0" counts as 2).

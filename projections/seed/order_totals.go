@@ -27,6 +27,12 @@ func (*OrderTotals) Name() string { return "order-totals" }
 // EntityTypes returns Order.
 func (*OrderTotals) EntityTypes() []string { return []string{"Order"} }
 
+// Definition describes what the projection computes (see
+// projections.Definer): a change to it is a change of definition.
+func (*OrderTotals) Definition() string {
+	return "v1: Order PK=USER#<user> SK=ORDER#<date>#<order> status in PENDING|PAID|SHIPPED|CANCELLED -> ORDERS#<status>#DAY#<orderDate> orders=1 revenue=total; ORDERS#<status> (8 shards) orders=1 revenue=total"
+}
+
 // Contribute returns, for an order, the counters
 // ORDERS#<status>#DAY#<orderDate> and ORDERS#<status> (8 shards), each with
 // orders=1 and revenue=total. The status must be PENDING, PAID, SHIPPED or

@@ -28,6 +28,12 @@ func (*SeasonLeaderboard) Name() string { return "season-leaderboard" }
 // EntityTypes returns Player.
 func (*SeasonLeaderboard) EntityTypes() []string { return []string{"Player"} }
 
+// Definition describes what the projection computes (see
+// projections.Definer): a change to it is a change of definition.
+func (*SeasonLeaderboard) Definition() string {
+	return "v1: Player PK=PLAYER#<id> SK=PROFILE -> row SEASON#<season> / RATING#<rating, 10 digits>#PLAYER#<id> {player, handle, rating, season}; no season: nothing"
+}
+
 // Contribute returns, for player <id> with a season, the row with partition
 // SEASON#<season> and sort key RATING#<rating as 10 digits>#PLAYER#<id>,
 // holding player, handle, rating and season; for a player without a season

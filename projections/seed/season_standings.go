@@ -24,6 +24,12 @@ func (*SeasonStandings) Name() string { return "season-standings" }
 // EntityTypes returns Match.
 func (*SeasonStandings) EntityTypes() []string { return []string{"Match"} }
 
+// Definition describes what the projection computes (see
+// projections.Definer): a change to it is a change of definition.
+func (*SeasonStandings) Definition() string {
+	return "v1: Match PK=PLAYER#<id> SK=MATCH#<time>#<match> result in WIN|LOSS|DRAW -> SEASON#<season>#PLAYER#<id> matches=1 wins|losses|draws=1 points=score; SEASON#<season> (8 shards) matches=1"
+}
+
 // Contribute returns, for a match of player <id> in season <season>, the
 // counter SEASON#<season>#PLAYER#<id> with matches=1, one of wins, losses or
 // draws =1 for the result, and points=score; and the 8-shard counter

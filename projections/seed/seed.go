@@ -47,6 +47,10 @@ import (
 	"github.com/tributary/tributary/projections"
 )
 
+// Set returns the set of every seed projection: what the stock functions and
+// the stock tributary run.
+func Set() *projections.Set { return projections.MustSet(All()...) }
+
 // All returns a fresh instance of every seed projection, in a stable order.
 func All() []projections.Projection {
 	return []projections.Projection{

@@ -25,6 +25,12 @@ func (*WorkspaceActivity) Name() string { return "workspace-activity" }
 // EntityTypes returns Document and Comment.
 func (*WorkspaceActivity) EntityTypes() []string { return []string{"Document", "Comment"} }
 
+// Definition describes what the projection computes (see
+// projections.Definer): a change to it is a change of definition.
+func (*WorkspaceActivity) Definition() string {
+	return "v1: Document PK=WS#<ws> SK=DOC#<doc> -> WS#<ws> documents=1; Comment SK=DOC#<doc>#CMT#<comment> -> WS#<ws> comments=1, WS#<ws>#DOC#<doc> comments=1"
+}
+
 // Contribute returns, for a document of workspace <ws>, the counter WS#<ws>
 // with documents=1; for a comment on document <doc>, the counters WS#<ws> and
 // WS#<ws>#DOC#<doc>, each with comments=1. A comment's ttl is not read: its

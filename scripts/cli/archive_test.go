@@ -47,7 +47,7 @@ func makeArchive(t *testing.T, store archive.Putter, prefix string) []byte {
 // cli runs a command line in-process.
 func cli(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = run(context.Background(), &env{stdout: &out, stderr: &errb, stdin: strings.NewReader("")}, args)
+	code = Run(context.Background(), stockOptions, args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
 

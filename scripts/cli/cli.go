@@ -21,9 +21,43 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tributary/tributary/projections"
 )
 
-// command is one subcommand.
+// Options configure a tributary binary.
+type Options struct {
+	// Projections is the projection set that the commands which build or
+	// check projections run: process, replay, redrive, verify, filters and
+	// projections. Required.
+	Projections *projections.Set
+	// Commands are added to the standard ones, after them in the usage
+	// (the stock binary adds Demo and Leaderboard). A command with the name
+	// of a standard one replaces it.
+	Commands []Command
+}
+
+// A Command is one subcommand of the tool.
+type Command struct {
+	// Name is what selects the command: tributary <Name> [flags].
+	Name string
+	// Summary is its line in the usage.
+	Summary string
+	// Run runs the command with the arguments after its name. An error
+	// matching ErrUsage exits 2 after printing it, ErrFailed exits 1
+	// without a message, any other error is printed and exits 1.
+	Run func(ctx context.Context, env Env, args []string) error
+}
+
+// Env is what a command reads and writes.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Projections is the binary's projection set.
+	Projections *projections.Set
+}
+
+// command is one subcommand, as the built-in ones are written.
 type command struct {
 	name    string
 	summary string
@@ -34,22 +68,37 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
+	// set is the binary's projection set (Options.Projections).
+	set *projections.Set
+	// extra are the Options' commands.
+	extra []Command
 }
 
-// errUsage marks a command-line mistake; main exits 2 for it.
-var errUsage = errors.New("usage")
+// Env returns the public view of e, for the Options' commands.
+func (e *env) Env() Env { return Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Projections: e.set} }
 
-// errFailed marks a command that ran but found a problem (a verification
-// mismatch); main exits 1 without repeating a message.
-var errFailed = errors.New("failed")
+// ErrUsage marks a command-line mistake: the tool prints it and exits 2.
+var ErrUsage = errors.New("usage")
 
-func commands() []command {
-	return []command{
-		{"demo", "simulate a workload through Lambda's delivery with faults, then check the aggregates", runDemo},
+// ErrFailed marks a command that ran but found a problem (a verification
+// mismatch, a record that failed): the tool exits 1 without repeating a
+// message.
+var ErrFailed = errors.New("failed")
+
+// errUsage and errFailed are the names the built-in commands use.
+var (
+	errUsage  = ErrUsage
+	errFailed = ErrFailed
+)
+
+// commands returns the standard commands followed by e's own, a command of
+// e's replacing a standard one of the same name.
+func (e *env) commands() []command {
+	std := []command{
 		{"decode", "print captured change records as normalised changes, one JSON object a line", runDecode},
 		{"process", "run captured Lambda events through the projector's handler into a store", runProcess},
 		{"aggregates", "print the aggregates a store holds", runAggregates},
-		{"leaderboard", "print a season's leaderboard from a store", runLeaderboard},
+		{"rows", "print a projection's materialised rows of one partition, in descending sort order", runRows},
 		{"replay", "replay a window of a Kinesis or DynamoDB stream into the projections (resumable; --rebuild-into a new table)", runReplay},
 		{"redrive", "run the batches an on-failure destination kept (S3 or a local copy) through the projector again", runRedrive},
 		{"archive", "list (ls) or print (cat) a TTL archive in a directory or S3", runArchive},
@@ -58,29 +107,54 @@ func commands() []command {
 		{"reimport", "load a repartition's output into DynamoDB: ImportTable, BatchWriteItem loader, or StartBulkPutItems", runReimport},
 		{"verify", "recompute every projection from an export and diff it against the live aggregates", runVerify},
 		{"filters", "print the FilterCriteria of the projector's or archiver's event source mapping", runFilters},
+		{"projections", "show the projection set (and a store's marker), or adopt a store for it", runProjections},
 	}
+	for _, c := range e.extra {
+		run := c.Run
+		cmd := command{c.Name, c.Summary, func(ctx context.Context, e *env, args []string) error { return run(ctx, e.Env(), args) }}
+		replaced := false
+		for i := range std {
+			if std[i].name == c.Name {
+				std[i], replaced = cmd, true
+			}
+		}
+		if !replaced {
+			std = append(std, cmd)
+		}
+	}
+	return std
 }
 
-// Main runs the command line in os.Args and exits with its status: 0 on
-// success, 1 when a command failed, 2 for a usage mistake. It stops the
-// running command on SIGINT and SIGTERM.
-func Main() {
+// Main runs the command line in os.Args with opts and exits with its
+// status: 0 on success, 1 when a command failed, 2 for a usage mistake. It
+// stops the running command on SIGINT and SIGTERM.
+func Main(opts Options) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin}, os.Args[1:])
+	code := Run(ctx, opts, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// Run runs one command line (the arguments after the program name) and
+// returns the process exit status, as Main would exit with.
+func Run(ctx context.Context, opts Options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if opts.Projections == nil {
+		fmt.Fprintln(stderr, "tributary: no projection set (cli.Options.Projections)")
+		return 2
+	}
+	return run(ctx, &env{stdout: stdout, stderr: stderr, stdin: stdin, set: opts.Projections, extra: opts.Commands}, args)
 }
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(e.stderr)
+		usage(e)
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
 	}
-	for _, c := range commands() {
+	for _, c := range e.commands() {
 		if c.name != args[0] {
 			continue
 		}
@@ -100,13 +174,14 @@ func run(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	fmt.Fprintf(e.stderr, "tributary: unknown command %q\n\n", args[0])
-	usage(e.stderr)
+	usage(e)
 	return 2
 }
 
-func usage(w io.Writer) {
+func usage(e *env) {
+	w := e.stderr
 	fmt.Fprintln(w, "Usage: tributary <command> [flags] [args]\n\nCommands:")
-	for _, c := range commands() {
+	for _, c := range e.commands() {
 		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'tributary <command> -h' for a command's flags.")

@@ -23,6 +23,13 @@ import (
 	"github.com/tributary/tributary/projections/seed"
 )
 
+// Demo is the stock binary's `demo` command: a simulated workload over the
+// seed domains, delivered through Lambda's event source mapping with faults
+// into an embedded store, then checked against a recomputation.
+func Demo() Command {
+	return Command{Name: "demo", Summary: "simulate a workload over the seed domains through Lambda's delivery with faults, then check the aggregates", Run: builtin(runDemo)}
+}
+
 func runDemo(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "demo", "")
 	seedFlag := fs.Uint64("seed", 1, "workload seed: the same seed gives the same run")
@@ -93,7 +100,10 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	faulty := &sim.FaultyStore{Store: st, Seed: *seedFlag + 1, CommitFailBefore: *faultRate, CommitFailAfter: *faultRate, ReadFail: *faultRate / 2}
-	engine := projections.New(faulty, projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+	engine, err := openEngine(ctx, faultyTable{faulty, st}, "store "+*dir, seed.Set(), projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	if err != nil {
+		return err
+	}
 	cfg := pipeline.Config{Logger: quiet}
 	p := pipeline.NewStreamsProcessor(engine, cfg)
 	if *source == "kinesis" {
@@ -338,4 +348,11 @@ func versionOf(item pipeline.Item) string {
 		return n.Value
 	}
 	return "?"
+}
+
+// faultyTable is the demo's aggregate table: ledger reads and commits go
+// through the fault injector, scans straight to the store.
+type faultyTable struct {
+	*sim.FaultyStore
+	projections.Reader
 }

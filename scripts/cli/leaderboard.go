@@ -8,6 +8,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// Leaderboard is the stock binary's `leaderboard` command: a season's top
+// players from the seed season-leaderboard projection's rows (`rows` does
+// the same for any projection).
+func Leaderboard() Command {
+	return Command{Name: "leaderboard", Summary: "print a season's leaderboard from a store (the seed season-leaderboard projection)", Run: builtin(runLeaderboard)}
+}
+
+// builtin adapts a built-in command to a Command.
+func builtin(run func(ctx context.Context, e *env, args []string) error) func(ctx context.Context, env Env, args []string) error {
+	return func(ctx context.Context, pub Env, args []string) error {
+		return run(ctx, &env{stdout: pub.Stdout, stderr: pub.Stderr, stdin: pub.Stdin, set: pub.Projections}, args)
+	}
+}
+
 func runLeaderboard(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "leaderboard", "")
 	var sf storeFlags

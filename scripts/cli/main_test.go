@@ -8,15 +8,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tributary/tributary/projections/seed"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
+
+// stockOptions are the stock binary's (scripts/tributary).
+var stockOptions = Options{Projections: seed.Set(), Commands: []Command{Demo(), Leaderboard()}}
 
 // runCLI runs one command line in-process.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), &env{stdout: &out, stderr: &errb, stdin: strings.NewReader("")}, args)
+	code = Run(context.Background(), stockOptions, args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // multiFlag collects a repeated flag.
@@ -50,7 +49,10 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 		logw = e.stderr
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
-	engine := projections.New(st, projections.Config{Logger: log}, seed.All()...)
+	engine, err := openEngine(ctx, st, sf.String(), e.set, projections.Config{Logger: log})
+	if err != nil {
+		return err
+	}
 	cfg := pipeline.Config{Logger: log}
 	var archiver *archive.Handler
 	if *archiveTo != "" {

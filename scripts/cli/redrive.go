@@ -16,9 +16,7 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
-	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 const redriveUsage = `--from s3://BUCKET/PREFIX|DIR (--store DIR | --table NAME) [--endpoint URL] [--dry-run]
@@ -60,18 +58,18 @@ func runRedrive(ctx context.Context, e *env, args []string) error {
 		logw = e.stderr
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
-	var writeTo projections.Store = st
-	var dry *replay.DryRun
+	var writeTo projections.Table = st
+	var dry *projections.DryRun
 	if *dryRun {
-		dry = replay.NewDryRun(st)
+		dry = projections.NewDryRun(st)
 		writeTo = dry
 	}
-	// The projector runs every projection: so does redrive, and it refuses
-	// a store built for a subset.
-	if err := replay.CheckProjectionSet(ctx, writeTo, st, nil); err != nil {
+	// The projector's engine: the binary's projection set, which must be
+	// the one that built the store.
+	engine, err := openEngine(ctx, writeTo, sf.String(), e.set, projections.Config{Logger: log})
+	if err != nil {
 		return err
 	}
-	engine := projections.New(writeTo, projections.Config{Logger: log}, seed.All()...)
 
 	out := e.stdout
 	note := ""

@@ -266,7 +266,10 @@ func TestVerifyDynamoDBIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e := projections.New(dynamostore.New(ddb, aggs), projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+	e, err := projections.Open(ctx, dynamostore.New(ddb, aggs), seed.Set(), projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := pipeline.NewStreamsProcessor(e, pipeline.Config{Logger: quiet})
 	esm := &sim.ESM{BatchSize: 100, MaxAttempts: 100, Seed: 1}
 	if _, err := esm.Run(ctx, sim.StreamsShards(h.Records), p.Invoke); err != nil {

@@ -61,7 +61,7 @@ func TestExportCommandsUsage(t *testing.T) {
 		{[]string{"reimport", "--from", t.TempDir(), "--table", "t"}, 1, "repartition output is incomplete"},
 		{[]string{"verify", "--store", "x"}, 2, "--export is required"},
 		{[]string{"verify", "--export", fullExport}, 2, "give --store DIR or --table NAME"},
-		{[]string{"verify", "--export", fullExport, "--store", "x", "--projection", "nope"}, 2, `no projection "nope"`},
+		{[]string{"verify", "--export", fullExport, "--store", "x", "--projection", "nope"}, 2, `unknown projection nope`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

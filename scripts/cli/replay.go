@@ -26,7 +26,6 @@ import (
 	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 const replayUsage = `--from kinesis://STREAM|streams://TABLE [--start TRIM_HORIZON|<RFC3339>|SHARD:SEQ,...] [--until <RFC3339>]
@@ -95,29 +94,26 @@ func runReplay(ctx context.Context, e *env, args []string) error {
 	}
 	defer closeStore()
 
-	all := seed.All()
-	selected, err := replay.Select(all, f.projections)
+	selected, err := e.set.Select(f.projections...)
 	if err != nil {
 		return fmt.Errorf("%w: --projection: %v", errUsage, err)
 	}
 	var names []string
 	if len(f.projections) > 0 {
-		for _, p := range selected {
-			names = append(names, p.Name())
-		}
+		names = selected.Names()
 	}
 	var (
-		writeTo projections.Store = st
-		dry     *replay.DryRun
+		writeTo projections.Table = st
+		dry     *projections.DryRun
 	)
 	if f.dryRun {
-		dry = replay.NewDryRun(st)
+		dry = projections.NewDryRun(st)
 		writeTo = dry
 	}
-	if err := replay.CheckProjectionSet(ctx, writeTo, st, names); err != nil {
+	engine, err := openEngine(ctx, writeTo, target, selected, projections.Config{Logger: log})
+	if err != nil {
 		return err
 	}
-	engine := projections.New(writeTo, projections.Config{Logger: log, Ignore: replay.Ignored(all, selected)}, selected...)
 
 	cps, cpWhere, err := f.checkpoints(awsCfg)
 	if err != nil {
@@ -334,7 +330,7 @@ func freshRebuild(ctx context.Context, st store, cps checkpoint.Store, job, tabl
 	} else if !errors.Is(err, checkpoint.ErrNotFound) {
 		return err
 	}
-	empty, err := replay.Empty(ctx, st)
+	empty, err := projections.Empty(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -344,7 +340,7 @@ func freshRebuild(ctx context.Context, st store, cps checkpoint.Store, job, tabl
 	return nil
 }
 
-func printReplaySummary(e *env, sum replay.Summary, s projections.Stats, dry *replay.DryRun, took time.Duration) {
+func printReplaySummary(e *env, sum replay.Summary, s projections.Stats, dry *projections.DryRun, took time.Duration) {
 	out := e.stdout
 	r := sum.Read
 	resumed := ""

@@ -18,10 +18,7 @@ import (
 )
 
 // store is an aggregate store a command works on.
-type store interface {
-	projections.Store
-	projections.Reader
-}
+type store = projections.Table
 
 // storeFlags are the flags that choose an aggregate store: an embedded one
 // under a directory (the default for local runs) or a DynamoDB table.
@@ -33,6 +30,25 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.dir, "store", "", "directory of the embedded aggregate store (created if missing)")
 	fs.StringVar(&s.table, "table", "", "DynamoDB aggregate table (instead of --store)")
 	fs.StringVar(&s.endpoint, "endpoint", "", "DynamoDB endpoint URL, e.g. a local AWS-protocol server (with --table)")
+}
+
+// String names the store for messages: "store DIR" or "table NAME".
+func (s *storeFlags) String() string {
+	if s.table != "" {
+		return "table " + s.table
+	}
+	return "store " + s.dir
+}
+
+// openEngine makes an engine of set over t with projections.Open (which
+// refuses a store another projection set built), naming the store in its
+// error.
+func openEngine(ctx context.Context, t projections.Table, where string, set *projections.Set, cfg projections.Config) (*projections.Engine, error) {
+	e, err := projections.Open(ctx, t, set, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return e, nil
 }
 
 // storeFile is where the embedded store keeps its data under --store.

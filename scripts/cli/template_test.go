@@ -22,6 +22,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tributary/tributary/pipeline/filter"
+	"github.com/tributary/tributary/projections/seed"
 )
 
 const (
@@ -322,7 +325,7 @@ func fnEventType(fn obj, ev string) (string, bool) {
 
 // templateFilters returns the FilterCriteria of fn's only stream event, as
 // the filters command prints it (JSON).
-func templateFilters(t *testing.T, tp tmpl, fnName string) filterCriteria {
+func templateFilters(t *testing.T, tp tmpl, fnName string) filter.Criteria {
 	t.Helper()
 	fn := tp.resources()[fnName]
 	if fn == nil {
@@ -337,13 +340,13 @@ func templateFilters(t *testing.T, tp tmpl, fnName string) filterCriteria {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var fc filterCriteria
+		var fc filter.Criteria
 		if err := json.Unmarshal(b, &fc); err != nil {
 			t.Fatalf("%s: FilterCriteria: %v", fnName, err)
 		}
 		return fc
 	}
-	return filterCriteria{}
+	return filter.Criteria{}
 }
 
 // typeAttribute is a function's TYPE_ATTRIBUTE (default EntityType).
@@ -370,13 +373,13 @@ func TestTemplateProjectorFilters(t *testing.T) {
 			t.Errorf("no %s in the template", tt.fn)
 			continue
 		}
-		want, err := generateFilters("projector", tt.source, typeAttribute(tp, tt.fn))
+		want, err := generateFilters(seed.Set(), "projector", filter.Source(tt.source), typeAttribute(tp, tt.fn))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := templateFilters(t, tp, tt.fn); !reflect.DeepEqual(got, want) {
 			var b strings.Builder
-			writeFiltersYAML(&b, want, 12)
+			want.WriteYAML(&b, 12)
 			t.Errorf("%s's FilterCriteria drifted from the registered projections.\n got: %+v\nwant: %+v\n"+
 				"Regenerate: go run ./scripts/tributary filters %s\n%s", tt.fn, got, want, tt.flags, b.String())
 		}
@@ -388,7 +391,7 @@ func TestTemplateProjectorFilters(t *testing.T) {
 // userIdentity is the DynamoDB service, and nothing else.
 func TestTemplateArchiverFilters(t *testing.T) {
 	tp := loadTemplate(t)
-	want, err := generateFilters("archiver", "streams", "")
+	want, err := generateFilters(seed.Set(), "archiver", filter.Streams, "")
 	if err != nil {
 		t.Fatal(err)
 	}

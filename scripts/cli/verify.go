@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // runVerify is `tributary verify`: recompute every projection from an
@@ -28,18 +28,13 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	ps := seed.All()
+	ps := e.set.Projections()
 	if *only != "" {
-		var keep []projections.Projection
-		for _, p := range ps {
-			if p.Name() == *only {
-				keep = append(keep, p)
-			}
+		sub, err := e.set.Select(*only)
+		if err != nil {
+			return fmt.Errorf("%w: --projection: %v", errUsage, err)
 		}
-		if keep == nil {
-			return fmt.Errorf("%w: --projection: no projection %q", errUsage, *only)
-		}
-		ps = keep
+		ps = sub.Projections()
 	}
 	if xf.export == "" {
 		return fmt.Errorf("%w: --export is required", errUsage)
@@ -49,6 +44,15 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer closeStore()
+	// The store must be this set's: a recomputation of other definitions
+	// would report every difference between the two as drift.
+	m, err := projections.ReadMarker(ctx, st)
+	if err != nil {
+		return err
+	}
+	if m == nil || !sameIDs(m.Set, e.set.IDs()) {
+		return fmt.Errorf("%s: %w", sf.String(), &projections.SetMismatchError{Table: m, Engine: e.set.IDs()})
+	}
 	src, overlay, err := xf.open(ctx, e)
 	if err != nil {
 		return err
@@ -104,3 +108,5 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(w, "AGREE: every aggregate and row in the store equals the recomputation from the export\n")
 	return nil
 }
+
+func sameIDs(a, b []projections.ProjectionID) bool { return slices.Equal(a, b) }

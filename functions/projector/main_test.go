@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/tributary/tributary/functions/function"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
-	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // TestEvent runs testdata/event.json (also the `sam local invoke` event)
 // through the function as main builds it — a lambda.Handler, which
@@ -27,7 +24,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func TestEvent(t *testing.T) {
 	ctx := context.Background()
 	st := boltstoretest.Open(t)
-	p, err := newProcessor(ctx, Config{Table: "local"}, st, quiet(), io.Discard)
+	p, err := function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "local"}, st, seed.Set(), slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,19 +47,5 @@ func TestEvent(t *testing.T) {
 	again, _ := projections.ReadView(ctx, st)
 	if d := projections.Diff(again, first); len(d) > 0 {
 		t.Errorf("redelivery changed the aggregates: %v", d)
-	}
-}
-
-// TestRefusesSubsetTable: the function, which runs every projection, will
-// not start on a table a filtered replay built for a subset of them.
-func TestRefusesSubsetTable(t *testing.T) {
-	ctx := context.Background()
-	st := boltstoretest.Open(t)
-	if err := replay.CheckProjectionSet(ctx, st, st, []string{"season-standings"}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := newProcessor(ctx, Config{Table: "standings"}, st, quiet(), io.Discard)
-	if !errors.Is(err, replay.ErrProjectionSet) || !strings.Contains(err.Error(), "table standings") {
-		t.Errorf("a season-standings table: %v, want ErrProjectionSet naming the table", err)
 	}
 }

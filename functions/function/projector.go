@@ -1,0 +1,207 @@
+// Package function holds Tributary's Lambda functions as library entry points, so
+// that a function's main is a single call that hands it a team's own
+// projections:
+//
+//	func main() { function.Projector(tickets.Projections()) }
+//
+// Projector (DynamoDB Streams → aggregates) and KinesisProjector (the
+// table's Kinesis data stream → aggregates) are built the same way: their
+// configuration is read from the environment (LoadProjectorConfig), every
+// problem is reported at once, and a bad configuration, or an aggregate
+// table that another projection set built (projections.Open), stops the
+// function at init, before it takes a record. Functions log JSON to
+// standard output, as the Lambda runtime expects, beside their
+// embedded-metric lines.
+//
+// The New functions build the same handlers over any aggregate table, for
+// tests and for mains that want to add to them.
+package function
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+)
+
+// ProjectorConfig is a projector function's configuration, read from the
+// environment by LoadProjectorConfig:
+//
+//	AGGREGATE_TABLE      the aggregate table (required)
+//	PROJECTIONS          comma-separated projection names: run only these
+//	                     (default every one); a table for a subset is its own
+//	TYPE_ATTRIBUTE       the item attribute holding the entity type (default EntityType)
+//	VERSION_ATTRIBUTE    the item's version attribute (default version)
+//	UNKNOWN_TYPE_POLICY  skip (default) or fail: images of types no projection reads
+//	PERMANENT_FAILURES   report (default; bisect, retry, on-failure destination) or skip
+//	IGNORE_TYPES         comma-separated entity types skipped without a log line
+//	TOMBSTONE_TTL_DAYS   how long a removed item's tombstone is kept (default 400)
+type ProjectorConfig struct {
+	Table        string
+	Projections  []string
+	Decode       pipeline.Options
+	Unknown      pipeline.UnknownPolicy
+	Permanent    pipeline.PermanentPolicy
+	Ignore       []string
+	TombstoneTTL time.Duration
+}
+
+// LoadProjectorConfig reads a projector's configuration with getenv
+// (os.Getenv in a main) and reports every problem at once.
+func LoadProjectorConfig(getenv func(string) string) (ProjectorConfig, error) {
+	c := ProjectorConfig{
+		Table:       strings.TrimSpace(getenv("AGGREGATE_TABLE")),
+		Projections: List(getenv("PROJECTIONS")),
+		Decode:      pipeline.Options{TypeAttribute: getenv("TYPE_ATTRIBUTE"), VersionAttribute: getenv("VERSION_ATTRIBUTE")},
+		Ignore:      List(getenv("IGNORE_TYPES")),
+	}
+	var errs []error
+	if c.Table == "" {
+		errs = append(errs, errors.New("AGGREGATE_TABLE is required"))
+	}
+	switch v := getenv("UNKNOWN_TYPE_POLICY"); v {
+	case "", "skip":
+	case "fail":
+		c.Unknown = pipeline.FailUnknown
+	default:
+		errs = append(errs, fmt.Errorf("UNKNOWN_TYPE_POLICY %q: want skip or fail", v))
+	}
+	switch v := getenv("PERMANENT_FAILURES"); v {
+	case "", "report":
+	case "skip":
+		c.Permanent = pipeline.SkipPermanent
+	default:
+		errs = append(errs, fmt.Errorf("PERMANENT_FAILURES %q: want report or skip", v))
+	}
+	if v := getenv("TOMBSTONE_TTL_DAYS"); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 1 {
+			errs = append(errs, fmt.Errorf("TOMBSTONE_TTL_DAYS %q: want a whole number of days, at least 1", v))
+		}
+		c.TombstoneTTL = time.Duration(days) * 24 * time.Hour
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return c, nil
+}
+
+// List splits a comma-separated environment value, dropping blanks.
+func List(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Projector runs the DynamoDB Streams projector of set: it applies the
+// table's stream to set's projections, exactly once, in the aggregate
+// table. It does not return.
+func Projector(set *projections.Set) {
+	start("projector", func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
+		cfg, t, err := projectorEnv(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return NewStreamsProjector(ctx, cfg, t, set, log, os.Stdout)
+	})
+}
+
+// KinesisProjector runs the Kinesis projector of set: it applies the
+// Kinesis data stream fed by the table's Kinesis streaming destination to
+// set's projections, exactly once: Kinesis duplicates and reordering are
+// harmless to the engine's ledger. It does not return.
+func KinesisProjector(set *projections.Set) {
+	start("kinesis-projector", func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
+		cfg, t, err := projectorEnv(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return NewKinesisProjector(ctx, cfg, t, set, log, os.Stdout)
+	})
+}
+
+// NewStreamsProjector returns the Streams projector's handler: an engine
+// for set (or the subset cfg.Projections names) over the aggregate table
+// t, made by projections.Open, behind the DynamoDB Streams processor
+// (partial batch responses name stream sequence numbers).
+func NewStreamsProjector(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
+	e, err := projectorEngine(ctx, cfg, t, set, log, metrics)
+	if err != nil {
+		return nil, err
+	}
+	return pipeline.NewStreamsProcessor(e, processorConfig(cfg, log, metrics)), nil
+}
+
+// NewKinesisProjector is NewStreamsProjector for the Kinesis data stream
+// (partial batch responses name Kinesis sequence numbers).
+func NewKinesisProjector(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
+	e, err := projectorEngine(ctx, cfg, t, set, log, metrics)
+	if err != nil {
+		return nil, err
+	}
+	return pipeline.NewKinesisProcessor(e, processorConfig(cfg, log, metrics)), nil
+}
+
+func projectorEngine(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*projections.Engine, error) {
+	if set == nil {
+		return nil, errors.New("no projection set")
+	}
+	sub, err := set.Select(cfg.Projections...)
+	if err != nil {
+		return nil, fmt.Errorf("PROJECTIONS: %w", err)
+	}
+	e, err := projections.Open(ctx, t, sub, projections.Config{
+		Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", cfg.Table, err)
+	}
+	return e, nil
+}
+
+func processorConfig(cfg ProjectorConfig, log *slog.Logger, metrics io.Writer) pipeline.Config {
+	return pipeline.Config{Options: cfg.Decode, Permanent: cfg.Permanent, Logger: log, Metrics: metrics}
+}
+
+// projectorEnv loads a projector's configuration and opens its table.
+func projectorEnv(ctx context.Context) (ProjectorConfig, projections.Table, error) {
+	cfg, err := LoadProjectorConfig(os.Getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	aws, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	return cfg, dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table), nil
+}
+
+// start builds a function's handler and hands it to the Lambda runtime; a
+// failure to build it is logged and ends the process, so that Lambda
+// reports the init error.
+func start(name string, build func(ctx context.Context, log *slog.Logger) (lambda.Handler, error)) {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", name)
+	h, err := build(context.Background(), log)
+	if err != nil {
+		log.Error("init failed", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}

@@ -1,0 +1,110 @@
+package projections
+
+import (
+	"context"
+	"maps"
+	"sync"
+
+	"github.com/tributary/tributary/projections/decimal"
+)
+
+// DryRun wraps a table so that nothing is written to it: ledger entries are
+// read from it, commits are checked against it and kept in memory (later
+// ledger reads see them), and aggregates and rows are not touched: reading
+// them reads the table's. An engine over a DryRun decides and counts exactly
+// as it would over the table — items written, changes already applied —
+// without changing it.
+type DryRun struct {
+	store Table
+
+	mu           sync.Mutex
+	ledgers      map[string]LedgerEntry
+	txs, actions int64
+}
+
+var _ Table = (*DryRun)(nil)
+
+// NewDryRun wraps a table.
+func NewDryRun(store Table) *DryRun {
+	return &DryRun{store: store, ledgers: map[string]LedgerEntry{}}
+}
+
+// ReadLedgers reads the entries the dry run wrote, and the store's for the
+// rest.
+func (d *DryRun) ReadLedgers(ctx context.Context, keys []string) (map[string]LedgerEntry, error) {
+	d.mu.Lock()
+	var rest []string
+	out := make(map[string]LedgerEntry, len(keys))
+	for _, k := range keys {
+		if e, ok := d.ledgers[k]; ok {
+			out[k] = e
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	d.mu.Unlock()
+	if len(rest) > 0 {
+		got, err := d.store.ReadLedgers(ctx, rest)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, got)
+	}
+	return out, nil
+}
+
+// Commit checks tx's ledger conditions against what ReadLedgers would
+// return and, if they hold, keeps its ledger entries.
+func (d *DryRun) Commit(ctx context.Context, tx *Tx) error {
+	if tx == nil || tx.Len() == 0 {
+		return nil
+	}
+	keys := make([]string, len(tx.Ledgers))
+	for i, l := range tx.Ledgers {
+		keys[i] = l.Key
+	}
+	cur, err := d.ReadLedgers(ctx, keys)
+	if err != nil {
+		return err
+	}
+	conflicts := map[string]LedgerEntry{}
+	for _, l := range tx.Ledgers {
+		if cur[l.Key].Rev != l.ExpectRev {
+			conflicts[l.Key] = cur[l.Key]
+		}
+	}
+	if len(conflicts) > 0 {
+		return &ConflictError{Current: conflicts}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range tx.Ledgers {
+		d.ledgers[l.Key] = LedgerEntry{Rev: l.ExpectRev + 1, Body: l.Body}
+	}
+	d.txs++
+	d.actions += int64(tx.Len())
+	return nil
+}
+
+// Counts returns how many transactions, and write actions in them, would
+// have been committed.
+func (d *DryRun) Counts() (txs, actions int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.txs, d.actions
+}
+
+// ScanAggregates scans the wrapped table's aggregates.
+func (d *DryRun) ScanAggregates(ctx context.Context, fn func(ref AggregateRef, values map[string]decimal.Decimal) error) error {
+	return d.store.ScanAggregates(ctx, fn)
+}
+
+// ScanRows scans the wrapped table's rows.
+func (d *DryRun) ScanRows(ctx context.Context, fn func(row StoredRow) error) error {
+	return d.store.ScanRows(ctx, fn)
+}
+
+// QueryRows queries the wrapped table's rows.
+func (d *DryRun) QueryRows(ctx context.Context, projection, partition string, limit int) ([]StoredRow, error) {
+	return d.store.QueryRows(ctx, projection, partition, limit)
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tributary/tributary/projections"
+)
+
+const projectionsUsage = `show [--store DIR | --table NAME] | adopt (--store DIR | --table NAME) [--projection NAME]...
+
+  show   prints the binary's projection set: each projection's name, fingerprint
+         and entity types; with a store, also the set its marker records, and
+         whether an engine of this set may write to it
+  adopt  records this set (or the --projection subset) in the store's marker,
+         replacing whatever it records: for a store that holds aggregates but no
+         marker (written before markers existed), or one whose projection changed
+         its definition without changing what it contributes. Adopting a store
+         another set built leaves its aggregates wrong: rebuild it instead
+         (replay --rebuild-into).`
+
+func runProjections(ctx context.Context, e *env, args []string) error {
+	sub := "show"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := newFlags(e, "projections", projectionsUsage)
+	var sf storeFlags
+	sf.register(fs)
+	var only multiFlag
+	if sub == "adopt" {
+		fs.Var(&only, "projection", "adopt for only this projection (repeat for several): a store of a subset")
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	switch sub {
+	case "show":
+		printSet(out, e.set)
+		if sf.dir == "" && sf.table == "" {
+			return nil
+		}
+		st, closeStore, err := sf.open(ctx, false)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		m, err := projections.ReadMarker(ctx, st)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			empty, err := projections.Empty(ctx, st)
+			if err != nil {
+				return err
+			}
+			if empty {
+				fmt.Fprintf(out, "\n%s is empty and unmarked: the first engine to write to it marks it for its set\n", sf.String())
+				return nil
+			}
+			fmt.Fprintf(out, "\n%s holds aggregates but records no projection set: no engine may write to it until it is adopted (tributary projections adopt) or rebuilt\n", sf.String())
+			return errFailed
+		}
+		fmt.Fprintf(out, "\n%s was built by (marked %s):\n", sf.String(), m.Since.UTC().Format(time.RFC3339))
+		for _, id := range m.Set {
+			fmt.Fprintf(out, "  %s\n", id)
+		}
+		if sameIDs(m.Set, e.set.IDs()) {
+			fmt.Fprintln(out, "this set: an engine of it may write to the store")
+			return nil
+		}
+		fmt.Fprintf(out, "another set: %v\n", &projections.SetMismatchError{Table: m, Engine: e.set.IDs()})
+		return errFailed
+	case "adopt":
+		set, err := e.set.Select(only...)
+		if err != nil {
+			return fmt.Errorf("%w: --projection: %v", errUsage, err)
+		}
+		st, closeStore, err := sf.open(ctx, false)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		old, err := projections.Adopt(ctx, st, set)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sf.String(), err)
+		}
+		if old != nil {
+			fmt.Fprintf(out, "%s: replaced the marker of %s\n", sf.String(), formatSet(old.Set))
+		}
+		fmt.Fprintf(out, "%s: marked for %s\n", sf.String(), set)
+		return nil
+	}
+	return fmt.Errorf("%w: unknown subcommand %q: want show or adopt", errUsage, sub)
+}
+
+func printSet(out *bufio.Writer, set *projections.Set) {
+	fmt.Fprintln(out, "projection set:")
+	byName := map[string]projections.Projection{}
+	for _, p := range set.Projections() {
+		byName[p.Name()] = p
+	}
+	for _, id := range set.IDs() {
+		fmt.Fprintf(out, "  %-40s reads %s\n", id, strings.Join(byName[id.Name].EntityTypes(), ", "))
+	}
+}
+
+func formatSet(ids []projections.ProjectionID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = id.String()
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/seed"
+)
+
+// teamOrders is a team's own projection over the seed Order type: orders
+// per user.
+type teamOrders struct{}
+
+func (teamOrders) Name() string          { return "orders-per-user" }
+func (teamOrders) EntityTypes() []string { return []string{"Order"} }
+func (teamOrders) Definition() string    { return "v1: Order -> USER#<PK> orders=1" }
+func (teamOrders) Contribute(item pipeline.Item) (projections.Contribution, error) {
+	pk, _ := item["PK"].(*types.AttributeValueMemberS)
+	if pk == nil {
+		return projections.Contribution{}, errors.New("PK: want S")
+	}
+	return projections.Contribution{Counters: []projections.Counter{{Key: pk.Value, Values: map[string]decimal.Decimal{"orders": decimal.FromInt(1)}}}}, nil
+}
+
+// runWith runs one command line of a binary built with opts.
+func runWith(t *testing.T, opts Options, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), opts, args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func readStore(t *testing.T, dir string) *projections.View {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(dir, storeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v, err := projections.ReadView(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestEveryEntryPointRefusesAnotherSetsStore: a team's binary builds a store
+// with its own projection of Order items; then every stock entry point that
+// builds an engine (or checks aggregates against a set) refuses that store
+// with an error that names both sets and how to rebuild, and the team's
+// aggregates are untouched. The same holds the other way round, and for a
+// store built by a subset of the stock set.
+func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
+	ctx := context.Background()
+	team := Options{Projections: projections.MustSet(teamOrders{})}
+	stockSubset, err := seed.Set().Select("order-totals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	events := fixtures + "streams/event.json"
+
+	// Each entry point, given a store directory and the options of the
+	// binary (or the set of the function) that runs it.
+	type entry struct {
+		name string
+		run  func(t *testing.T, opts Options, dir string) error
+	}
+	cli := func(args ...string) func(t *testing.T, opts Options, dir string) error {
+		return func(t *testing.T, opts Options, dir string) error {
+			code, stdout, stderr := runWith(t, opts, append(args, "--store", dir)...)
+			if code == 0 {
+				return nil
+			}
+			return errors.New(stdout + stderr)
+		}
+	}
+	function := func(kinesis bool) func(t *testing.T, opts Options, dir string) error {
+		return func(t *testing.T, opts Options, dir string) error {
+			st, err := boltstore.Open(filepath.Join(dir, storeFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			cfg := function.ProjectorConfig{Table: dir}
+			if kinesis {
+				_, err = function.NewKinesisProjector(ctx, cfg, st, opts.Projections, quiet, io.Discard)
+			} else {
+				_, err = function.NewStreamsProjector(ctx, cfg, st, opts.Projections, quiet, io.Discard)
+			}
+			return err
+		}
+	}
+	entries := []entry{
+		{"process", cli("process", "--events", events)},
+		{"replay", cli("replay", "--from", "kinesis://app-changes", "--checkpoint-dir", t.TempDir())},
+		{"redrive", cli("redrive", "--from", "../../pipeline/redrive/testdata/destination")},
+		{"verify", cli("verify", "--export", fullExport)},
+		{"projector function", function(false)},
+		{"kinesis-projector function", function(true)},
+	}
+	for _, tt := range []struct {
+		name          string
+		builder, user Options
+	}{
+		{"stock on a team's store", team, stockOptions},
+		{"a team's binary on a stock store", stockOptions, team},
+		{"stock on a stock subset's store", Options{Projections: stockSubset}, stockOptions},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if code, stdout, stderr := runWith(t, tt.builder, "process", "--store", dir, "--events", events); code != 0 {
+				t.Fatalf("building the store: exit %d\n%s%s", code, stdout, stderr)
+			}
+			before := readStore(t, dir)
+			if len(before.Aggregates) == 0 {
+				t.Fatal("the builder wrote nothing")
+			}
+			for _, e := range entries {
+				t.Run(e.name, func(t *testing.T) {
+					err := e.run(t, tt.user, dir)
+					if err == nil {
+						t.Fatal("accepted another set's store")
+					}
+					for _, want := range []string{"projection set mismatch", tt.builder.Projections.String(), tt.user.Projections.String(), "--rebuild-into"} {
+						if !strings.Contains(err.Error(), want) {
+							t.Errorf("error does not say %q:\n%v", want, err)
+						}
+					}
+					if d := projections.Diff(readStore(t, dir), before); len(d) > 0 {
+						t.Errorf("the store changed: %v", d)
+					}
+				})
+			}
+		})
+	}
+}

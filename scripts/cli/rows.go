@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/tributary/tributary/pipeline"
+)
+
+func runRows(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "rows", "--projection NAME --partition KEY [--top N] [--json]")
+	var sf storeFlags
+	sf.register(fs)
+	projection := fs.String("projection", "", "the projection whose rows to print (required)")
+	partition := fs.String("partition", "", "the rows' partition, e.g. SEASON#2026-Q2 (required)")
+	top := fs.Int("top", 10, "how many rows, from the highest sort key down (0: all)")
+	asJSON := fs.Bool("json", false, "print one JSON object a line: the sort key and the row's attributes in DynamoDB JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *projection == "" || *partition == "":
+		return fmt.Errorf("%w: --projection and --partition are required", errUsage)
+	case *top < 0:
+		return fmt.Errorf("%w: --top must not be negative", errUsage)
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	st, closeStore, err := sf.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rows, err := st.QueryRows(ctx, *projection, *partition, *top)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	for _, r := range rows {
+		if *asJSON {
+			b := append([]byte(`{"sort":`), strconv.Quote(r.Ref.Sort)...)
+			b = append(b, `,"attributes":`...)
+			b = append(pipeline.AppendItem(b, r.Attrs), "}\n"...)
+			out.Write(b)
+			continue
+		}
+		fmt.Fprintf(out, "%s  %s\n", r.Ref.Sort, pipeline.AppendItem(nil, r.Attrs))
+	}
+	if len(rows) == 0 && !*asJSON {
+		fmt.Fprintf(out, "(no rows of %s in %s)\n", *projection, *partition)
+	}
+	return nil
+}
