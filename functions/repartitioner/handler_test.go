@@ -17,8 +17,8 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline/export"
-	"github.com/tributary/tributary/pipeline/export/exportgen"
 )
 
 const fixture = "../../pipeline/export/testdata/export"

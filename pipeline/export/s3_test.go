@@ -14,8 +14,8 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline/export"
-	"github.com/tributary/tributary/pipeline/export/exportgen"
 )
 
 // gofakes3Client starts an in-process S3 server and returns a path-style

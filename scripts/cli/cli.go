@@ -75,7 +75,9 @@ type env struct {
 }
 
 // Env returns the public view of e, for the Options' commands.
-func (e *env) Env() Env { return Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Projections: e.set} }
+func (e *env) Env() Env {
+	return Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Projections: e.set}
+}
 
 // ErrUsage marks a command-line mistake: the tool prints it and exits 2.
 var ErrUsage = errors.New("usage")

@@ -52,4 +52,3 @@ func TestFiltersCommandUsage(t *testing.T) {
 		}
 	}
 }
-

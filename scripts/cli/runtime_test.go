@@ -41,8 +41,8 @@ import (
 
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline/export"
-	"github.com/tributary/tributary/pipeline/export/exportgen"
 	"github.com/tributary/tributary/projections"
 )
 
