@@ -2,6 +2,7 @@
 #
 #   make test              everything CI runs: vet, unit, integration, fuzz
 #   make test-unit         fast tests; integration tests skip without a server
+#   make example           the worked example module (examples/tickets) against this checkout
 #   make test-integration  integration tests against a local moto server
 #   make build             Lambda bootstraps for functions/* into bin/<name>/
 #   make template-check    the SAM template through the AWS toolchain; functions under the Lambda emulator
@@ -15,13 +16,14 @@ GO       ?= go
 FUZZTIME ?= 4s
 SERVERS  := .ci/servers.sh
 
-.PHONY: test vet test-unit test-integration fuzz bench build demo tidy-check template-check
+.PHONY: test vet test-unit example test-integration fuzz bench build demo tidy-check template-check
 
 ## test: vet, unit tests, integration tests, fuzzing and the template check, in that order
 test:
 	$(MAKE) vet
 	$(MAKE) tidy-check
 	$(MAKE) test-unit
+	$(MAKE) example
 	$(MAKE) test-integration
 	$(MAKE) fuzz
 	$(MAKE) template-check
@@ -43,6 +45,12 @@ vet:
 test-unit:
 	$(GO) test -race -short -shuffle=on -count=1 ./...
 	$(GO) test -count=1 -run 'TestExactlyOnce' ./projections/
+
+## example: the worked example (examples/tickets), a module of its own that
+## builds against this checkout's public API: tidy, vet, its tests; a change
+## that breaks the public API fails here
+example:
+	cd examples/tickets && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 ## test-integration: tests named *Integration* against a local moto server
 test-integration:

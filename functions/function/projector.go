@@ -113,27 +113,26 @@ func List(v string) []string {
 // Projector runs the DynamoDB Streams projector of set: it applies the
 // table's stream to set's projections, exactly once, in the aggregate
 // table. It does not return.
-func Projector(set *projections.Set) {
-	start("projector", func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
-		cfg, t, err := projectorEnv(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return NewStreamsProjector(ctx, cfg, t, set, log, os.Stdout)
-	})
-}
+func Projector(set *projections.Set) { startProjector("projector", NewStreamsProjector, set) }
 
 // KinesisProjector runs the Kinesis projector of set: it applies the
 // Kinesis data stream fed by the table's Kinesis streaming destination to
 // set's projections, exactly once: Kinesis duplicates and reordering are
 // harmless to the engine's ledger. It does not return.
 func KinesisProjector(set *projections.Set) {
-	start("kinesis-projector", func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
+	startProjector("kinesis-projector", NewKinesisProjector, set)
+}
+
+// newProjector is NewStreamsProjector or NewKinesisProjector.
+type newProjector func(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error)
+
+func startProjector(name string, build newProjector, set *projections.Set) {
+	start(name, func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
 		cfg, t, err := projectorEnv(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return NewKinesisProjector(ctx, cfg, t, set, log, os.Stdout)
+		return build(ctx, cfg, t, set, log, os.Stdout)
 	})
 }
 

@@ -23,8 +23,11 @@ import (
 	"github.com/tributary/tributary/projections/seed"
 )
 
-// kinesisEvent is the Kinesis projector's `sam local invoke` event.
-var kinesisEvent = filepath.Join("..", "kinesis-projector", "testdata", "event.json")
+// The functions' `sam local invoke` events.
+var (
+	streamsEvent = filepath.Join("..", "projector", "testdata", "event.json")
+	kinesisEvent = filepath.Join("..", "kinesis-projector", "testdata", "event.json")
+)
 
 func newKinesis(ctx context.Context, cfg function.ProjectorConfig, t projections.Table, metrics io.Writer) (*pipeline.Processor, error) {
 	return function.NewKinesisProjector(ctx, cfg, t, seed.Set(), quiet(), metrics)
@@ -54,6 +57,35 @@ func TestLoadProjectorConfig(t *testing.T) {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestStreamsEvent runs the Streams projector's event through its handler
+// as the stock main builds it — a lambda.Handler, which lambda.Start calls
+// with the event's bytes: the records are applied and the response is an
+// empty partial batch response; the same event delivered again changes
+// nothing.
+func TestStreamsEvent(t *testing.T) {
+	ctx := context.Background()
+	st := boltstoretest.Open(t)
+	p, err := function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "local"}, st, seed.Set(), quiet(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h lambda.Handler = p
+	event, err := os.ReadFile(streamsEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if out, err := h.Invoke(ctx, event); err != nil || string(out) != `{"batchItemFailures":[]}` {
+			t.Fatalf("delivery %d: %s %v", i+1, out, err)
+		}
+	}
+	v, _ := projections.ReadView(ctx, st)
+	paid := v.Aggregates[projections.AggregateKey{Projection: "order-totals", Key: "ORDERS#PAID#DAY#2026-11-30"}]
+	if paid["orders"].String() != "1" || paid["revenue"].String() != "120.50" {
+		t.Errorf("ORDERS#PAID#DAY#2026-11-30: %v, want orders=1 revenue=120.50 after two deliveries", paid)
+	}
+}
 
 // TestKinesisEvent runs the Kinesis projector's event through its handler
 // — a lambda.Handler, which lambda.Start calls with the event's bytes: the

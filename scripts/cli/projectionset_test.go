@@ -43,20 +43,6 @@ func runWith(t *testing.T, opts Options, args ...string) (code int, stdout, stde
 	return code, out.String(), errb.String()
 }
 
-func readStore(t *testing.T, dir string) *projections.View {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(dir, storeFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	v, err := projections.ReadView(context.Background(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // TestEveryEntryPointRefusesAnotherSetsStore: a team's binary builds a store
 // with its own projection of Order items; then every stock entry point that
 // builds an engine (or checks aggregates against a set) refuses that store
@@ -125,7 +111,7 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 			if code, stdout, stderr := runWith(t, tt.builder, "process", "--store", dir, "--events", events); code != 0 {
 				t.Fatalf("building the store: exit %d\n%s%s", code, stdout, stderr)
 			}
-			before := readStore(t, dir)
+			before := storeView(t, dir)
 			if len(before.Aggregates) == 0 {
 				t.Fatal("the builder wrote nothing")
 			}
@@ -140,7 +126,7 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 							t.Errorf("error does not say %q:\n%v", want, err)
 						}
 					}
-					if d := projections.Diff(readStore(t, dir), before); len(d) > 0 {
+					if d := projections.Diff(storeView(t, dir), before); len(d) > 0 {
 						t.Errorf("the store changed: %v", d)
 					}
 				})
