@@ -24,6 +24,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,11 @@ import (
 //	PERMANENT_FAILURES   report (default; bisect, retry, on-failure destination) or skip
 //	IGNORE_TYPES         comma-separated entity types skipped without a log line
 //	TOMBSTONE_TTL_DAYS   how long a removed item's tombstone is kept (default 400)
+//	FILTER_ENTITY_TYPES  comma-separated entity types the event source mapping's
+//	                     filter passes (the template sets it from the same
+//	                     parameter as the filter): the function refuses to start
+//	                     when a type its projections read is missing, whose
+//	                     records the filter would drop unseen
 type ProjectorConfig struct {
 	Table        string
 	Projections  []string
@@ -57,6 +63,7 @@ type ProjectorConfig struct {
 	Permanent    pipeline.PermanentPolicy
 	Ignore       []string
 	TombstoneTTL time.Duration
+	FilterTypes  []string
 }
 
 // LoadProjectorConfig reads a projector's configuration with getenv
@@ -67,6 +74,7 @@ func LoadProjectorConfig(getenv func(string) string) (ProjectorConfig, error) {
 		Projections: List(getenv("PROJECTIONS")),
 		Decode:      pipeline.Options{TypeAttribute: getenv("TYPE_ATTRIBUTE"), VersionAttribute: getenv("VERSION_ATTRIBUTE")},
 		Ignore:      List(getenv("IGNORE_TYPES")),
+		FilterTypes: List(getenv("FILTER_ENTITY_TYPES")),
 	}
 	var errs []error
 	if c.Table == "" {
@@ -166,6 +174,18 @@ func projectorEngine(ctx context.Context, cfg ProjectorConfig, t projections.Tab
 	if err != nil {
 		return nil, fmt.Errorf("PROJECTIONS: %w", err)
 	}
+	if len(cfg.FilterTypes) > 0 {
+		var missing []string
+		for _, t := range sub.EntityTypes() {
+			if !slices.Contains(cfg.FilterTypes, t) {
+				missing = append(missing, t)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but the projections also read %s, whose records it would drop before they reach the function: add them to the filter (tributary filters prints it)",
+				strings.Join(cfg.FilterTypes, ", "), strings.Join(missing, ", "))
+		}
+	}
 	e, err := projections.Open(ctx, t, sub, projections.Config{
 		Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: metrics,
 	})
@@ -190,17 +210,4 @@ func projectorEnv(ctx context.Context) (ProjectorConfig, projections.Table, erro
 		return cfg, nil, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
 	return cfg, dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table), nil
-}
-
-// start builds a function's handler and hands it to the Lambda runtime; a
-// failure to build it is logged and ends the process, so that Lambda
-// reports the init error.
-func start(name string, build func(ctx context.Context, log *slog.Logger) (lambda.Handler, error)) {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", name)
-	h, err := build(context.Background(), log)
-	if err != nil {
-		log.Error("init failed", "error", err.Error())
-		os.Exit(1)
-	}
-	lambda.Start(h)
 }

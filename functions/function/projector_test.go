@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -198,5 +199,62 @@ func TestProjectionsSubset(t *testing.T) {
 	// The Streams projector refuses it too.
 	if _, err := function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t"}, st, seed.Set(), quiet(), nil); !errors.Is(err, projections.ErrProjectionSet) {
 		t.Errorf("the Streams projector on a season-standings table: %v", err)
+	}
+}
+
+// TestHandOver starts the stock Streams projector (in a child process: this
+// test binary again) with TRIBUTARY_MAIN naming a script: the process
+// becomes the script, before reading any configuration, and the script
+// does not see TRIBUTARY_MAIN; a path that cannot be run fails the init,
+// naming it.
+func TestHandOver(t *testing.T) {
+	if os.Getenv("TRIBUTARY_TEST_HANDOVER") == "1" {
+		function.Projector(seed.Set())
+		return
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "projector")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"team main, AGGREGATE_TABLE=$AGGREGATE_TABLE TRIBUTARY_MAIN=${TRIBUTARY_MAIN:-unset}\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	child := func(main string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHandOver$")
+		cmd.Env = append(os.Environ(), "TRIBUTARY_TEST_HANDOVER=1", "TRIBUTARY_MAIN="+main, "AGGREGATE_TABLE=desk")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := child(script)
+	if err != nil || strings.TrimSpace(out) != "team main, AGGREGATE_TABLE=desk TRIBUTARY_MAIN=unset" {
+		t.Errorf("hand-over: %v\n%s", err, out)
+	}
+	out, err = child(filepath.Join(dir, "missing"))
+	if err == nil || !strings.Contains(out, "init failed") || !strings.Contains(out, "TRIBUTARY_MAIN "+filepath.Join(dir, "missing")) {
+		t.Errorf("a missing main: %v\n%s", err, out)
+	}
+}
+
+// TestFilterTypes: a projector whose mapping's filter would drop a type its
+// projections read refuses to start, naming the type; a filter that passes
+// more is fine.
+func TestFilterTypes(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		filter  []string
+		missing string
+	}{
+		{"exact", seed.Set().EntityTypes(), ""},
+		{"more", append(seed.Set().EntityTypes(), "User"), ""},
+		{"fewer", []string{"CartItem", "Comment", "Document", "Match", "Player"}, "also read Order,"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", FilterTypes: tt.filter}, boltstoretest.Open(t), seed.Set(), quiet(), nil)
+			switch {
+			case tt.missing == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.missing != "" && (err == nil || !strings.Contains(err.Error(), tt.missing)):
+				t.Errorf("%v, want an error saying %q", err, tt.missing)
+			}
+		})
 	}
 }

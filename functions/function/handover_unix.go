@@ -1,0 +1,15 @@
+//go:build unix
+
+package function
+
+import (
+	"os"
+	"syscall"
+)
+
+// handOver replaces the process with the executable at path, with the same
+// environment less MainEnv. It returns only if that fails.
+func handOver(path string) error {
+	os.Unsetenv(MainEnv)
+	return syscall.Exec(path, []string{path}, os.Environ())
+}
