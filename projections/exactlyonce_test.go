@@ -41,6 +41,16 @@ var sources = []source{
 // replays the whole history twice and a window once. After each stage the
 // aggregates must equal a recomputation from the table's final items.
 func TestExactlyOnce(t *testing.T) {
+	h, want := exactlyOnceWorkload(t)
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) { deliverExactlyOnce(t, src, h, want, seed.All()...) })
+	}
+}
+
+// exactlyOnceWorkload returns TestExactlyOnce's history and the seed
+// projections' recomputation from its final items.
+func exactlyOnceWorkload(t *testing.T) (*sim.History, *projections.View) {
+	t.Helper()
 	n := simChanges
 	if testing.Short() {
 		n /= 10
@@ -56,47 +66,53 @@ func TestExactlyOnce(t *testing.T) {
 	if len(want.Aggregates) < 100 || len(want.Rows) < 10 {
 		t.Fatalf("workload too thin to prove anything: %d aggregates, %d rows", len(want.Aggregates), len(want.Rows))
 	}
-	for _, src := range sources {
-		t.Run(src.name, func(t *testing.T) {
-			ctx := context.Background()
-			st := boltstoretest.Open(t)
-			faulty := &sim.FaultyStore{Store: st, Seed: 11, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}
-			e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
-			p := src.processor(e, pipeline.Config{Logger: quiet()})
-			invoke := &sim.FlakyInvoke{Invoke: p.Invoke, Seed: 13, FailBefore: 0.01, FailAfter: 0.01}
-			esm := &sim.ESM{BatchSize: 100, Bisect: true, RedeliverRate: 0.05, MaxAttempts: 1000, Seed: 17}
-			shards := src.shards(h)
+	return h, want
+}
 
-			check := func(stage string) {
-				t.Helper()
-				if d := projections.Diff(mustView(t, st), want); len(d) > 0 {
-					if len(d) > 20 {
-						d = append(d[:20], "...")
-					}
-					t.Fatalf("%s: aggregates differ from the recomputation:\n%s", stage, strings.Join(d, "\n"))
-				}
-			}
-			stats, err := esm.Run(ctx, shards, invoke.Call)
-			if err != nil {
-				t.Fatal(err)
-			}
-			check("first delivery")
-			f := faulty.Faults()
-			if f.Total() == 0 || stats.Retries == 0 || stats.Bisections == 0 || stats.Redeliveries == 0 || stats.PartialFailures == 0 {
-				t.Fatalf("the simulation exercised too little: faults %+v, ESM %+v", f, stats)
-			}
-			t.Logf("%s: %d records, ESM %+v, store faults %+v, engine %+v", src.name, len(h.Records), stats, f, e.Stats())
+// deliverExactlyOnce runs TestExactlyOnce's delivery of h from src into a
+// fresh store for an engine of ps — the same faults, retries, replays and
+// checks against want after each stage, whatever the projections — and
+// returns the store.
+func deliverExactlyOnce(t *testing.T, src source, h *sim.History, want *projections.View, ps ...projections.Projection) projections.Reader {
+	t.Helper()
+	ctx := context.Background()
+	st := boltstoretest.Open(t)
+	faulty := &sim.FaultyStore{Store: st, Seed: 11, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}
+	e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, ps...)
+	p := src.processor(e, pipeline.Config{Logger: quiet()})
+	invoke := &sim.FlakyInvoke{Invoke: p.Invoke, Seed: 13, FailBefore: 0.01, FailAfter: 0.01}
+	esm := &sim.ESM{BatchSize: 100, Bisect: true, RedeliverRate: 0.05, MaxAttempts: 1000, Seed: 17}
+	shards := src.shards(h)
 
-			for i := 1; i <= 2; i++ {
-				if _, err := esm.Replay(ctx, shards, invoke.Call); err != nil {
-					t.Fatal(err)
-				}
-				check("full replay")
+	check := func(stage string) {
+		t.Helper()
+		if d := projections.Diff(mustView(t, st), want); len(d) > 0 {
+			if len(d) > 20 {
+				d = append(d[:20], "...")
 			}
-			if _, err := esm.ReplayWindow(ctx, shards, len(shards[0])/3, len(shards[0])/2, invoke.Call); err != nil {
-				t.Fatal(err)
-			}
-			check("window replay")
-		})
+			t.Fatalf("%s: aggregates differ from the recomputation:\n%s", stage, strings.Join(d, "\n"))
+		}
 	}
+	stats, err := esm.Run(ctx, shards, invoke.Call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("first delivery")
+	f := faulty.Faults()
+	if f.Total() == 0 || stats.Retries == 0 || stats.Bisections == 0 || stats.Redeliveries == 0 || stats.PartialFailures == 0 {
+		t.Fatalf("the simulation exercised too little: faults %+v, ESM %+v", f, stats)
+	}
+	t.Logf("%s: %d records, ESM %+v, store faults %+v, engine %+v", src.name, len(h.Records), stats, f, e.Stats())
+
+	for i := 1; i <= 2; i++ {
+		if _, err := esm.Replay(ctx, shards, invoke.Call); err != nil {
+			t.Fatal(err)
+		}
+		check("full replay")
+	}
+	if _, err := esm.ReplayWindow(ctx, shards, len(shards[0])/3, len(shards[0])/2, invoke.Call); err != nil {
+		t.Fatal(err)
+	}
+	check("window replay")
+	return st
 }

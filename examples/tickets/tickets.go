@@ -13,7 +13,9 @@
 //
 // Its Lambda mains (functions/), its own tributary binary (cmd/tickets) and
 // its test live beside this file; the module builds against Tributary as
-// any team's module would.
+// any team's module would. projections.yaml declares the same two
+// projections as a spec, without Go (Tributary's docs/projections-spec.md);
+// spec_test.go checks that both agree.
 package tickets
 
 import (

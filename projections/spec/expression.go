@@ -1,0 +1,204 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser/lexer"
+	exprtypes "github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+)
+
+// An expression is a compiled condition or check: an expr-lang
+// expression of type bool over the projection's declared attributes.
+type expression struct {
+	src   string // as written
+	canon string // its tokens, one space apart: the form fingerprints hash
+	prg   *vm.Program
+}
+
+// disabledBuiltins are expr functions a projection may not call: they
+// would make it depend on the clock, the machine's time zone database or
+// a map's iteration order, and a projection must be pure.
+var disabledBuiltins = []string{"now", "timezone", "keys", "values", "toPairs"}
+
+// exprKeywords are words expr reserves, which cannot name a variable.
+var exprKeywords = map[string]bool{
+	"true": true, "false": true, "nil": true, "and": true, "or": true, "not": true,
+	"in": true, "matches": true, "contains": true, "startsWith": true, "endsWith": true,
+	"let": true, "if": true, "else": true,
+}
+
+// builtinNames are expr's functions, which a variable would shadow.
+var builtinNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range builtin.Builtins {
+		m[f.Name] = true
+	}
+	return m
+}()
+
+// exprType is the type expressions see for a declared attribute (see
+// toNative); an optional one may be nil and is typed any.
+func exprType(v *variable) exprtypes.Type {
+	if v.optional {
+		return exprtypes.Any
+	}
+	switch v.typ {
+	case typeS:
+		return exprtypes.String
+	case typeN:
+		return exprtypes.Float64
+	case typeInt:
+		return exprtypes.Int
+	case typeBOOL:
+		return exprtypes.Bool
+	case typeB:
+		return exprtypes.TypeOf([]byte(nil))
+	case typeSS:
+		return exprtypes.TypeOf([]string(nil))
+	case typeNS:
+		return exprtypes.TypeOf([]float64(nil))
+	case typeBS:
+		return exprtypes.TypeOf([][]byte(nil))
+	case typeL:
+		return exprtypes.TypeOf([]any(nil))
+	case typeM:
+		return exprtypes.TypeOf(map[string]any(nil))
+	}
+	return exprtypes.Any
+}
+
+// compileExpr compiles src against the declared variables, marking the
+// ones it reads. The error is expr's own message with its position.
+func compileExpr(src string, vars []variable) (e *expression, err error) {
+	defer func() {
+		// expr reports errors as errors; this is a guard, so that no
+		// spec can make loading panic.
+		if r := recover(); r != nil {
+			e, err = nil, fmt.Errorf("the expression library failed on it: %v", r)
+		}
+	}()
+	if strings.TrimSpace(src) == "" {
+		return nil, errors.New("empty")
+	}
+	env := exprtypes.Map{}
+	for i := range vars {
+		env[vars[i].name] = exprType(&vars[i])
+	}
+	impure := &impurity{}
+	opts := []expr.Option{expr.Env(env), expr.AsBool(), expr.MaxNodes(maxExprNodes), expr.Patch(impure)}
+	for _, b := range disabledBuiltins {
+		opts = append(opts, expr.DisableBuiltin(b))
+	}
+	prg, err := expr.Compile(src, opts...)
+	if err != nil {
+		return nil, exprError(err)
+	}
+	if impure.err != nil {
+		return nil, impure.err
+	}
+	toks, err := lexer.Lex(file.NewSource(src))
+	if err != nil {
+		return nil, exprError(err)
+	}
+	canon := make([]string, 0, len(toks))
+	for _, t := range toks {
+		switch t.Kind {
+		case lexer.EOF:
+			continue
+		case lexer.String:
+			canon = append(canon, strconv.Quote(t.Value))
+		case lexer.Bytes:
+			canon = append(canon, "b"+strconv.Quote(t.Value))
+		case lexer.Identifier:
+			for i := range vars {
+				// $env reaches every variable by name.
+				if vars[i].name == t.Value || t.Value == "$env" {
+					vars[i].inExpr = true
+				}
+			}
+			canon = append(canon, t.Value)
+		default:
+			canon = append(canon, t.Value)
+		}
+	}
+	return &expression{src: src, canon: strings.Join(canon, " "), prg: prg}, nil
+}
+
+var errDateZone = errors.New("date() with a time zone depends on the machine's time zone database: write times with their offset, or in UTC")
+
+// impurity finds, before the expression is optimised, what would make it
+// depend on the machine: a time zone named to date() (it needs the
+// machine's zoneinfo) and the Local method of a time (the machine's zone).
+type impurity struct{ err error }
+
+func (v *impurity) Visit(node *ast.Node) {
+	if v.err != nil {
+		return
+	}
+	switch n := (*node).(type) {
+	case *ast.CallNode:
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == "date" && len(n.Arguments) > 2 {
+			v.err = errDateZone
+		}
+	case *ast.BuiltinNode:
+		if n.Name == "date" && len(n.Arguments) > 2 {
+			v.err = errDateZone
+		}
+	case *ast.MemberNode:
+		if p, ok := n.Property.(*ast.StringNode); ok && (p.Value == "Local" || p.Value == "In") {
+			v.err = fmt.Errorf("%s() depends on the machine's time zone", p.Value)
+		}
+	}
+}
+
+// maxExprNodes bounds an expression's size (expr's default).
+const maxExprNodes = 10000
+
+// exprError renders an expr error on one line: its message and where in
+// the expression.
+func exprError(err error) error {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		msg := fe.Message
+		if fe.Line > 0 {
+			msg = fmt.Sprintf("%s (%d:%d)", msg, fe.Line, fe.Column+1)
+		}
+		return errors.New(msg)
+	}
+	return err
+}
+
+// eval runs e over env. A result that is not a bool is an error. An
+// error's message is expr's, without the position: the caller shows the
+// expression.
+func (e *expression) eval(env map[string]any) (bool, error) {
+	out, err := expr.Run(e.prg, env)
+	if err != nil {
+		var fe *file.Error
+		if errors.As(err, &fe) {
+			return false, errors.New(fe.Message)
+		}
+		return false, err
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, fmt.Errorf("want true or false, got %s", describeNative(out))
+	}
+	return b, nil
+}
+
+func describeNative(x any) string {
+	if x == nil {
+		return "nil"
+	}
+	return reflect.TypeOf(x).String()
+}

@@ -1,0 +1,174 @@
+// Package spec loads declarative projections: a versioned spec file, YAML
+// or JSON, that declares projections instead of Go code. Each loaded
+// projection implements projections.Projection and projections.Definer,
+// so that engines, sets, markers, replays and recomputations treat it
+// exactly like a Go projection.
+//
+// A spec declares, per projection, the entity types it reads, the item
+// attributes it reads with their DynamoDB types, checks an item must pass,
+// counters (a key template and exact values: literals per item or sums of
+// N attributes) and rows (partition and sort templates, attributes copied
+// or built). Conditions and checks are expressions of the expr language
+// (github.com/expr-lang/expr); keys are substitution templates such as
+// "SEASON#{season}#PLAYER#{PK[1]}" or "RATING#{rating:010}". Sums never go
+// through the expression language: they are exact decimals.
+//
+// Loading validates everything and reports every problem at once, each
+// with the file's line, the projection and the field (an *Error). An item
+// that does not fit a projection is that record's error, a
+// *seed.ItemError naming the projection, the item's keys and the
+// attribute at fault; Contribute never panics, whatever the item.
+//
+// A projection's Definition is the canonical JSON of its normalised spec:
+// layout, key order, comments and check messages change nothing, any
+// change of what it computes changes it (and so the projection's
+// fingerprint). docs/projections-spec.md is the format's reference.
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tributary/tributary/projections"
+)
+
+// Version is the spec format version this package reads.
+const Version = 1
+
+// A Spec is a loaded spec file: its projections, compiled and ready.
+// It is immutable and safe for concurrent use, and so are its projections.
+type Spec struct {
+	typeAttribute string
+	projections   []*Projection
+}
+
+// LoadFile reads and loads the spec file at path (see Parse).
+func LoadFile(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the projection spec: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse loads a spec from data. name is the file's name: it prefixes every
+// problem, and a name ending in .json is read as JSON, any other as YAML.
+// An invalid spec is an *Error listing every problem found.
+func Parse(name string, data []byte) (*Spec, error) {
+	var (
+		root *node
+		dups []*syntaxError
+		err  error
+	)
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		root, dups, err = parseJSON(data)
+	} else {
+		root, dups, err = parseYAML(data)
+	}
+	l := &loader{file: name}
+	for _, d := range dups {
+		l.problem(d.line, d.path, "%s", d.msg)
+	}
+	if err != nil {
+		se, _ := err.(*syntaxError)
+		if se == nil {
+			se = &syntaxError{msg: err.Error()}
+		}
+		l.problem(se.line, "", "%s", se.msg)
+		return nil, l.errors()
+	}
+	s := l.spec(root)
+	if err := l.errors(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Projections returns the spec's projections in the order the file lists
+// them.
+func (s *Spec) Projections() []projections.Projection {
+	out := make([]projections.Projection, len(s.projections))
+	for i, p := range s.projections {
+		out[i] = p
+	}
+	return out
+}
+
+// Set returns the projection set of the spec's projections.
+func (s *Spec) Set() (*projections.Set, error) { return projections.NewSet(s.Projections()...) }
+
+// TypeAttribute returns the item attribute holding the entity type, as the
+// spec declares it (default EntityType). The decoders that feed the
+// spec's projections must use the same one (pipeline.Options.TypeAttribute).
+func (s *Spec) TypeAttribute() string { return s.typeAttribute }
+
+// Problem is one thing wrong with a spec.
+type Problem struct {
+	// File is the spec's name as given to Parse.
+	File string
+	// Line is the line of the field at fault, from 1; 0 if unknown.
+	Line int
+	// Projection is the name of the projection at fault (or
+	// "projections[N]" when it has no valid name); "" outside projections.
+	Projection string
+	// Field is the path of the field at fault within the projection (or
+	// the document), e.g. "counters[0].key"; "" for the document itself.
+	Field string
+	// Msg says what is wrong.
+	Msg string
+}
+
+// String returns e.g. "projections.yaml:14: projection order-totals:
+// counters[0].key: placeholder {sttus[x]}: want {attribute},
+// {attribute[N]} or {attribute:0W}".
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+	}
+	b.WriteString(": ")
+	switch {
+	case strings.HasPrefix(p.Projection, "projections["):
+		b.WriteString(p.Projection)
+		b.WriteString(": ")
+	case p.Projection != "":
+		b.WriteString("projection ")
+		b.WriteString(p.Projection)
+		b.WriteString(": ")
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// Error is an invalid spec: every problem found, in the order of the file.
+type Error struct {
+	Problems []Problem
+}
+
+// Error returns the problems, one a line.
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return "invalid projection spec:\n" + strings.Join(lines, "\n")
+}
+
+// errors returns the loader's problems as an *Error, sorted by line; nil
+// if there are none.
+func (l *loader) errors() error {
+	if len(l.probs) == 0 {
+		return nil
+	}
+	probs := slices.Clone(l.probs)
+	slices.SortStableFunc(probs, func(a, b Problem) int { return a.Line - b.Line })
+	return &Error{Problems: probs}
+}
