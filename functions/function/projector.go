@@ -36,12 +36,16 @@ import (
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/spec"
 )
 
 // ProjectorConfig is a projector function's configuration, read from the
 // environment by LoadProjectorConfig:
 //
 //	AGGREGATE_TABLE      the aggregate table (required)
+//	PROJECTIONS_FILE     a projection spec (docs/projections-spec.md) whose
+//	                     projections replace the main's; in the SAM template, a
+//	                     file of the projections layer (/opt/...)
 //	PROJECTIONS          comma-separated projection names: run only these
 //	                     (default every one); a table for a subset is its own
 //	TYPE_ATTRIBUTE       the item attribute holding the entity type (default EntityType)
@@ -57,6 +61,7 @@ import (
 //	                     records the filter would drop unseen
 type ProjectorConfig struct {
 	Table        string
+	SpecFile     string
 	Projections  []string
 	Decode       pipeline.Options
 	Unknown      pipeline.UnknownPolicy
@@ -71,6 +76,7 @@ type ProjectorConfig struct {
 func LoadProjectorConfig(getenv func(string) string) (ProjectorConfig, error) {
 	c := ProjectorConfig{
 		Table:       strings.TrimSpace(getenv("AGGREGATE_TABLE")),
+		SpecFile:    strings.TrimSpace(getenv("PROJECTIONS_FILE")),
 		Projections: List(getenv("PROJECTIONS")),
 		Decode:      pipeline.Options{TypeAttribute: getenv("TYPE_ATTRIBUTE"), VersionAttribute: getenv("VERSION_ATTRIBUTE")},
 		Ignore:      List(getenv("IGNORE_TYPES")),
@@ -145,11 +151,11 @@ func startProjector(name string, build newProjector, set *projections.Set) {
 }
 
 // NewStreamsProjector returns the Streams projector's handler: an engine
-// for set (or the subset cfg.Projections names) over the aggregate table
-// t, made by projections.Open, behind the DynamoDB Streams processor
-// (partial batch responses name stream sequence numbers).
+// for set (or the spec of cfg.SpecFile; or the subset cfg.Projections names)
+// over the aggregate table t, made by projections.Open, behind the DynamoDB
+// Streams processor (partial batch responses name stream sequence numbers).
 func NewStreamsProjector(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
-	e, err := projectorEngine(ctx, cfg, t, set, log, metrics)
+	e, cfg, err := projectorEngine(ctx, cfg, t, set, log, metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -159,20 +165,39 @@ func NewStreamsProjector(ctx context.Context, cfg ProjectorConfig, t projections
 // NewKinesisProjector is NewStreamsProjector for the Kinesis data stream
 // (partial batch responses name Kinesis sequence numbers).
 func NewKinesisProjector(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
-	e, err := projectorEngine(ctx, cfg, t, set, log, metrics)
+	e, cfg, err := projectorEngine(ctx, cfg, t, set, log, metrics)
 	if err != nil {
 		return nil, err
 	}
 	return pipeline.NewKinesisProcessor(e, processorConfig(cfg, log, metrics)), nil
 }
 
-func projectorEngine(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*projections.Engine, error) {
+// projectorEngine resolves the projections (the spec file, when given,
+// replaces set; its type attribute becomes the decoders' unless
+// TYPE_ATTRIBUTE names another, which is an error), checks them against the
+// mapping's filter, and opens the engine. It returns cfg as resolved.
+func projectorEngine(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*projections.Engine, ProjectorConfig, error) {
+	if cfg.SpecFile != "" {
+		sp, err := spec.LoadFile(cfg.SpecFile)
+		if err != nil {
+			return nil, cfg, fmt.Errorf("PROJECTIONS_FILE: %w", err)
+		}
+		if set, err = sp.Set(); err != nil {
+			return nil, cfg, fmt.Errorf("PROJECTIONS_FILE %s: %w", cfg.SpecFile, err)
+		}
+		switch ta := cfg.Decode.TypeAttribute; {
+		case ta == "":
+			cfg.Decode.TypeAttribute = sp.TypeAttribute()
+		case ta != sp.TypeAttribute():
+			return nil, cfg, fmt.Errorf("TYPE_ATTRIBUTE %q, but the projection spec %s reads the entity type from %q", ta, cfg.SpecFile, sp.TypeAttribute())
+		}
+	}
 	if set == nil {
-		return nil, errors.New("no projection set")
+		return nil, cfg, errors.New("no projection set (and no PROJECTIONS_FILE)")
 	}
 	sub, err := set.Select(cfg.Projections...)
 	if err != nil {
-		return nil, fmt.Errorf("PROJECTIONS: %w", err)
+		return nil, cfg, fmt.Errorf("PROJECTIONS: %w", err)
 	}
 	if len(cfg.FilterTypes) > 0 {
 		var missing []string
@@ -182,7 +207,7 @@ func projectorEngine(ctx context.Context, cfg ProjectorConfig, t projections.Tab
 			}
 		}
 		if len(missing) > 0 {
-			return nil, fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but the projections also read %s, whose records it would drop before they reach the function: add them to the filter (tributary filters prints it)",
+			return nil, cfg, fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but the projections also read %s, whose records it would drop before they reach the function: add them to the filter (tributary filters prints it)",
 				strings.Join(cfg.FilterTypes, ", "), strings.Join(missing, ", "))
 		}
 	}
@@ -190,9 +215,9 @@ func projectorEngine(ctx context.Context, cfg ProjectorConfig, t projections.Tab
 		Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("table %s: %w", cfg.Table, err)
+		return nil, cfg, fmt.Errorf("table %s: %w", cfg.Table, err)
 	}
-	return e, nil
+	return e, cfg, nil
 }
 
 func processorConfig(cfg ProjectorConfig, log *slog.Logger, metrics io.Writer) pipeline.Config {

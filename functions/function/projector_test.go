@@ -258,3 +258,62 @@ func TestFilterTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecFile: with PROJECTIONS_FILE the projector runs the spec's
+// projections instead of its main's: the stock spec (the seed projections
+// written as a spec) over the stock event gives the Go set's aggregates; a
+// spec with a problem stops the init naming file, line and field, and a
+// TYPE_ATTRIBUTE other than the spec's is refused.
+func TestSpecFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stock := filepath.Join(dir, "seed.yaml")
+	if err := os.WriteFile(stock, seed.SpecYAML, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	event, err := os.ReadFile(streamsEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := map[string]*projections.View{}
+	for name, cfg := range map[string]function.ProjectorConfig{
+		"go":   {Table: "t"},
+		"spec": {Table: "t", SpecFile: stock},
+	} {
+		st := boltstoretest.Open(t)
+		p, err := function.NewStreamsProjector(ctx, cfg, st, seed.Set(), quiet(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := p.Invoke(ctx, event); err != nil || string(out) != `{"batchItemFailures":[]}` {
+			t.Fatalf("%s: %s %v", name, out, err)
+		}
+		views[name] = mustView(t, st)
+	}
+	if len(views["go"].Aggregates) == 0 {
+		t.Fatal("nothing applied")
+	}
+	if d := projections.Diff(views["spec"], views["go"]); len(d) > 0 {
+		t.Errorf("the stock spec and the Go set differ: %v", d)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\nprojections:\n  - name: x\n    entityTypes: [T]\n    counters:\n      - key: \"K#{nope\"\n"), 0o644)
+	_, err = function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", SpecFile: bad}, boltstoretest.Open(t), nil, quiet(), nil)
+	if err == nil || !strings.Contains(err.Error(), "PROJECTIONS_FILE") || !strings.Contains(err.Error(), bad+":6: projection x: counters[0].key") {
+		t.Errorf("a bad spec: %v", err)
+	}
+	_, err = function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", SpecFile: stock, Decode: pipeline.Options{TypeAttribute: "kind"}}, boltstoretest.Open(t), nil, quiet(), nil)
+	if err == nil || !strings.Contains(err.Error(), `TYPE_ATTRIBUTE "kind"`) {
+		t.Errorf("another type attribute: %v", err)
+	}
+}
+
+func mustView(t *testing.T, r projections.Reader) *projections.View {
+	t.Helper()
+	v, err := projections.ReadView(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -73,3 +73,31 @@ projections:
 	// projections.yaml:9: projection order-totals: counters[0].when: status = "PAID": unexpected token Operator("=") (1:8)
 	// projections.yaml:10: projection order-totals: counters[0].values.PK: "PK" is reserved: the stores use it for their own bookkeeping
 }
+
+// A spec's projections describe their aggregates and rows, as `tributary
+// projections check` prints them.
+func ExampleProjection_Counters() {
+	sp, err := spec.Parse("orders.yaml", []byte(`
+version: 1
+projections:
+  - name: order-totals
+    entityTypes: [Order]
+    item: {status: S, orderDate: S, total: N}
+    counters:
+      - key: "ORDERS#{status}#DAY#{orderDate}"
+        values: {orders: 1, revenue: total}
+      - key: "ORDERS#{status}"
+        shards: 8
+        values: {orders: 1, revenue: total}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range sp.SpecProjections()[0].Counters() {
+		fmt.Println(c.Key, c.Shards, c.Values)
+	}
+	// Output:
+	// ORDERS#{status}#DAY#{orderDate} 0 [orders revenue]
+	// ORDERS#{status} 8 [orders revenue]
+}

@@ -22,7 +22,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/spec"
 )
 
 // Options configure a tributary binary.
@@ -68,8 +70,12 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
-	// set is the binary's projection set (Options.Projections).
+	// set is the projection set commands run: the binary's
+	// (Options.Projections), or a --projections spec's.
 	set *projections.Set
+	// typeAttr is the entity-type attribute the set reads: a spec's, or ""
+	// for the decoders' default.
+	typeAttr string
 	// extra are the Options' commands.
 	extra []Command
 }
@@ -209,4 +215,44 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return nil
+}
+
+// specFlag registers --projections on fs: a spec file whose projections a
+// command runs instead of the binary's. withSpec applies it after parsing.
+func specFlag(fs *flag.FlagSet) *string {
+	return fs.String("projections", "", "a projection spec file (docs/projections-spec.md) to run instead of this binary's projections")
+}
+
+// withSpec returns e with the projections of the spec file, or e itself
+// when file is "".
+func (e *env) withSpec(file string) (*env, error) {
+	if file == "" {
+		return e, nil
+	}
+	sp, err := spec.LoadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--projections: %w", err)
+	}
+	set, err := sp.Set()
+	if err != nil {
+		return nil, fmt.Errorf("--projections %s: %w", file, err)
+	}
+	with := *e
+	with.set, with.typeAttr = set, sp.TypeAttribute()
+	return &with, nil
+}
+
+// typeAttribute returns the entity-type attribute a command reads: the one
+// its flag gives (flag "" means not given), which must then agree with a
+// spec's, else the spec's, else the decoders' default.
+func (e *env) typeAttribute(flagValue string) (string, error) {
+	switch {
+	case flagValue != "" && e.typeAttr != "" && flagValue != e.typeAttr:
+		return "", fmt.Errorf("%w: --type-attribute %q, but the projection spec reads the entity type from %q", errUsage, flagValue, e.typeAttr)
+	case flagValue != "":
+		return flagValue, nil
+	case e.typeAttr != "":
+		return e.typeAttr, nil
+	}
+	return pipeline.DefaultTypeAttribute, nil
 }

@@ -34,10 +34,15 @@ func runFilters(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "filters", "")
 	function := fs.String("function", "projector", "whose event source mapping: projector (the projection set's entity types) or archiver (TTL removals)")
 	source := fs.String("source", "streams", "the mapping's source: streams (DynamoDB Streams) or kinesis (the table's Kinesis data stream)")
-	typeAttr := fs.String("type-attribute", "EntityType", "the item attribute holding the entity type (the functions' TYPE_ATTRIBUTE)")
+	typeAttr := fs.String("type-attribute", "", "the item attribute holding the entity type (the functions' TYPE_ATTRIBUTE; default the spec's, or EntityType)")
 	format := fs.String("format", "json", "json (for aws lambda update-event-source-mapping --filter-criteria) or yaml (the FilterCriteria of a SAM event, as in template.yaml)")
 	indent := fs.Int("indent", 0, "with --format yaml: spaces before FilterCriteria")
+	specFile := specFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	e, err := e.withSpec(*specFile)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -46,13 +51,14 @@ func runFilters(_ context.Context, e *env, args []string) error {
 	if *source != "streams" && *source != "kinesis" {
 		return fmt.Errorf("%w: unknown --source %q: want streams or kinesis", errUsage, *source)
 	}
-	if *typeAttr == "" {
-		return fmt.Errorf("%w: --type-attribute is empty", errUsage)
+	ta, err := e.typeAttribute(*typeAttr)
+	if err != nil {
+		return err
 	}
 	if *indent < 0 {
 		return fmt.Errorf("%w: --indent must not be negative", errUsage)
 	}
-	fc, err := generateFilters(e.set, *function, filter.Source(*source), *typeAttr)
+	fc, err := generateFilters(e.set, *function, filter.Source(*source), ta)
 	if err != nil {
 		return err
 	}

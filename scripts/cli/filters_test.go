@@ -42,7 +42,6 @@ func TestFiltersCommandUsage(t *testing.T) {
 		{[]string{"--function", "nope"}, `unknown --function "nope"`},
 		{[]string{"--source", "sqs"}, `unknown --source "sqs"`},
 		{[]string{"--format", "toml"}, `unknown --format "toml"`},
-		{[]string{"--type-attribute", ""}, "--type-attribute is empty"},
 		{[]string{"--indent", "-1"}, "--indent"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {

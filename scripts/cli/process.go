@@ -32,7 +32,12 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 	format := fs.String("format", "", "event form: streams or kinesis (default: guessed from each file)")
 	archiveTo := fs.String("archive", "", "also run the archiver's handler: write the events' TTL removals to this directory or s3://bucket/prefix")
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
+	specFile := specFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	e, err := e.withSpec(*specFile)
+	if err != nil {
 		return err
 	}
 	files = append(files, fs.Args()...)
@@ -53,7 +58,7 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := pipeline.Config{Logger: log}
+	cfg := pipeline.Config{Logger: log, Options: pipeline.Options{TypeAttribute: e.typeAttr}}
 	var archiver *archive.Handler
 	if *archiveTo != "" {
 		putter, prefix, err := openArchive(ctx, *archiveTo)

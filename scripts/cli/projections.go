@@ -3,14 +3,22 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/spec"
 )
 
-const projectionsUsage = `show [--store DIR | --table NAME] | adopt (--store DIR | --table NAME) [--projection NAME]...
+const projectionsUsage = `show [--store DIR | --table NAME] | adopt (--store DIR | --table NAME) [--projection NAME]... | check FILE
+
+  check  loads a projection spec (docs/projections-spec.md), reports every problem
+         in it at once, or prints the entity types, aggregates and rows it
+         implies, the event source mappings' filter criteria and the SAM
+         template parameters that deploy it
 
   show   prints the binary's projection set: each projection's name, fingerprint
          and entity types; with a store, also the set its marker records, and
@@ -34,11 +42,25 @@ func runProjections(ctx context.Context, e *env, args []string) error {
 	if sub == "adopt" {
 		fs.Var(&only, "projection", "adopt for only this projection (repeat for several): a store of a subset")
 	}
+	var specFile *string
+	if sub != "check" {
+		specFile = specFlag(fs)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if sub == "check" {
+		if fs.NArg() != 1 {
+			return fmt.Errorf("%w: check takes one spec file", errUsage)
+		}
+		return checkSpec(e, fs.Arg(0))
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	e, err := e.withSpec(*specFile)
+	if err != nil {
+		return err
 	}
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
@@ -119,4 +141,56 @@ func formatSet(ids []projections.ProjectionID) string {
 		parts[i] = id.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// checkSpec is `tributary projections check FILE`.
+func checkSpec(e *env, file string) error {
+	sp, err := spec.LoadFile(file)
+	if err != nil {
+		return err
+	}
+	set, err := sp.Set()
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	ids := map[string]projections.ProjectionID{}
+	for _, id := range set.IDs() {
+		ids[id.Name] = id
+	}
+	ps := sp.SpecProjections()
+	fmt.Fprintf(out, "%s: %d projections, valid\n", file, len(ps))
+	for _, p := range ps {
+		fmt.Fprintf(out, "  %s  reads %s\n", ids[p.Name()], strings.Join(p.EntityTypes(), ", "))
+		for _, c := range p.Counters() {
+			shards := ""
+			if c.Shards > 1 {
+				shards = fmt.Sprintf(" (%d shards)", c.Shards)
+			}
+			fmt.Fprintf(out, "    counter %s%s: %s\n", c.Key, shards, strings.Join(c.Values, ", "))
+		}
+		for _, r := range p.Rows() {
+			fmt.Fprintf(out, "    row %s / %s: %s\n", r.Partition, r.Sort, strings.Join(r.Attributes, ", "))
+		}
+	}
+	types := set.EntityTypes()
+	fmt.Fprintf(out, "entity types: %s (attribute %s)\n", strings.Join(types, ", "), sp.TypeAttribute())
+	for _, src := range []struct {
+		fn     string
+		source filter.Source
+	}{{"projector, DynamoDB Streams", filter.Streams}, {"kinesis-projector, Kinesis", filter.Kinesis}} {
+		fc, err := generateFilters(set, "projector", src.source, sp.TypeAttribute())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "filter criteria (%s): ", src.fn)
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(fc); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "SAM template parameters: ProjectedEntityTypes=%s TypeAttribute=%s\n", strings.Join(types, ","), sp.TypeAttribute())
+	return nil
 }

@@ -34,7 +34,12 @@ func runRedrive(ctx context.Context, e *env, args []string) error {
 	sf.register(fs)
 	dryRun := fs.Bool("dry-run", false, "decode and decide what would be written; write nothing")
 	verbose := fs.Bool("v", false, "log as JSON to stderr")
+	specFile := specFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	e, err := e.withSpec(*specFile)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -78,7 +83,7 @@ func runRedrive(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(out, "redrive %s%s\n", where, note)
 	t0 := time.Now()
-	rep, err := redrive.Run(ctx, objs, redrive.Config{Handler: engine, Logger: log, Each: func(r redrive.ObjectResult) {
+	rep, err := redrive.Run(ctx, objs, redrive.Config{Handler: engine, Options: pipeline.Options{TypeAttribute: e.typeAttr}, Logger: log, Each: func(r redrive.ObjectResult) {
 		printRedriven(e, r)
 	}})
 	s := engine.Stats()

@@ -43,6 +43,7 @@ type replayFlags struct {
 	store                        storeFlags
 	dryRun, restart, verbose     bool
 	checkpointDir, checkpointTab string
+	typeAttr                     string // the projections' entity-type attribute ("" for the default)
 	batch, concurrency           int
 	limit                        int64
 }
@@ -64,9 +65,15 @@ func runReplay(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&f.concurrency, "concurrency", 4, "shards read at once (children wait for their parents)")
 	fs.Int64Var(&f.limit, "limit", 0, "stop after applying this many records; the next run resumes (0: no limit)")
 	fs.BoolVar(&f.verbose, "v", false, "log as JSON to stderr")
+	specFile := specFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	e, err := e.withSpec(*specFile)
+	if err != nil {
+		return err
+	}
+	f.typeAttr = e.typeAttr
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
@@ -264,7 +271,7 @@ func (f *replayFlags) awsConfig(ctx context.Context) (aws.Config, error) {
 
 func (f *replayFlags) source(ctx context.Context, cfg aws.Config, plan replayPlan) (shardread.Source, string, error) {
 	if name, ok := strings.CutPrefix(f.from, "kinesis://"); ok {
-		return kinesisread.New(kinesis.NewFromConfig(cfg), name, pipeline.Options{}), f.from, nil
+		return kinesisread.New(kinesis.NewFromConfig(cfg), name, pipeline.Options{TypeAttribute: f.typeAttr}), f.from, nil
 	}
 	table := strings.TrimPrefix(f.from, "streams://")
 	client := dynamodbstreams.NewFromConfig(cfg)
@@ -275,7 +282,7 @@ func (f *replayFlags) source(ctx context.Context, cfg aws.Config, plan replayPla
 	if plan.until.IsZero() && plan.spec.Start.Type == shardread.AtTimestamp && time.Since(plan.spec.Start.Time) > 24*time.Hour {
 		return nil, "", fmt.Errorf("%w: --start %s is more than 24 hours ago: DynamoDB Streams keeps a day; replay from Kinesis or an export", errUsage, plan.spec)
 	}
-	return streamsread.New(client, arn, pipeline.Options{}), "streams://" + arn, nil
+	return streamsread.New(client, arn, pipeline.Options{TypeAttribute: f.typeAttr}), "streams://" + arn, nil
 }
 
 // target opens the store to write to: --store, --table or a new table for

@@ -22,7 +22,16 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	sf.register(fs)
 	only := fs.String("projection", "", "check only this projection")
 	maxPrint := fs.Int("max-print", 100, "print at most this many mismatches (0: all)")
+	specFile := specFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	e, err := e.withSpec(*specFile)
+	if err != nil {
+		return err
+	}
+	typeAttr, err := e.typeAttribute(xf.typeAttr)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -58,7 +67,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	start := time.Now()
-	want, items, err := export.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: xf.typeAttr}, xf.skipMD5, ps...)
+	want, items, err := export.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: typeAttr}, xf.skipMD5, ps...)
 	if err != nil {
 		return err
 	}
