@@ -10,9 +10,11 @@
 #   4. sam build, without a container               (every function, from Go)
 #   5. checkov on the template                      (no failed check; skips
 #                                                    are justified beside the resource)
-#   6. the Go template test, with the template as cfn-lint decodes it
+#   6. a team's deployment: examples/tickets/template.yaml, which nests the
+#      stock template with the desk's projections layer, through steps 2-5
+#   7. the Go template test, with the template as cfn-lint decodes it
 #      (TestTemplate*: wiring, least privilege, filters = `tributary filters`)
-#   7. the built functions under the emulator, against moto
+#   8. the built functions under the emulator, against moto
 #      (TestRuntimeEmulator*: responses, init time, binary size)
 #
 # Any failure stops the script with a non-zero status and says which step.
@@ -104,6 +106,18 @@ done
 step "checkov"
 "$VENV/bin/checkov" --file template.yaml --framework cloudformation --compact --quiet \
 	--skip-download || die "checkov reported failed checks"
+
+step "a team's deployment: examples/tickets/template.yaml nests template.yaml with the desk's layer"
+make -C examples/tickets layer GO="$GO" || die "make -C examples/tickets layer"
+"$VENV/bin/cfn-lint" --format parseable examples/tickets/template.yaml || die "cfn-lint examples/tickets/template.yaml"
+"$VENV/bin/sam" validate --lint --template-file examples/tickets/template.yaml --region us-east-1 || die "sam validate --lint (examples/tickets)"
+rm -rf examples/tickets/.aws-sam
+(cd examples/tickets && "$VENV/bin/sam" build --template-file template.yaml --region us-east-1) || die "sam build (examples/tickets)"
+for dir in examples/tickets/.aws-sam/build/Tributary/*/; do
+	[[ -f "$dir/bootstrap" ]] || die "sam build (examples/tickets): no bootstrap in $dir"
+done
+"$VENV/bin/checkov" --file examples/tickets/template.yaml --framework cloudformation --compact --quiet \
+	--skip-download || die "checkov (examples/tickets)"
 
 step "Go template test"
 TRIBUTARY_SAM_PYTHON="$VENV/bin/python" TRIBUTARY_REQUIRE_TEMPLATE_TOOLS=1 GOFLAGS=-buildvcs=false \

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -24,6 +25,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/pipeline/filter"
+	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -324,8 +326,9 @@ func fnEventType(fn obj, ev string) (string, bool) {
 }
 
 // templateFilters returns the FilterCriteria of fn's only stream event, as
-// the filters command prints it (JSON).
-func templateFilters(t *testing.T, tp tmpl, fnName string) filter.Criteria {
+// the filters command prints it (JSON), its patterns evaluated for the
+// parameters' defaults.
+func templateFilters(t *testing.T, tp tmpl, fnName string, params map[string]string) filter.Criteria {
 	t.Helper()
 	fn := tp.resources()[fnName]
 	if fn == nil {
@@ -335,53 +338,204 @@ func templateFilters(t *testing.T, tp tmpl, fnName string) filter.Criteria {
 	if len(evs) != 1 {
 		t.Fatalf("%s: %d stream events, want 1", fnName, len(evs))
 	}
+	var fc filter.Criteria
 	for _, ev := range evs {
-		b, err := json.Marshal(ev["FilterCriteria"])
-		if err != nil {
-			t.Fatal(err)
+		crit, _ := ev["FilterCriteria"].(obj)
+		fs, _ := crit["Filters"].([]any)
+		for i, f := range fs {
+			p, err := tp.eval(f.(obj)["Pattern"], params)
+			if err != nil {
+				t.Fatalf("%s: Filters[%d]: %v", fnName, i, err)
+			}
+			fc.Filters = append(fc.Filters, filter.Pattern{Pattern: p.(string)})
 		}
-		var fc filter.Criteria
-		if err := json.Unmarshal(b, &fc); err != nil {
-			t.Fatalf("%s: FilterCriteria: %v", fnName, err)
-		}
-		return fc
 	}
-	return filter.Criteria{}
+	return fc
 }
 
-// typeAttribute is a function's TYPE_ATTRIBUTE (default EntityType).
+// eval evaluates the intrinsic functions the template's values use — Ref
+// (to a parameter, with params overriding its default), Fn::Join and
+// Fn::Sub — to a string, or a list for a CommaDelimitedList.
+func (tp tmpl) eval(v any, params map[string]string) (any, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case []any:
+		out := make([]string, len(x))
+		for i, e := range x {
+			s, err := tp.eval(e, params)
+			if err != nil {
+				return nil, err
+			}
+			str, ok := s.(string)
+			if !ok {
+				return nil, fmt.Errorf("list element %v is not a string", e)
+			}
+			out[i] = str
+		}
+		return out, nil
+	case obj:
+		if name, ok := x["Ref"].(string); ok {
+			ps, _ := tp.obj["Parameters"].(obj)
+			p, ok := ps[name].(obj)
+			if !ok {
+				return nil, fmt.Errorf("Ref %s: not a parameter", name)
+			}
+			val, given := params[name]
+			if !given {
+				val = fmt.Sprint(p["Default"])
+			}
+			if p["Type"] == "CommaDelimitedList" {
+				return strings.Split(val, ","), nil
+			}
+			return val, nil
+		}
+		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
+			list, err := tp.eval(j[1], params)
+			if err != nil {
+				return nil, err
+			}
+			l, ok := list.([]string)
+			if !ok {
+				return nil, fmt.Errorf("Fn::Join of %v", j[1])
+			}
+			return strings.Join(l, j[0].(string)), nil
+		}
+		if sub, ok := x["Fn::Sub"]; ok {
+			tmplStr, vars := "", obj{}
+			switch sv := sub.(type) {
+			case string:
+				tmplStr = sv
+			case []any:
+				tmplStr, _ = sv[0].(string)
+				vars, _ = sv[1].(obj)
+			}
+			var err error
+			out := regexp.MustCompile(`\$\{([A-Za-z0-9_.:]+)\}`).ReplaceAllStringFunc(tmplStr, func(m string) string {
+				name := m[2 : len(m)-1]
+				var val any
+				if v, ok := vars[name]; ok {
+					val, err = tp.eval(v, params)
+				} else {
+					val, err = tp.eval(obj{"Ref": name}, params)
+				}
+				s, _ := val.(string)
+				return s
+			})
+			return out, err
+		}
+	}
+	return nil, fmt.Errorf("cannot evaluate %v", v)
+}
+
+// typeAttribute is a function's TYPE_ATTRIBUTE for the parameters'
+// defaults (default EntityType).
 func typeAttribute(tp tmpl, fnName string) string {
 	env, _ := props(tp.resources()[fnName])["Environment"].(obj)
 	vars, _ := env["Variables"].(obj)
-	if s, ok := vars["TYPE_ATTRIBUTE"].(string); ok && s != "" {
-		return s
+	if v, ok := vars["TYPE_ATTRIBUTE"]; ok {
+		if s, err := tp.eval(v, nil); err == nil && s != "" {
+			return s.(string)
+		}
 	}
 	return "EntityType"
 }
 
-// TestTemplateProjectorFilters: each projector's FilterCriteria are exactly
-// what `tributary filters` generates from the registered projections, so
-// adding a projection (or an entity type) without regenerating them fails
-// here rather than silently dropping its records in production.
+// TestTemplateProjectorFilters: the projectors' FilterCriteria are what
+// `tributary filters` generates for the ProjectedEntityTypes and
+// TypeAttribute parameters — for their defaults, which are the seed
+// projections' (the stock deployment), and for a team's values — and the
+// projectors are told the same types (FILTER_ENTITY_TYPES), which they check
+// against their projections at init, so a filter that would drop a
+// projected type cannot deploy silently.
 func TestTemplateProjectorFilters(t *testing.T) {
 	tp := loadTemplate(t)
-	for _, tt := range []struct{ fn, source, flags string }{
-		{"Projector", "streams", "--format yaml --indent 12"},
-		{"KinesisProjector", "kinesis", "--source kinesis --format yaml --indent 12"},
+	params, _ := tp.obj["Parameters"].(obj)
+	def, _ := params["ProjectedEntityTypes"].(obj)["Default"].(string)
+	if want := strings.Join(seed.Set().EntityTypes(), ","); def != want {
+		t.Errorf("ProjectedEntityTypes defaults to %q, want the seed projections' %q", def, want)
+	}
+	team := projections.MustSet(teamOrders{})
+	for _, tt := range []struct {
+		fn     string
+		source filter.Source
+		set    *projections.Set
+		params map[string]string
+	}{
+		{"Projector", filter.Streams, seed.Set(), nil},
+		{"KinesisProjector", filter.Kinesis, seed.Set(), nil},
+		{"Projector", filter.Streams, team, map[string]string{"ProjectedEntityTypes": "Order", "TypeAttribute": "kind"}},
+		{"KinesisProjector", filter.Kinesis, team, map[string]string{"ProjectedEntityTypes": "Order", "TypeAttribute": "kind"}},
 	} {
-		if tp.resources()[tt.fn] == nil {
-			t.Errorf("no %s in the template", tt.fn)
+		t.Run(fmt.Sprint(tt.fn, tt.params), func(t *testing.T) {
+			fn := tp.resources()[tt.fn]
+			if fn == nil {
+				t.Fatalf("no %s in the template", tt.fn)
+			}
+			typeAttr := "EntityType"
+			if ta, ok := tt.params["TypeAttribute"]; ok {
+				typeAttr = ta
+			}
+			want, err := generateFilters(tt.set, "projector", tt.source, typeAttr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := templateFilters(t, tp, tt.fn, tt.params); !reflect.DeepEqual(got, want) {
+				var b strings.Builder
+				want.WriteYAML(&b, 12)
+				t.Errorf("%s's FilterCriteria differ from `tributary filters`.\n got: %+v\nwant: %+v\n%s", tt.fn, got, want, b.String())
+			}
+			vars, _ := props(fn)["Environment"].(obj)["Variables"].(obj)
+			got, err := tp.eval(vars["FILTER_ENTITY_TYPES"], tt.params)
+			if err != nil || got != strings.Join(tt.set.EntityTypes(), ",") {
+				t.Errorf("%s: FILTER_ENTITY_TYPES %v (%v), want the filter's types %v", tt.fn, got, err, tt.set.EntityTypes())
+			}
+			if got, err := tp.eval(vars["TYPE_ATTRIBUTE"], tt.params); err != nil || got != typeAttr {
+				t.Errorf("%s: TYPE_ATTRIBUTE %v (%v), want %s", tt.fn, got, err, typeAttr)
+			}
+		})
+	}
+}
+
+// TestTemplateProjectionsLayer: every function mounts the projections layer
+// when one is given, hands over to its own main in the layer
+// (/opt/bin/<function>) with MainsInLayer, and the projectors load the spec
+// file of the layer with ProjectionsFile; rules refuse a file or mains
+// without a layer.
+func TestTemplateProjectionsLayer(t *testing.T) {
+	tp := loadTemplate(t)
+	fns := tp.ofType("AWS::Serverless::Function")
+	for name, fn := range fns {
+		layers, _ := props(fn)["Layers"].(obj)
+		if f, _ := layers["Fn::If"].([]any); len(f) != 3 || f[0] != "HasProjectionsLayer" || refName(f[2]) != "AWS::NoValue" ||
+			!reflect.DeepEqual(f[1], []any{obj{"Ref": "ProjectionsLayerArn"}}) {
+			t.Errorf("%s: Layers %v, want [ProjectionsLayerArn] if HasProjectionsLayer", name, props(fn)["Layers"])
+		}
+		vars, _ := props(fn)["Environment"].(obj)["Variables"].(obj)
+		main := path.Base(strings.TrimSuffix(props(fn)["CodeUri"].(string), "/"))
+		if f, _ := vars["TRIBUTARY_MAIN"].(obj)["Fn::If"].([]any); len(f) != 3 || f[0] != "MainsInLayer" || f[1] != "/opt/bin/"+main {
+			t.Errorf("%s: TRIBUTARY_MAIN %v, want /opt/bin/%s if MainsInLayer", name, vars["TRIBUTARY_MAIN"], main)
+		}
+		if name != "Projector" && name != "KinesisProjector" {
 			continue
 		}
-		want, err := generateFilters(seed.Set(), "projector", filter.Source(tt.source), typeAttribute(tp, tt.fn))
-		if err != nil {
-			t.Fatal(err)
+		pf, _ := vars["PROJECTIONS_FILE"].(obj)["Fn::If"].([]any)
+		if len(pf) != 3 || pf[0] != "HasProjectionsFile" {
+			t.Fatalf("%s: PROJECTIONS_FILE %v, want a file of the layer if HasProjectionsFile", name, vars["PROJECTIONS_FILE"])
 		}
-		if got := templateFilters(t, tp, tt.fn); !reflect.DeepEqual(got, want) {
-			var b strings.Builder
-			want.WriteYAML(&b, 12)
-			t.Errorf("%s's FilterCriteria drifted from the registered projections.\n got: %+v\nwant: %+v\n"+
-				"Regenerate: go run ./scripts/tributary filters %s\n%s", tt.fn, got, want, tt.flags, b.String())
+		if got, err := tp.eval(pf[1], map[string]string{"ProjectionsFile": "desk/projections.yaml"}); err != nil || got != "/opt/desk/projections.yaml" {
+			t.Errorf("%s: PROJECTIONS_FILE for desk/projections.yaml: %v %v", name, got, err)
+		}
+	}
+	rules, _ := tp.obj["Rules"].(obj)
+	if rules["ProjectionsNeedTheLayer"] == nil || rules["SpecOrMains"] == nil {
+		t.Errorf("rules %v: want ProjectionsNeedTheLayer and SpecOrMains", slices.Sorted(maps.Keys(rules)))
+	}
+	params, _ := tp.obj["Parameters"].(obj)
+	pattern := regexp.MustCompile(params["ProjectionsFile"].(obj)["AllowedPattern"].(string))
+	for file, ok := range map[string]bool{"": true, "projections.yaml": true, "desk/p.json": true, "../etc/p.yaml": false, "/p.yaml": false, "p.txt": false, "a/../p.yml": false} {
+		if pattern.MatchString(file) != ok {
+			t.Errorf("ProjectionsFile %q: allowed %v, want %v", file, !ok, ok)
 		}
 	}
 }
@@ -395,7 +549,7 @@ func TestTemplateArchiverFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := templateFilters(t, tp, "Archiver")
+	got := templateFilters(t, tp, "Archiver", nil)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Archiver's FilterCriteria: got %+v, want %+v", got, want)
 	}
