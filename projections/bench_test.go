@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/boltstore"
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/seed"
 )
 

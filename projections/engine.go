@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/internal/emf"
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // Limits of one DynamoDB transaction (TransactWriteItems).

@@ -8,8 +8,8 @@ import (
 	"hash/fnv"
 	"sort"
 
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // ledger is what the engine records per source item: the token of the last

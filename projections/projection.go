@@ -14,8 +14,8 @@
 package projections
 
 import (
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // Projection derives contributions from one item image.

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // Store persists ledger entries, aggregates and rows with the transactional

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tributary/tributary/infra/checkpoint"
 	"github.com/tributary/tributary/infra/checkpoint/checkpointtest"
-	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 func TestDir(t *testing.T) {

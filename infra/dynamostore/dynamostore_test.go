@@ -16,11 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/dynamostore"
-	"github.com/tributary/tributary/projections/storetest"
 	"github.com/tributary/tributary/internal/awstest"
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/storetest"
 )
 
 // newTable creates a fresh table with CreateTable on the test server and

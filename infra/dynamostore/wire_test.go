@@ -26,9 +26,9 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/tributary/tributary/internal/awstest"
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 var (

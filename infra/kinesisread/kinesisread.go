@@ -26,8 +26,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 // API is the part of *kinesis.Client that Source uses.

@@ -31,8 +31,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 // API is the part of *dynamodbstreams.Client that Source uses.

@@ -18,10 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/smithy-go"
 
-	"github.com/tributary/tributary/pipeline/shardread"
-	"github.com/tributary/tributary/pipeline/shardread/shardreadtest"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/shardread"
+	"github.com/tributary/tributary/pipeline/shardread/shardreadtest"
 )
 
 func TestErrorsForTheReader(t *testing.T) {

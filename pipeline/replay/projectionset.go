@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // Why a store built for some projections cannot be shared.

@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/infra/checkpoint"
-	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 // Config configures a Replay.

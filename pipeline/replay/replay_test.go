@@ -14,11 +14,11 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/checkpoint"
+	"github.com/tributary/tributary/internal/sim"
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline/shardread/shardreadtest"
-	"github.com/tributary/tributary/internal/sim"
-	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )

@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline/shardread/shardreadtest"
-	"github.com/tributary/tributary/pipeline"
 )
 
 func TestMemConformance(t *testing.T) {

@@ -3,9 +3,9 @@ package seed
 import (
 	"math"
 
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // CartContents counts each cart's lines and sums their quantities, from

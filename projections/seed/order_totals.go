@@ -3,9 +3,9 @@ package seed
 import (
 	"time"
 
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // OrderTotals counts orders and sums their revenue exactly, per status and

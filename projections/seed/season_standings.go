@@ -1,9 +1,9 @@
 package seed
 
 import (
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // SeasonStandings keeps per-season player standings from Match items: each

@@ -1,9 +1,9 @@
 package seed
 
 import (
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // WorkspaceActivity counts documents per workspace and comments per

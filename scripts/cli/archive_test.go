@@ -20,9 +20,9 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/archive"
 )
 
 // archiveEvent is the archive package's golden event: seven TTL removals in

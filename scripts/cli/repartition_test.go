@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/tributary/tributary/pipeline/export"
-	"github.com/tributary/tributary/pipeline/export/exportgen"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline/export/exportgen"
 )
 
 const (

@@ -21,10 +21,10 @@ import (
 	"github.com/tributary/tributary/infra/checkpoint"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/kinesisread"
-	"github.com/tributary/tributary/pipeline/replay"
-	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/infra/streamsread"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/replay"
+	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )

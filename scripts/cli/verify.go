@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )

@@ -29,9 +29,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline/export/exportgen"
-	"github.com/tributary/tributary/internal/sim"
 )
 
 func main() {

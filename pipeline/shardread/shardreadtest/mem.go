@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 // Mem is an in-memory stream with Kinesis's semantics: records go to the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 // Stream is one empty stream made for a test, and how to change it.
