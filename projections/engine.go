@@ -120,7 +120,10 @@ type Stats struct {
 	Transactions int64 // commits that succeeded
 	Conflicts    int64 // commits refused by a ledger condition, then recomputed
 	Contention   int64 // commits retried after contention
-	WriteUnits   float64
+	// WriteUnits is what the store estimates the commits attempted cost
+	// (WriteUnitEstimator), to a tenth of a unit; 0 over a store without
+	// an estimate.
+	WriteUnits float64
 }
 
 type counters struct {
@@ -696,7 +699,7 @@ func (e *Engine) commit(ctx context.Context, chunk []*item) error {
 			return pipeline.Permanent(fmt.Errorf("item %s needs %d actions, more than a transaction's %d", chunk[0].key, tx.Len(), MaxTxActions))
 		}
 		err := e.store.Commit(ctx, tx)
-		e.stats.wu.Add(int64(WriteUnits(tx) * 10))
+		e.stats.wu.Add(int64(WriteUnitsOf(e.store, tx) * 10))
 		if err == nil {
 			e.stats.txs.Add(1)
 			e.stats.items.Add(int64(len(tx.Ledgers)))

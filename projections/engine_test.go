@@ -327,3 +327,54 @@ func TestContentionBacksOff(t *testing.T) {
 		})
 	}
 }
+
+// billed is a store that estimates every commit at 2.5 write units.
+type billed struct {
+	projections.Store
+	estimates int
+}
+
+func (b *billed) WriteUnits(tx *projections.Tx) float64 {
+	b.estimates++
+	return 2.5
+}
+
+// bare hides every capability of a store but the Store interface.
+type bare struct{ projections.Store }
+
+// TestWriteUnitsComeFromTheStore: the engine counts the write units its
+// store estimates for each commit it attempts (projections.WriteUnitEstimator),
+// and none for a store that makes no estimate.
+func TestWriteUnitsComeFromTheStore(t *testing.T) {
+	s := newStream()
+	s.write(nil, order("u1", "o1", "PAID", "10", 1))
+	s.write(nil, order("u2", "o2", "PENDING", "5", 1))
+	s.write(nil, player("p1", "2026-Q2", "1500", 1))
+	tests := []struct {
+		name  string
+		store func(projections.Store) projections.Store
+		want  func(st projections.Store) float64
+	}{
+		{"estimating store", func(st projections.Store) projections.Store { return &billed{Store: st} },
+			func(st projections.Store) float64 { return 2.5 * float64(st.(*billed).estimates) }},
+		{"store without an estimate", func(st projections.Store) projections.Store { return bare{st} },
+			func(projections.Store) float64 { return 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := tt.store(boltstoretest.Open(t))
+			e := newEngine(st)
+			process(t, e, s.event())
+			stats := e.Stats()
+			if stats.Transactions == 0 {
+				t.Fatal("nothing committed")
+			}
+			if want := tt.want(st); stats.WriteUnits != want {
+				t.Errorf("Stats.WriteUnits = %v, want %v", stats.WriteUnits, want)
+			}
+			if b, ok := st.(*billed); ok && int64(b.estimates) != stats.Transactions {
+				t.Errorf("%d estimates for %d commits", b.estimates, stats.Transactions)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
@@ -295,4 +296,18 @@ func benchmarkCommit(b *testing.B, s *Store) {
 		i++
 	}
 	b.ReportMetric(float64(b.N*2*perTx)/b.Elapsed().Seconds(), "actions/s")
+}
+
+// TestWriteUnitsAreDynamoDBs: the embedded store estimates a commit at what
+// it would cost in DynamoDB, so the demo and the cost benchmarks count
+// DynamoDB's bill.
+func TestWriteUnitsAreDynamoDBs(t *testing.T) {
+	s := openTemp(t, WithoutSync())
+	tx := &projections.Tx{
+		Ledgers: []projections.LedgerPut{{Key: "k", Body: make([]byte, 1500)}},
+		Adds:    []projections.Add{{Ref: projections.AggregateRef{Projection: "p", Key: "K"}, Values: map[string]decimal.Decimal{"n": decimal.MustParse("1")}}},
+	}
+	if got, want := projections.WriteUnitsOf(s, tx), dynamostore.WriteUnits(tx); got != want || got == 0 {
+		t.Errorf("WriteUnitsOf(boltstore) = %v, dynamostore.WriteUnits = %v", got, want)
+	}
 }

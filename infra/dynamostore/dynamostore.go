@@ -27,10 +27,9 @@
 // Logical keys, partitions and sort keys are used as they are, '#' and all.
 // So that PK stays unambiguous, a projection name is escaped in PK: '%'
 // becomes "%25" and '#' becomes "%23" (names without either, the usual kind,
-// appear unchanged); the projection attribute holds the name itself. The
-// names PK, SK, projection, key, shard, partition, sort, rev, ledger and ttl
-// are reserved (projections.ReservedName) and cannot name values or row
-// attributes.
+// appear unchanged); the projection attribute holds the name itself. Every
+// attribute name of this layout is one of projections.ReservedNames, which
+// no value or row attribute may take (Commit refuses them).
 //
 // Time to live is enabled on the attribute ttl. DynamoDB deletes expired
 // entries in the background, days later; until then they are read like any
@@ -111,8 +110,9 @@ type Store struct {
 }
 
 var (
-	_ projections.Store  = (*Store)(nil)
-	_ projections.Reader = (*Store)(nil)
+	_ projections.Store              = (*Store)(nil)
+	_ projections.Reader             = (*Store)(nil)
+	_ projections.WriteUnitEstimator = (*Store)(nil)
 )
 
 // New returns a Store over table, reached through client.

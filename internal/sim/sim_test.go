@@ -1138,6 +1138,33 @@ func TestFaultyStore(t *testing.T) {
 	}
 }
 
+// billedStore is a memStore that estimates every commit at 3 write units.
+type billedStore struct{ *memStore }
+
+func (billedStore) WriteUnits(*projections.Tx) float64 { return 3 }
+
+// TestFaultyStorePassesOnWriteUnits: FaultyStore passes on its store's
+// write-unit estimate, so that the demo and the exactly-once tests still
+// count what the commits cost; over a store without one, it has none.
+func TestFaultyStorePassesOnWriteUnits(t *testing.T) {
+	tx := &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "k"}}}
+	tests := []struct {
+		name  string
+		store projections.Store
+		want  float64
+	}{
+		{"estimating store", billedStore{&memStore{ledgers: map[string]projections.LedgerEntry{}}}, 3},
+		{"store without an estimate", &memStore{ledgers: map[string]projections.LedgerEntry{}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := projections.WriteUnitsOf(NewFaultyStore(tt.store, 1), tx); got != tt.want {
+				t.Errorf("WriteUnitsOf(FaultyStore) = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // --- Speed ------------------------------------------------------------------
 
 // go test -run XXX -bench . ./internal/sim/

@@ -21,7 +21,10 @@ type DryRun struct {
 	txs, actions int64
 }
 
-var _ projections.Store = (*DryRun)(nil)
+var (
+	_ projections.Store              = (*DryRun)(nil)
+	_ projections.WriteUnitEstimator = (*DryRun)(nil)
+)
 
 // NewDryRun wraps store.
 func NewDryRun(store projections.Store) *DryRun {
@@ -83,6 +86,13 @@ func (d *DryRun) Commit(ctx context.Context, tx *projections.Tx) error {
 	d.txs++
 	d.actions += int64(tx.Len())
 	return nil
+}
+
+// WriteUnits passes on the wrapped store's estimate
+// (projections.WriteUnitEstimator), or 0 when it makes none: what the
+// commits would cost if they were written.
+func (d *DryRun) WriteUnits(tx *projections.Tx) float64 {
+	return projections.WriteUnitsOf(d.store, tx)
 }
 
 // Counts returns how many transactions, and write actions in them, would
