@@ -57,13 +57,11 @@ type Config struct {
 	// shard count as caught up, when the source does not say how far behind
 	// the tip a read is (DynamoDB Streams). Default 3.
 	EmptyReads int
-	// MinReadInterval is the least time between two reads of one shard
-	// (Kinesis serves 5 reads per second per shard). Default 0.
-	MinReadInterval time.Duration
-	// EmptyReadDelay is a wait after a read that returned nothing, before
-	// the next read of the shard: a source that can return empty pages
-	// before its tip (DynamoDB Streams) gets time to fill. Default 0.
-	EmptyReadDelay time.Duration
+	// MinReadInterval is the least time between two reads of one shard, and
+	// EmptyReadDelay a wait after a read that returned nothing (see Pacing).
+	// Defaults: the source's Pacing when it is a PacedSource, else none; a
+	// negative value: none.
+	MinReadInterval, EmptyReadDelay time.Duration
 	// Backoff is the ceiling of the first wait after a throttled call; it
 	// doubles on each throttled call in a row, up to MaxBackoff, and each
 	// wait is drawn with equal jitter under it (in [c/2, c]: calls throttled
@@ -192,6 +190,15 @@ type shardState struct {
 
 // NewReader returns a Reader of src.
 func NewReader(src Source, cfg Config) *Reader {
+	if p, ok := src.(PacedSource); ok {
+		pace := p.Pacing()
+		if cfg.MinReadInterval == 0 {
+			cfg.MinReadInterval = pace.MinReadInterval
+		}
+		if cfg.EmptyReadDelay == 0 {
+			cfg.EmptyReadDelay = pace.EmptyReadDelay
+		}
+	}
 	return &Reader{src: src, cfg: cfg.withDefaults(), shards: map[string]*shardState{}, listed: map[string]bool{}, lag: map[string]time.Duration{}}
 }
 
