@@ -87,9 +87,6 @@ func (w Workload) withDefaults() Workload {
 	return w
 }
 
-// WithDefaults returns w with every unset field at its default.
-func (w Workload) WithDefaults() Workload { return w.withDefaults() }
-
 // History is a simulated run: the records of the table's stream and the
 // table they leave.
 type History struct {
@@ -100,8 +97,8 @@ type History struct {
 }
 
 // Run generates the workload and applies it through a Stream. With d =
-// w.WithDefaults(), it gives the same records as Generate feeding
-// NewStream(d.Shards, d.Start, d.Seed).Apply.
+// h.Workload (w with its defaults filled in), it gives the same records as
+// Generate feeding NewStream(d.Shards, d.Start, d.Seed).Apply.
 func (w Workload) Run() (*History, error) {
 	w = w.withDefaults()
 	s := NewStream(w.Shards, w.Start, w.Seed)
