@@ -27,7 +27,7 @@ STAMP="$VENV/.requirements.sha256"
 PYTHON="${PYTHON:-python3}"
 GO="${GO:-go}"
 # The emulator has no releases on the proxy, only pseudo-versions of its
-# default branch: this one builds with Go 1.26 (FORMATS.md §8e).
+# default branch: this one builds with Go 1.26.
 RIE_MODULE="github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
 RIE_VERSION="v0.0.0-20261030222936-bef5c4ba774d"
 RIE="$TOOLS/bin/aws-lambda-rie"
