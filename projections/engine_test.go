@@ -119,7 +119,9 @@ func TestGoldenProjections(t *testing.T) {
 			got := second.AppendJSONLines(nil)
 			path := filepath.Join("testdata", "golden", p.Name()+".jsonl")
 			if *update {
-				os.WriteFile(path, got, 0o644)
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			golden, err := os.ReadFile(path)
 			if err != nil {

@@ -17,6 +17,14 @@ import (
 	"github.com/tributary/tributary/projections/storetest"
 )
 
+// closeStore closes s, failing tb if that fails.
+func closeStore(tb testing.TB, s *Store) {
+	tb.Helper()
+	if err := s.Close(); err != nil {
+		tb.Error(err)
+	}
+}
+
 // openTemp opens a store in a fresh temporary directory, closed when the
 // test ends.
 func openTemp(tb testing.TB, opts ...Option) *Store {
@@ -63,7 +71,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer closeStore(t, s)
 	ledgers, err := s.ReadLedgers(t.Context(), []string{"ORDER#1"})
 	if err != nil {
 		t.Fatal(err)
@@ -123,11 +131,11 @@ func TestOpenInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer closeStore(t, s)
 	start := time.Now()
 	s2, err := Open(path, WithOpenTimeout(200*time.Millisecond))
 	if err == nil {
-		s2.Close()
+		closeStore(t, s2)
 		t.Fatal("second Open of the same file succeeded")
 	}
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), path) {

@@ -67,7 +67,7 @@ const EmptyReadDelay = 250 * time.Millisecond
 // MaxBatch is the most records one GetRecords returns.
 const MaxBatch = 1000
 
-// ErrNoStream: the table has no stream.
+// ErrNoStream is the error of StreamARN when the table has no stream.
 var ErrNoStream = errors.New("streamsread: the table has no stream")
 
 // StreamARN returns the ARN of a table's current stream, the one with the

@@ -234,7 +234,7 @@ func (m *ESM) deliver(ctx context.Context, i int, s *shardRun, invoke InvokeFunc
 	}
 	if m.DuplicateRate > 0 && m.rng.Float64() < m.DuplicateRate {
 		st.Duplicates++
-		call(true) // its response is lost
+		_, _ = call(true) // its response, error included, is lost
 	}
 	resp, err := call(false)
 

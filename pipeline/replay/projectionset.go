@@ -36,8 +36,8 @@ import (
 // ledger keys are canonical key JSON ("{...}") or "sha256:...", never this.
 const MarkerKey = "#tributary/projection-set"
 
-// ErrProjectionSet: the store's projection set does not allow the engine
-// about to write to it.
+// ErrProjectionSet is the error of CheckProjectionSet when the store's
+// projection set does not allow the engine about to write to it.
 var ErrProjectionSet = errors.New("projection set mismatch")
 
 type marker struct {

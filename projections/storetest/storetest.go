@@ -668,7 +668,7 @@ func testQueryIsolation(t *testing.T, s Store) {
 		var want []projections.StoredRow
 		for _, p := range tx.Puts {
 			if p.Ref.Projection == q.projection && p.Ref.Partition == q.partition {
-				want = append(want, projections.StoredRow{Ref: p.Ref, Attrs: p.Attrs})
+				want = append(want, projections.StoredRow(p))
 			}
 		}
 		slices.SortFunc(want, func(a, b projections.StoredRow) int { return -compareStrings(a.Ref.Sort, b.Ref.Sort) })
@@ -705,7 +705,7 @@ func testScanAll(t *testing.T, s Store) {
 			tx.Adds = append(tx.Adds, projections.Add{Ref: ref, Values: values("n", strconv.Itoa(i), "m", "0.5")})
 			wantAggs[ref] = map[string]string{"n": strconv.Itoa(i), "m": "0.5"}
 			row := projections.StoredRow{Ref: rowRef(fmt.Sprintf("proj%d", i%3), fmt.Sprintf("PART#%d", i%5), fmt.Sprintf("SORT#%d#%d", b, i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}}
-			tx.Puts = append(tx.Puts, projections.RowPut{Ref: row.Ref, Attrs: row.Attrs})
+			tx.Puts = append(tx.Puts, projections.RowPut(row))
 			wantRowsList = append(wantRowsList, row)
 		}
 		commit(t, s, tx)

@@ -376,7 +376,9 @@ func TestTemplateProjectorFilters(t *testing.T) {
 		}
 		if got := templateFilters(t, tp, tt.fn); !reflect.DeepEqual(got, want) {
 			var b strings.Builder
-			writeFiltersYAML(&b, want, 12)
+			if err := writeFiltersYAML(&b, want, 12); err != nil {
+				t.Fatal(err)
+			}
 			t.Errorf("%s's FilterCriteria drifted from the registered projections.\n got: %+v\nwant: %+v\n"+
 				"Regenerate: go run ./scripts/tributary filters %s\n%s", tt.fn, got, want, tt.flags, b.String())
 		}
