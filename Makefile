@@ -1,6 +1,7 @@
 # Tributary — build and test entry points.
 #
-#   make test              everything CI runs: vet, unit, integration, fuzz
+#   make test              everything CI runs: vet, lint, unit, integration, fuzz
+#   make lint              golangci-lint (pinned, .golangci.yml) at zero findings
 #   make test-unit         fast tests; integration tests skip without a server
 #   make example           the worked example module (examples/tickets) against this checkout
 #   make test-integration  integration tests against a local moto server
@@ -16,11 +17,13 @@ GO       ?= go
 FUZZTIME ?= 4s
 SERVERS  := .ci/servers.sh
 
-.PHONY: test vet test-unit example test-integration fuzz bench build demo tidy-check template-check
+.PHONY: test vet lint test-unit example test-integration fuzz bench build demo tidy-check template-check
 
-## test: vet, unit tests, integration tests, fuzzing and the template check, in that order
+## test: vet, lint, unit tests, integration tests, fuzzing and the template
+## check, in that order
 test:
 	$(MAKE) vet
+	$(MAKE) lint
 	$(MAKE) tidy-check
 	$(MAKE) test-unit
 	$(MAKE) example
@@ -38,6 +41,11 @@ vet:
 		echo "$$unformatted"; \
 		exit 1; \
 	fi
+
+## lint: golangci-lint at the version pinned in .ci/lint.sh (installed into
+## .tools/bin on first use), with .golangci.yml; any finding fails
+lint:
+	GO=$(GO) bash .ci/lint.sh
 
 ## test-unit: all tests with the race detector, in shuffled order (-short:
 ## the exactly-once simulations at a tenth of their size), then the full-size

@@ -29,11 +29,12 @@ STAMP="$VENV/.requirements.sha256"
 PYTHON="${PYTHON:-python3}"
 GO="${GO:-go}"
 # The emulator has no releases on the proxy, only pseudo-versions of its
-# default branch: this one builds with Go 1.26 (FORMATS.md §8e).
+# default branch: this one builds with Go 1.26.
 RIE_MODULE="github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
 RIE_VERSION="v0.0.0-20261030222936-bef5c4ba774d"
 RIE="$TOOLS/bin/aws-lambda-rie"
-RIE_STAMP="$TOOLS/bin/.aws-lambda-rie.version"
+# shellcheck source=.ci/gotool.sh
+source "$ROOT/.ci/gotool.sh"
 
 export SAM_CLI_TELEMETRY=0
 # The functions as `make build` builds them: static, no RPC mode, stripped
@@ -67,17 +68,7 @@ install_python_tools() {
 }
 
 install_rie() {
-	if [[ -x "$RIE" && -f "$RIE_STAMP" && "$(cat "$RIE_STAMP")" == "$RIE_VERSION" ]]; then
-		echo "$RIE is up to date ($RIE_VERSION)"
-		return 0
-	fi
-	mkdir -p "$TOOLS/bin"
-	echo "go install $RIE_MODULE@$RIE_VERSION"
-	# The emulator is its own module: build it outside ours, with the host's
-	# GOOS/GOARCH and without the functions' flags.
-	(cd "$TOOLS" && GOBIN="$TOOLS/bin" GOFLAGS=-buildvcs=false CGO_ENABLED=0 \
-		"$GO" install "$RIE_MODULE@$RIE_VERSION") || die "go install $RIE_MODULE@$RIE_VERSION"
-	echo "$RIE_VERSION" >"$RIE_STAMP"
+	install_go_tool "$RIE_MODULE" "$RIE_VERSION" aws-lambda-rie || die "go install $RIE_MODULE@$RIE_VERSION"
 }
 
 start=$SECONDS

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"time"
 
@@ -32,25 +33,6 @@ type BatchHandlerFunc func(ctx context.Context, changes []Change) error
 // HandleBatch calls f(ctx, changes).
 func (f BatchHandlerFunc) HandleBatch(ctx context.Context, changes []Change) error {
 	return f(ctx, changes)
-}
-
-// Sequential makes a BatchHandler from a per-change Handler: changes are
-// handled one at a time, in order, and the first failure (a returned error,
-// or a panic, which becomes a *PanicError) stops the batch there.
-func Sequential(h Handler) BatchHandler {
-	return BatchHandlerFunc(func(ctx context.Context, changes []Change) error {
-		for i := range changes {
-			if err := handleOne(ctx, h, changes[i]); err != nil {
-				return &BatchError{Index: i, Err: err}
-			}
-		}
-		return nil
-	})
-}
-
-func handleOne(ctx context.Context, h Handler, c Change) (err error) {
-	defer recoverInto(&err)
-	return h.Handle(ctx, c)
 }
 
 // PermanentPolicy says what the processor does with a permanent failure (a
@@ -274,7 +256,11 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 // handle calls the batch handler, turning a panic into a failure of the
 // batch's first change.
 func (p *Processor) handle(ctx context.Context, changes []Change) (err error) {
-	defer recoverInto(&err)
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
 	return p.h.HandleBatch(ctx, changes)
 }
 

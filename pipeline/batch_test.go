@@ -41,23 +41,26 @@ func streamsEvent(n int, bad ...int) []byte {
 	return []byte(b.String())
 }
 
-// recorder is a per-change handler that records what it saw and fails or
-// panics on chosen sequence numbers.
+// recorder is a batch handler that applies changes in order, recording
+// what it applied, and stops at a chosen sequence number with an error (a
+// *BatchError naming it) or a panic.
 type recorder struct {
 	seen    []string
 	failAt  map[string]error
 	panicAt string
 }
 
-func (r *recorder) Handle(_ context.Context, c pipeline.Change) error {
-	seq := c.Position.SequenceNumber
-	if seq == r.panicAt {
-		panic("projection bug on " + seq)
+func (r *recorder) HandleBatch(_ context.Context, changes []pipeline.Change) error {
+	for i, c := range changes {
+		seq := c.Position.SequenceNumber
+		if seq == r.panicAt {
+			panic("handler bug on " + seq)
+		}
+		if err := r.failAt[seq]; err != nil {
+			return &pipeline.BatchError{Index: i, Err: err}
+		}
+		r.seen = append(r.seen, seq)
 	}
-	if err := r.failAt[seq]; err != nil {
-		return err
-	}
-	r.seen = append(r.seen, seq)
 	return nil
 }
 
@@ -90,11 +93,14 @@ func TestBatchSemantics(t *testing.T) {
 			wantResp: `{"batchItemFailures":[{"itemIdentifier":"1002"}]}`,
 		},
 		{
-			name:     "panic is contained and reported",
+			// A panic claims nothing: the batch's first record is reported
+			// (the engine turns a projection's panic into its record's
+			// permanent failure itself).
+			name:     "panic is contained and fails the batch",
 			event:    streamsEvent(4),
 			rec:      &recorder{panicAt: "1001"},
 			wantSeen: []string{"1000"},
-			wantResp: `{"batchItemFailures":[{"itemIdentifier":"1001"}]}`,
+			wantResp: `{"batchItemFailures":[{"itemIdentifier":"1000"}]}`,
 		},
 		{
 			name:     "undecodable record stops the batch before it",
@@ -131,7 +137,7 @@ func TestBatchSemantics(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := quietConfig()
 			cfg.Permanent = tt.policy
-			p := pipeline.NewStreamsProcessor(pipeline.Sequential(tt.rec), cfg)
+			p := pipeline.NewStreamsProcessor(tt.rec, cfg)
 			// Through aws-lambda-go's own invoke path, as the runtime calls it.
 			out, err := lambda.NewHandler(p).Invoke(context.Background(), tt.event)
 			if err != nil {
@@ -167,7 +173,7 @@ func TestBatchErrorIndexFromBatchHandler(t *testing.T) {
 }
 
 func TestWholePayloadErrorFailsInvocation(t *testing.T) {
-	p := pipeline.NewStreamsProcessor(pipeline.Sequential(&recorder{}), quietConfig())
+	p := pipeline.NewStreamsProcessor(&recorder{}, quietConfig())
 	if _, err := p.Invoke(context.Background(), []byte(`{"Records":[{"eventID":`)); err == nil {
 		t.Fatal("truncated payload: want an invocation error so Lambda retries the batch")
 	}
@@ -180,7 +186,7 @@ func TestKinesisResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.failAt = map[string]error{changes[1].Position.SequenceNumber: errors.New("throttled")}
-	p := pipeline.NewKinesisProcessor(pipeline.Sequential(rec), quietConfig())
+	p := pipeline.NewKinesisProcessor(rec, quietConfig())
 	out, err := p.Invoke(context.Background(), read(t, "kinesis/event-ms.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +200,7 @@ func TestKinesisResponse(t *testing.T) {
 func TestMetricsAndLogs(t *testing.T) {
 	var logs, metrics bytes.Buffer
 	cfg := pipeline.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: &metrics, Function: "projector"}
-	p := pipeline.NewStreamsProcessor(pipeline.Sequential(&recorder{failAt: map[string]error{"1001": errors.New("boom")}}), cfg)
+	p := pipeline.NewStreamsProcessor(&recorder{failAt: map[string]error{"1001": errors.New("boom")}}, cfg)
 	if _, err := p.Process(context.Background(), streamsEvent(3)); err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,10 @@ import (
 	"sort"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/jsonstr"
 )
 
 // AppendItem appends item in DynamoDB JSON ({"name":{"S":"..."},...}) to
@@ -25,7 +26,7 @@ func AppendItem(buf []byte, item Item) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendString(buf, k)
+		buf = jsonstr.Quote(buf, k)
 		buf = append(buf, ':')
 		buf = AppendValue(buf, item[k])
 	}
@@ -37,10 +38,10 @@ func AppendValue(buf []byte, av types.AttributeValue) []byte {
 	switch v := av.(type) {
 	case *types.AttributeValueMemberS:
 		buf = append(buf, `{"S":`...)
-		buf = appendString(buf, v.Value)
+		buf = jsonstr.Quote(buf, v.Value)
 	case *types.AttributeValueMemberN:
 		buf = append(buf, `{"N":`...)
-		buf = appendString(buf, v.Value)
+		buf = jsonstr.Quote(buf, v.Value)
 	case *types.AttributeValueMemberB:
 		buf = append(buf, `{"B":"`...)
 		buf = base64.StdEncoding.AppendEncode(buf, v.Value)
@@ -56,7 +57,7 @@ func AppendValue(buf []byte, av types.AttributeValue) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendString(buf, s)
+			buf = jsonstr.Quote(buf, s)
 		}
 		buf = append(buf, ']')
 	case *types.AttributeValueMemberNS:
@@ -65,7 +66,7 @@ func AppendValue(buf []byte, av types.AttributeValue) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendString(buf, s)
+			buf = jsonstr.Quote(buf, s)
 		}
 		buf = append(buf, ']')
 	case *types.AttributeValueMemberBS:
@@ -97,50 +98,6 @@ func AppendValue(buf []byte, av types.AttributeValue) []byte {
 	return append(buf, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaping only what JSON requires.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				buf = append(buf, s[start:i]...)
-				buf = append(buf, `\ufffd`...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		buf = append(buf, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			buf = append(buf, '\\', c)
-		case '\n':
-			buf = append(buf, '\\', 'n')
-		case '\r':
-			buf = append(buf, '\\', 'r')
-		case '\t':
-			buf = append(buf, '\\', 't')
-		default:
-			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
-}
-
 // scalarString renders a key attribute's value for people.
 func scalarString(av types.AttributeValue) string {
 	switch v := av.(type) {
@@ -169,7 +126,7 @@ func (c Change) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), nil }
 // AppendJSON appends the MarshalJSON form of c to buf.
 func (c *Change) AppendJSON(buf []byte) []byte {
 	buf = append(buf, `{"kind":`...)
-	buf = appendString(buf, c.Kind.String())
+	buf = jsonstr.Quote(buf, c.Kind.String())
 	field := func(name string) {
 		buf = append(buf, ',', '"')
 		buf = append(buf, name...)
@@ -187,41 +144,41 @@ func (c *Change) AppendJSON(buf []byte) []byte {
 	}
 	if c.OldType != "" {
 		field("oldType")
-		buf = appendString(buf, c.OldType)
+		buf = jsonstr.Quote(buf, c.OldType)
 	}
 	if c.NewType != "" {
 		field("newType")
-		buf = appendString(buf, c.NewType)
+		buf = jsonstr.Quote(buf, c.NewType)
 	}
 	if c.HasVersion {
 		field("version")
 		buf = strconv.AppendInt(buf, c.Version, 10)
 	}
 	field("source")
-	buf = appendString(buf, c.Position.Source.String())
+	buf = jsonstr.Quote(buf, c.Position.Source.String())
 	if c.Position.Stream != "" {
 		field("stream")
-		buf = appendString(buf, c.Position.Stream)
+		buf = jsonstr.Quote(buf, c.Position.Stream)
 	}
 	if c.Position.Shard != "" {
 		field("shard")
-		buf = appendString(buf, c.Position.Shard)
+		buf = jsonstr.Quote(buf, c.Position.Shard)
 	}
 	if c.Position.SequenceNumber != "" {
 		field("seq")
-		buf = appendString(buf, c.Position.SequenceNumber)
+		buf = jsonstr.Quote(buf, c.Position.SequenceNumber)
 	}
 	field("index")
 	buf = strconv.AppendInt(buf, int64(c.Position.Index), 10)
 	if !c.Time.IsZero() {
 		field("time")
-		buf = appendString(buf, formatTime(c.Time, c.Precision))
+		buf = jsonstr.Quote(buf, formatTime(c.Time, c.Precision))
 		field("precision")
-		buf = appendString(buf, c.Precision.String())
+		buf = jsonstr.Quote(buf, c.Precision.String())
 	}
 	if c.EventID != "" {
 		field("eventId")
-		buf = appendString(buf, c.EventID)
+		buf = jsonstr.Quote(buf, c.EventID)
 	}
 	if c.TTL {
 		field("ttl")
@@ -229,11 +186,11 @@ func (c *Change) AppendJSON(buf []byte) []byte {
 	}
 	if c.Table != "" {
 		field("table")
-		buf = appendString(buf, c.Table)
+		buf = jsonstr.Quote(buf, c.Table)
 	}
 	if c.Region != "" {
 		field("region")
-		buf = appendString(buf, c.Region)
+		buf = jsonstr.Quote(buf, c.Region)
 	}
 	if c.SizeBytes != 0 {
 		field("sizeBytes")

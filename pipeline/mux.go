@@ -3,22 +3,10 @@ package pipeline
 import (
 	"context"
 	"log/slog"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
 )
-
-// Handler handles one change.
-type Handler interface {
-	Handle(ctx context.Context, c Change) error
-}
-
-// HandlerFunc adapts a function to a Handler.
-type HandlerFunc func(ctx context.Context, c Change) error
-
-// Handle calls f(ctx, c).
-func (f HandlerFunc) Handle(ctx context.Context, c Change) error { return f(ctx, c) }
 
 // UnknownPolicy says what to do with a change whose image has no entity type,
 // or a type nothing is registered for.
@@ -31,8 +19,8 @@ const (
 	FailUnknown
 )
 
-// Mux routes changes to the values registered for their entity types: a
-// handler, or a projection. Register everything before use; routing is then
+// Mux routes changes to the values registered for their entity types (the
+// engine's projections). Register everything before use; routing is then
 // safe for concurrent use.
 type Mux[H any] struct {
 	// Policy applies to images whose type is missing or unregistered.
@@ -132,57 +120,6 @@ func (m *Mux[H]) Skipped() map[string]int64 {
 		out[k] = v
 	}
 	return out
-}
-
-// Dispatch returns a Handler that routes each change through m. A change
-// whose old and new images have different entity types goes to both: the old
-// type's handlers get it as a removal of the old image (retract), the new
-// type's as an insertion of the new one (apply). A panic in a handler becomes
-// a *PanicError.
-func Dispatch(m *Mux[Handler]) Handler {
-	return HandlerFunc(func(ctx context.Context, c Change) (err error) {
-		defer recoverInto(&err)
-		if c.Old != nil && c.New != nil && c.OldType != c.NewType {
-			olds, err := m.Lookup(ctx, &c, c.Old, c.OldType)
-			if err != nil {
-				return err
-			}
-			news, err := m.Lookup(ctx, &c, c.New, c.NewType)
-			if err != nil {
-				return err
-			}
-			retract, apply := c, c
-			retract.Kind, retract.New, retract.NewType = Remove, nil, ""
-			apply.Kind, apply.Old, apply.OldType = Insert, nil, ""
-			for _, h := range olds {
-				if err := h.Handle(ctx, retract); err != nil {
-					return err
-				}
-			}
-			for _, h := range news {
-				if err := h.Handle(ctx, apply); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		hs, err := m.Lookup(ctx, &c, c.Image(), c.EntityType())
-		if err != nil {
-			return err
-		}
-		for _, h := range hs {
-			if err := h.Handle(ctx, c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-func recoverInto(err *error) {
-	if r := recover(); r != nil {
-		*err = &PanicError{Value: r, Stack: debug.Stack()}
-	}
 }
 
 // KeyString renders an item's keys for logs and errors: name=value pairs in

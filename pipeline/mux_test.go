@@ -5,66 +5,71 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/tributary/tributary/pipeline"
 )
 
-type seen struct {
-	name string
-	log  *[]string
-}
-
-func (s seen) Handle(_ context.Context, c pipeline.Change) error {
-	*s.log = append(*s.log, s.name+":"+c.Kind.String())
-	return nil
-}
-
-func TestDispatch(t *testing.T) {
+// TestMuxLookup: Lookup gives what is registered for an image's type, in
+// registration order; unknown and missing types are skipped and counted
+// under SkipUnknown, and fail permanently, naming the item, under
+// FailUnknown; ignored types are skipped either way.
+func TestMuxLookup(t *testing.T) {
 	changes, err := pipeline.DecodeStreamsEvent(read(t, "streams/event.json"), pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	typeChange := changes[1]
-	typeChange.NewType = "ArchivedOrder"
-
-	var log []string
-	m := pipeline.NewMux[pipeline.Handler]()
-	m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	m.Register("Order", seen{"orders", &log})
-	m.Register("Order", seen{"audit", &log})
-	m.Register("ArchivedOrder", seen{"archive", &log})
-	h := pipeline.Dispatch(m)
-	for _, c := range []pipeline.Change{changes[0], typeChange, changes[2]} {
-		if err := h.Handle(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := []string{"orders:INSERT", "audit:INSERT", "orders:REMOVE", "audit:REMOVE", "archive:INSERT"}
-	if len(log) != len(want) {
-		t.Fatalf("dispatched %v, want %v", log, want)
-	}
-	for i := range want {
-		if log[i] != want[i] {
-			t.Fatalf("dispatched %v, want %v", log, want)
-		}
-	}
-	if got := m.Skipped()["Player"]; got != 1 {
-		t.Errorf("skipped Player = %d, want 1", got)
-	}
-
-	m.Policy = pipeline.FailUnknown
-	err = h.Handle(context.Background(), changes[2])
-	var ute *pipeline.UnknownTypeError
-	if !errors.As(err, &ute) || ute.Type != "Player" || !errors.Is(err, pipeline.ErrPermanent) {
-		t.Fatalf("FailUnknown: got %v", err)
-	}
-	if ute.Key != "PK=PLAYER#u8231 SK=PROFILE" {
-		t.Errorf("key = %q", ute.Key)
-	}
-	missing := changes[0]
+	order, player := changes[0], changes[2]
+	missing := order
 	missing.NewType = ""
-	if err := h.Handle(context.Background(), missing); !errors.As(err, &ute) || ute.Type != "" {
-		t.Fatalf("missing type under FailUnknown: got %v", err)
+
+	m := pipeline.NewMux[string]()
+	m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	m.Register("Order", "orders")
+	m.Register("Order", "audit")
+	m.Register("ArchivedOrder", "archive")
+	m.Ignore("User")
+	user := order
+	user.NewType = "User"
+
+	tests := []struct {
+		name   string
+		policy pipeline.UnknownPolicy
+		c      pipeline.Change
+		want   []string
+		// wantType is the type an *UnknownTypeError names; "-": no error.
+		wantType string
+	}{
+		{"registered twice", pipeline.SkipUnknown, order, []string{"orders", "audit"}, "-"},
+		{"unknown skipped", pipeline.SkipUnknown, player, nil, "-"},
+		{"missing skipped", pipeline.SkipUnknown, missing, nil, "-"},
+		{"ignored", pipeline.FailUnknown, user, nil, "-"},
+		{"unknown fails", pipeline.FailUnknown, player, nil, "Player"},
+		{"missing fails", pipeline.FailUnknown, missing, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m.Policy = tt.policy
+			got, err := m.Lookup(context.Background(), &tt.c, tt.c.Image(), tt.c.EntityType())
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Lookup = %v, want %v", got, tt.want)
+			}
+			var ute *pipeline.UnknownTypeError
+			switch {
+			case tt.wantType == "-" && err != nil:
+				t.Errorf("err = %v, want none", err)
+			case tt.wantType != "-" && (!errors.As(err, &ute) || ute.Type != tt.wantType || !errors.Is(err, pipeline.ErrPermanent)):
+				t.Errorf("err = %v, want a permanent *UnknownTypeError for %q", err, tt.wantType)
+			case ute != nil && ute.Key != pipeline.KeyString(tt.c.Keys):
+				t.Errorf("the error names %q, want the item's key %q", ute.Key, pipeline.KeyString(tt.c.Keys))
+			}
+		})
+	}
+	if got := m.Skipped(); got["Player"] != 1 || got["(none)"] != 1 || got["User"] != 1 {
+		t.Errorf("Skipped() = %v, want Player, (none) and User once each", got)
+	}
+	if got := m.Types(); !slices.Equal(got, []string{"ArchivedOrder", "Order"}) || !m.Has("Order") || m.Has("User") {
+		t.Errorf("Types() = %v", got)
 	}
 }

@@ -146,7 +146,9 @@ func engineUnits(b *testing.B, ps []projections.Projection, h *sim.History, batc
 			b.Fatal(err)
 		}
 		units = e.Stats().WriteUnits
-		st.Close()
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(units*1000/float64(len(h.Records)), "WU/1k-changes")
 }
@@ -175,7 +177,11 @@ func BenchmarkHandler(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer st.Close()
+			b.Cleanup(func() {
+				if err := st.Close(); err != nil {
+					b.Error(err)
+				}
+			})
 			e := projections.New(st, projections.Config{Logger: quiet()}, seed.All()...)
 			p := pipeline.NewStreamsProcessor(e, pipeline.Config{Logger: quiet()})
 			n := 0

@@ -22,7 +22,10 @@ type DryRun struct {
 	txs, actions int64
 }
 
-var _ Table = (*DryRun)(nil)
+var (
+	_ Table              = (*DryRun)(nil)
+	_ WriteUnitEstimator = (*DryRun)(nil)
+)
 
 // NewDryRun wraps a table.
 func NewDryRun(store Table) *DryRun {
@@ -84,6 +87,13 @@ func (d *DryRun) Commit(ctx context.Context, tx *Tx) error {
 	d.txs++
 	d.actions += int64(tx.Len())
 	return nil
+}
+
+// WriteUnits passes on the wrapped store's estimate (WriteUnitEstimator),
+// or 0 when it makes none: what the commits would cost if they were
+// written.
+func (d *DryRun) WriteUnits(tx *Tx) float64 {
+	return WriteUnitsOf(d.store, tx)
 }
 
 // Counts returns how many transactions, and write actions in them, would

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -39,7 +38,9 @@ type Config struct {
 	// Default 400 days (Kinesis keeps at most 365).
 	TombstoneTTL time.Duration
 	// MaxAttempts bounds the commits of one transaction (ledger conflicts and
-	// contention are retried). Default 8.
+	// contention are retried; a commit refused for contention is retried
+	// after an exponential backoff with equal jitter, 20 ms doubling to 2 s).
+	// Default 8.
 	MaxAttempts int
 	// Logger receives logs; nil means slog.Default().
 	Logger *slog.Logger
@@ -49,7 +50,8 @@ type Config struct {
 	Namespace string
 	// Now returns the time; default time.Now. Used for tombstone expiry.
 	Now func() time.Time
-	// Sleep waits between retries; default a timer that honours ctx.
+	// Sleep waits between retries; default retry.Sleep, a timer that ends
+	// with ctx.Err() when ctx does.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
@@ -118,7 +120,10 @@ type Stats struct {
 	Transactions int64 // commits that succeeded
 	Conflicts    int64 // commits refused by a ledger condition, then recomputed
 	Contention   int64 // commits retried after contention
-	WriteUnits   float64
+	// WriteUnits is what the store estimates the commits attempted cost
+	// (WriteUnitEstimator), to a tenth of a unit; 0 over a store without
+	// an estimate.
+	WriteUnits float64
 }
 
 type counters struct {
@@ -668,6 +673,13 @@ func (e *Engine) build(chunk []*item) *Tx {
 	return tx
 }
 
+// The waits after a commit refused for contention: equal jitter under a
+// ceiling that doubles from contentionBase to contentionMax.
+const (
+	contentionBase = 20 * time.Millisecond
+	contentionMax  = 2 * time.Second
+)
+
 // commit writes one chunk, recomputing after ledger conflicts and backing off
 // after contention.
 func (e *Engine) commit(ctx context.Context, chunk []*item) error {
@@ -675,7 +687,6 @@ func (e *Engine) commit(ctx context.Context, chunk []*item) error {
 	for _, it := range chunk {
 		byKey[it.key] = it
 	}
-	backoff := 20 * time.Millisecond
 	var last error
 	for attempt := 1; attempt <= e.cfg.MaxAttempts; attempt++ {
 		tx := e.build(chunk)
@@ -688,7 +699,7 @@ func (e *Engine) commit(ctx context.Context, chunk []*item) error {
 			return pipeline.Permanent(fmt.Errorf("item %s needs %d actions, more than a transaction's %d", chunk[0].key, tx.Len(), MaxTxActions))
 		}
 		err := e.store.Commit(ctx, tx)
-		e.stats.wu.Add(int64(WriteUnits(tx) * 10))
+		e.stats.wu.Add(int64(WriteUnitsOf(e.store, tx) * 10))
 		if err == nil {
 			e.stats.txs.Add(1)
 			e.stats.items.Add(int64(len(tx.Ledgers)))
@@ -713,10 +724,12 @@ func (e *Engine) commit(ctx context.Context, chunk []*item) error {
 			}
 		case errors.Is(err, ErrContention):
 			e.stats.contention.Add(1)
-			if err := e.cfg.Sleep(ctx, rand.N(backoff)+backoff/2); err != nil {
+			if attempt == e.cfg.MaxAttempts {
+				break // no wait before giving up
+			}
+			if err := e.cfg.Sleep(ctx, retry.EqualJitter(attempt-1, contentionBase, contentionMax)); err != nil {
 				return err
 			}
-			backoff = min(2*backoff, 2*time.Second)
 		default:
 			return fmt.Errorf("commit of %d items: %w", len(tx.Ledgers), err)
 		}

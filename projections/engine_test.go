@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/pipeline"
@@ -117,7 +119,9 @@ func TestGoldenProjections(t *testing.T) {
 			got := second.AppendJSONLines(nil)
 			path := filepath.Join("testdata", "golden", p.Name()+".jsonl")
 			if *update {
-				os.WriteFile(path, got, 0o644)
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			golden, err := os.ReadFile(path)
 			if err != nil {
@@ -252,5 +256,127 @@ func TestStaleReadIsCaughtByTheLedgerCondition(t *testing.T) {
 	want, _ := projections.Recompute(s.finalItems(), "", seed.All()...)
 	if d := projections.Diff(mustView(t, st), want); len(d) > 0 {
 		t.Fatalf("after a stale read:\n%s", strings.Join(d, "\n"))
+	}
+}
+
+// contended refuses the first n commits with projections.ErrContention.
+type contended struct {
+	projections.Store
+	n, commits int
+}
+
+func (s *contended) Commit(ctx context.Context, tx *projections.Tx) error {
+	if s.commits++; s.commits <= s.n {
+		return fmt.Errorf("commit %d: %w", s.commits, projections.ErrContention)
+	}
+	return s.Store.Commit(ctx, tx)
+}
+
+// TestContentionBacksOff: a commit refused for contention is retried after
+// an exponential wait with equal jitter (20 ms doubling to 2 s: each wait in
+// [c/2, c] under its ceiling c), up to MaxAttempts commits; a Sleep that
+// fails ends the retries with its error, unchanged.
+func TestContentionBacksOff(t *testing.T) {
+	s := newStream()
+	s.write(nil, order("u1", "o1", "PAID", "10", 1))
+	tests := []struct {
+		name      string
+		refusals  int
+		sleepErr  error
+		wantWaits int // no wait after the last attempt
+		wantErr   error
+		// wantContention counts the refusals the engine saw.
+		wantContention int64
+	}{
+		{"applied after seven refusals", 7, nil, 7, nil, 7},
+		{"gives up after eight", 8, nil, 7, projections.ErrContention, 8},
+		{"stops at a canceled sleep", 3, context.Canceled, 1, context.Canceled, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Many runs: a wait outside the range shows up in some draw.
+			for run := range 50 {
+				var waits []time.Duration
+				st := &contended{Store: boltstoretest.Open(t), n: tt.refusals}
+				e := projections.New(st, projections.Config{Logger: quiet(), MaxAttempts: 8, Sleep: func(ctx context.Context, d time.Duration) error {
+					waits = append(waits, d)
+					return tt.sleepErr
+				}}, seed.All()...)
+				changes, err := pipeline.DecodeStreamsEvent(s.event(), pipeline.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = e.HandleBatch(context.Background(), changes)
+				if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+					t.Fatalf("run %d: err = %v, want %v", run, err, tt.wantErr)
+				}
+				if tt.sleepErr != nil && !errors.Is(err, tt.sleepErr) {
+					t.Fatalf("run %d: err = %v, want the sleep's own error", run, err)
+				}
+				if len(waits) != tt.wantWaits {
+					t.Fatalf("run %d: %d waits %v, want %d", run, len(waits), waits, tt.wantWaits)
+				}
+				for i, d := range waits {
+					c := min(2*time.Second, 20*time.Millisecond<<i)
+					if d < c/2 || d > c {
+						t.Fatalf("run %d: wait %d = %v, want in [%v, %v] (all: %v)", run, i, d, c/2, c, waits)
+					}
+				}
+				if got := e.Stats().Contention; got != tt.wantContention {
+					t.Errorf("run %d: Stats.Contention = %d, want %d", run, got, tt.wantContention)
+				}
+			}
+		})
+	}
+}
+
+// billed is a store that estimates every commit at 2.5 write units.
+type billed struct {
+	projections.Store
+	estimates int
+}
+
+func (b *billed) WriteUnits(tx *projections.Tx) float64 {
+	b.estimates++
+	return 2.5
+}
+
+// bare hides every capability of a store but the Store interface.
+type bare struct{ projections.Store }
+
+// TestWriteUnitsComeFromTheStore: the engine counts the write units its
+// store estimates for each commit it attempts (projections.WriteUnitEstimator),
+// and none for a store that makes no estimate.
+func TestWriteUnitsComeFromTheStore(t *testing.T) {
+	s := newStream()
+	s.write(nil, order("u1", "o1", "PAID", "10", 1))
+	s.write(nil, order("u2", "o2", "PENDING", "5", 1))
+	s.write(nil, player("p1", "2026-Q2", "1500", 1))
+	tests := []struct {
+		name  string
+		store func(projections.Store) projections.Store
+		want  func(st projections.Store) float64
+	}{
+		{"estimating store", func(st projections.Store) projections.Store { return &billed{Store: st} },
+			func(st projections.Store) float64 { return 2.5 * float64(st.(*billed).estimates) }},
+		{"store without an estimate", func(st projections.Store) projections.Store { return bare{st} },
+			func(projections.Store) float64 { return 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := tt.store(boltstoretest.Open(t))
+			e := newEngine(st)
+			process(t, e, s.event())
+			stats := e.Stats()
+			if stats.Transactions == 0 {
+				t.Fatal("nothing committed")
+			}
+			if want := tt.want(st); stats.WriteUnits != want {
+				t.Errorf("Stats.WriteUnits = %v, want %v", stats.WriteUnits, want)
+			}
+			if b, ok := st.(*billed); ok && int64(b.estimates) != stats.Transactions {
+				t.Errorf("%d estimates for %d commits", b.estimates, stats.Transactions)
+			}
+		})
 	}
 }

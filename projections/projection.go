@@ -46,8 +46,8 @@ type Counter struct {
 	// Key is the aggregate's logical key, e.g. "ORDERS#PAID#DAY#2026-11-30".
 	Key string
 	// Values are added to the aggregate's values of the same names. A value
-	// name must be a plain attribute name, not one the stores reserve (see
-	// ReservedName).
+	// name must be a plain attribute name, not one a Store may use for its
+	// own bookkeeping (see ReservedNames).
 	Values map[string]decimal.Decimal
 	// Shards write-shards an aggregate that many items touch: the engine adds
 	// each item's contribution to one of Shards physical items, chosen by a
@@ -63,16 +63,7 @@ type Row struct {
 	Partition string
 	// Sort orders rows within the partition, e.g. "RATING#0000001842#PLAYER#u8231".
 	Sort string
-	// Attrs are the row's attributes. Names must not be reserved (see ReservedName).
+	// Attrs are the row's attributes. Names must not be reserved (see
+	// ReservedNames).
 	Attrs pipeline.Item
-}
-
-// ReservedName reports whether an attribute name is used by the stores for
-// their own bookkeeping and so cannot name a counter value or a row attribute.
-func ReservedName(name string) bool {
-	switch name {
-	case "PK", "SK", "projection", "key", "shard", "partition", "sort", "rev", "ledger", "ttl":
-		return true
-	}
-	return name == ""
 }

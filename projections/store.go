@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,8 +25,50 @@ type Store interface {
 	// if any condition fails nothing is written and the error is a
 	// *ConflictError holding the current entries of the keys that failed.
 	// Contention with concurrent writers that a retry can resolve is reported as
-	// an error matching ErrContention. A Tx that is empty is a no-op.
+	// an error matching ErrContention. A Tx that is empty is a no-op. A Tx
+	// with a reserved value or row attribute name (ReservedNames) is refused
+	// and nothing of it written.
 	Commit(ctx context.Context, tx *Tx) error
+}
+
+// reservedNames are the attribute names a Store may use for its own
+// bookkeeping beside the values and row attributes it is given: keys, the
+// parts of an aggregate's or row's reference, a ledger entry's revision,
+// body and expiry (infra/dynamostore uses them all).
+var reservedNames = [...]string{"PK", "SK", "projection", "key", "shard", "partition", "sort", "rev", "ledger", "ttl"}
+
+// ReservedNames returns the attribute names a Store may use for its own
+// bookkeeping. They are part of the Store contract: no counter value
+// (Counter.Values) and no top-level row attribute (Row.Attrs) may have one
+// of these names, or the empty name; the engine fails such a contribution
+// as a permanent error, and a Store refuses a Tx that holds one (writing
+// nothing), whether it uses the name or not. A Store whose layout needs a
+// name of its own must take it from this list.
+func ReservedNames() []string { return slices.Clone(reservedNames[:]) }
+
+// ReservedName reports whether name is one of ReservedNames, or empty: a
+// name that cannot name a counter value or a row attribute.
+func ReservedName(name string) bool {
+	return name == "" || slices.Contains(reservedNames[:], name)
+}
+
+// WriteUnitEstimator is an optional capability of a Store, found by type
+// assertion: what committing tx costs in the store's billing unit (for
+// DynamoDB, write request units). The engine adds the estimate of every
+// commit it attempts to Stats.WriteUnits and the WriteUnits metric; over a
+// store without it, both stay at zero. A store that wraps another should
+// pass its estimate on.
+type WriteUnitEstimator interface {
+	WriteUnits(tx *Tx) float64
+}
+
+// WriteUnitsOf is store's estimate of committing tx (WriteUnitEstimator),
+// or 0 when it makes none.
+func WriteUnitsOf(store Store, tx *Tx) float64 {
+	if u, ok := store.(WriteUnitEstimator); ok {
+		return u.WriteUnits(tx)
+	}
+	return 0
 }
 
 // Reader reads the aggregates and rows a Store holds, for queries, the CLI and

@@ -10,11 +10,20 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/storetest"
 )
+
+// closeStore closes s, failing tb if that fails.
+func closeStore(tb testing.TB, s *Store) {
+	tb.Helper()
+	if err := s.Close(); err != nil {
+		tb.Error(err)
+	}
+}
 
 // openTemp opens a store in a fresh temporary directory, closed when the
 // test ends.
@@ -62,7 +71,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer closeStore(t, s)
 	ledgers, err := s.ReadLedgers(t.Context(), []string{"ORDER#1"})
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +131,11 @@ func TestOpenInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer closeStore(t, s)
 	start := time.Now()
 	s2, err := Open(path, WithOpenTimeout(200*time.Millisecond))
 	if err == nil {
-		s2.Close()
+		closeStore(t, s2)
 		t.Fatal("second Open of the same file succeeded")
 	}
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), path) {
@@ -295,4 +304,18 @@ func benchmarkCommit(b *testing.B, s *Store) {
 		i++
 	}
 	b.ReportMetric(float64(b.N*2*perTx)/b.Elapsed().Seconds(), "actions/s")
+}
+
+// TestWriteUnitsAreDynamoDBs: the embedded store estimates a commit at what
+// it would cost in DynamoDB, so the demo and the cost benchmarks count
+// DynamoDB's bill.
+func TestWriteUnitsAreDynamoDBs(t *testing.T) {
+	s := openTemp(t, WithoutSync())
+	tx := &projections.Tx{
+		Ledgers: []projections.LedgerPut{{Key: "k", Body: make([]byte, 1500)}},
+		Adds:    []projections.Add{{Ref: projections.AggregateRef{Projection: "p", Key: "K"}, Values: map[string]decimal.Decimal{"n": decimal.MustParse("1")}}},
+	}
+	if got, want := projections.WriteUnitsOf(s, tx), dynamostore.WriteUnits(tx); got != want || got == 0 {
+		t.Errorf("WriteUnitsOf(boltstore) = %v, dynamostore.WriteUnits = %v", got, want)
+	}
 }

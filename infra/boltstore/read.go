@@ -62,8 +62,9 @@ func (s *Store) QueryRows(ctx context.Context, projection, partition string, lim
 	var rows []projections.StoredRow
 	err = s.db.View(func(btx *bolt.Tx) error {
 		c := btx.Bucket(bucketRows).Cursor()
-		k, v := c.Seek(end)
-		if k == nil {
+		// Start at the last key before end.
+		var k, v []byte
+		if seek, _ := c.Seek(end); seek == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()

@@ -21,8 +21,11 @@
 // partition prefix, in the byte order DynamoDB uses for string sort keys.
 // Projections, aggregate keys, partitions and sort keys must therefore not
 // contain a 0x00 byte; they, and ledger keys, must be valid UTF-8 (as DynamoDB
-// strings are). Aggregate value names and top-level row attribute names must
-// not be names the stores reserve (projections.ReservedName).
+// strings are). The store keeps its bookkeeping in keys and buckets, not in
+// attributes, but refuses the names a Store may reserve
+// (projections.ReservedNames) as aggregate value names and top-level row
+// attribute names, as the DynamoDB store must: code that passes here passes
+// there.
 //
 // Decimal values keep their scale as written ("0.30" stays "0.30"), where
 // DynamoDB would return "0.3"; compare them with decimal.Decimal.Cmp.
@@ -48,12 +51,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/projections"
 )
 
 var (
-	_ projections.Store  = (*Store)(nil)
-	_ projections.Reader = (*Store)(nil)
+	_ projections.Store              = (*Store)(nil)
+	_ projections.Reader             = (*Store)(nil)
+	_ projections.WriteUnitEstimator = (*Store)(nil)
 )
 
 // ErrInUse is returned by Open when another Store, in this process or
@@ -210,6 +215,12 @@ func (s *Store) Commit(ctx context.Context, tx *projections.Tx) error {
 	}
 	return nil
 }
+
+// WriteUnits implements projections.WriteUnitEstimator with what the same
+// commit would cost in DynamoDB (dynamostore.WriteUnits), whose semantics
+// the store models: the demo and the cost benchmarks count DynamoDB's bill
+// over the embedded store.
+func (s *Store) WriteUnits(tx *projections.Tx) float64 { return dynamostore.WriteUnits(tx) }
 
 // prepared is a validated Tx with its keys and values encoded, ready to
 // apply inside a bbolt transaction.

@@ -52,10 +52,10 @@ type Store interface {
 }
 
 var (
-	// ErrNotFound: no checkpoint for the job.
+	// ErrNotFound is the error of a Load when the job has no checkpoint.
 	ErrNotFound = errors.New("checkpoint: not found")
-	// ErrConflict: the stored checkpoint is not the revision the saver
-	// read: another run of the job saved since.
+	// ErrConflict is the error of a Save when the stored checkpoint is not
+	// the revision the saver read: another run of the job saved since.
 	ErrConflict = errors.New("checkpoint: saved by another run of the job since it was read")
 )
 

@@ -92,12 +92,10 @@ func (d *Dir) Save(_ context.Context, cp *Checkpoint) error {
 	serr := tmp.Sync()
 	cerr := tmp.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("checkpoint: writing %s: %w", tmp.Name(), err)
+		return fmt.Errorf("checkpoint: writing %s: %w", tmp.Name(), errors.Join(err, os.Remove(tmp.Name())))
 	}
 	if err := os.Rename(tmp.Name(), d.Path(cp.Job)); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", errors.Join(err, os.Remove(tmp.Name())))
 	}
 	cp.Rev, cp.Updated = next.Rev, next.Updated
 	return nil

@@ -1,6 +1,8 @@
 package dynamostore
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -39,5 +41,39 @@ func checkN(t *testing.T, m map[string]types.AttributeValue, name, want string) 
 	t.Helper()
 	if v, ok := m[name].(*types.AttributeValueMemberN); !ok || v.Value != want {
 		t.Errorf("%s = %#v, want N %q", name, m[name], want)
+	}
+}
+
+// TestLayoutNamesAreReserved: every attribute the store writes for its own
+// bookkeeping — keys, a ledger entry's revision, body and expiry, an
+// aggregate's and a row's reference — is one of projections.ReservedNames,
+// so that no value or row attribute can collide with it.
+func TestLayoutNamesAreReserved(t *testing.T) {
+	s := New(nil, "t")
+	var names []string
+	ledger, err := s.ledgerPut(projections.LedgerPut{Key: "k", ExpectRev: 1, Body: []byte("b"), ExpiresAt: 1796033700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = slices.AppendSeq(names, maps.Keys(ledger.Item))
+	names = slices.AppendSeq(names, maps.Values(ledger.ExpressionAttributeNames))
+	agg, err := s.aggregateUpdate(projections.Add{Ref: projections.AggregateRef{Projection: "p", Key: "k", Shard: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = slices.AppendSeq(names, maps.Keys(agg.Key))
+	names = slices.AppendSeq(names, maps.Values(agg.ExpressionAttributeNames))
+	row, err := s.rowPut(projections.RowPut{Ref: projections.RowRef{Projection: "p", Partition: "P", Sort: "S"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = slices.AppendSeq(names, maps.Keys(row.Item))
+	if len(names) < 10 {
+		t.Fatalf("the layout's names %v: the test sees too few", names)
+	}
+	for _, name := range names {
+		if !projections.ReservedName(name) {
+			t.Errorf("the layout writes attribute %q, which projections.ReservedNames does not reserve", name)
+		}
 	}
 }

@@ -12,7 +12,9 @@
 // shardread.ErrExpiredIterator; ProvisionedThroughputExceededException,
 // LimitExceededException, KMSThrottlingException and ThrottlingException to
 // shardread.ErrThrottled; ResourceNotFoundException on a shard's iterator to
-// shardread.ErrShardNotFound. The SDK's own retries come first.
+// shardread.ErrShardNotFound. The SDK's own retries come first. A Source
+// paces its reads as Kinesis serves them (Pacing): at most 5 reads a second
+// per shard.
 package kinesisread
 
 import (
@@ -26,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary/tributary/infra/internal/streamerr"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/shardread"
 )
@@ -38,9 +41,13 @@ type API interface {
 }
 
 var (
-	_ API              = (*kinesis.Client)(nil)
-	_ shardread.Source = (*Source)(nil)
+	_ API                   = (*kinesis.Client)(nil)
+	_ shardread.PacedSource = (*Source)(nil)
 )
+
+// MinReadInterval is the least time between two reads of one shard: Kinesis
+// serves 5 GetRecords calls per second per shard, shared by every reader.
+const MinReadInterval = 200 * time.Millisecond
 
 // MaxBatch is the most records one GetRecords returns.
 const MaxBatch = 10000
@@ -167,18 +174,27 @@ func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (s
 	return page, nil
 }
 
+// Pacing implements shardread.PacedSource: reads of a shard at least
+// MinReadInterval apart.
+func (s *Source) Pacing() shardread.Pacing {
+	return shardread.Pacing{MinReadInterval: MinReadInterval}
+}
+
+// readerErrors are the Kinesis API's error codes (kinesis/types, and
+// ThrottlingException, which every AWS API may return) that the Reader
+// handles, and how.
+var readerErrors = map[string]error{
+	"ExpiredIteratorException":               shardread.ErrExpiredIterator,
+	"ProvisionedThroughputExceededException": shardread.ErrThrottled,
+	"LimitExceededException":                 shardread.ErrThrottled,
+	"KMSThrottlingException":                 shardread.ErrThrottled,
+	"ThrottlingException":                    shardread.ErrThrottled,
+}
+
 // wrap names the call and the stream, and marks the errors the Reader
-// handles.
+// handles: readerErrors, and ResourceNotFoundException on a shard's call.
 func (s *Source) wrap(err error, op, shard string) error {
-	where := "stream " + s.stream
-	if shard != "" {
-		where += ", shard " + shard
-	}
-	kind := shardread.KindOf(err, shard)
-	if kind != nil {
-		return fmt.Errorf("kinesisread: %s on %s: %w: %w", op, where, kind, err)
-	}
-	return fmt.Errorf("kinesisread: %s on %s: %w", op, where, err)
+	return streamerr.Wrap("kinesisread", readerErrors, err, op, s.stream, shard)
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

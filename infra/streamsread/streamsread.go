@@ -18,7 +18,9 @@
 // Service errors are mapped for the Reader: ExpiredIteratorException to
 // shardread.ErrExpiredIterator, LimitExceededException (and throttling) to
 // shardread.ErrThrottled, TrimmedDataAccessException to shardread.ErrTrimmed,
-// ResourceNotFoundException on a shard to shardread.ErrShardNotFound.
+// ResourceNotFoundException on a shard to shardread.ErrShardNotFound. A
+// Source paces its reads (Pacing): after a read that returned nothing, the
+// next read of the shard waits EmptyReadDelay.
 package streamsread
 
 import (
@@ -26,11 +28,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/tributary/tributary/infra/internal/streamerr"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/shardread"
 )
@@ -48,15 +52,22 @@ type ListAPI interface {
 }
 
 var (
-	_ API              = (*dynamodbstreams.Client)(nil)
-	_ ListAPI          = (*dynamodbstreams.Client)(nil)
-	_ shardread.Source = (*Source)(nil)
+	_ API                   = (*dynamodbstreams.Client)(nil)
+	_ ListAPI               = (*dynamodbstreams.Client)(nil)
+	_ shardread.PacedSource = (*Source)(nil)
 )
+
+// EmptyReadDelay is the wait after a read of a shard that returned nothing:
+// DynamoDB Streams can return empty pages before a shard's tip, and reads
+// do not say how far behind it they are, so the Reader takes a few empty
+// reads in a row for the tip (Config.EmptyReads, 3 by default: three empty
+// reads in about 3/4 s).
+const EmptyReadDelay = 250 * time.Millisecond
 
 // MaxBatch is the most records one GetRecords returns.
 const MaxBatch = 1000
 
-// ErrNoStream: the table has no stream.
+// ErrNoStream is the error of StreamARN when the table has no stream.
 var ErrNoStream = errors.New("streamsread: the table has no stream")
 
 // StreamARN returns the ARN of a table's current stream, the one with the
@@ -189,16 +200,24 @@ func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (s
 	return page, nil
 }
 
+// Pacing implements shardread.PacedSource: EmptyReadDelay after an empty
+// read.
+func (s *Source) Pacing() shardread.Pacing {
+	return shardread.Pacing{EmptyReadDelay: EmptyReadDelay}
+}
+
+// readerErrors are the DynamoDB Streams API's error codes
+// (dynamodbstreams/types, and ThrottlingException, which every AWS API may
+// return) that the Reader handles, and how.
+var readerErrors = map[string]error{
+	"ExpiredIteratorException":   shardread.ErrExpiredIterator,
+	"LimitExceededException":     shardread.ErrThrottled,
+	"ThrottlingException":        shardread.ErrThrottled,
+	"TrimmedDataAccessException": shardread.ErrTrimmed,
+}
+
 // wrap names the call and the stream, and marks the errors the Reader
-// handles.
+// handles: readerErrors, and ResourceNotFoundException on a shard's call.
 func (s *Source) wrap(err error, op, shard string) error {
-	where := "stream " + s.arn
-	if shard != "" {
-		where += ", shard " + shard
-	}
-	kind := shardread.KindOf(err, shard)
-	if kind != nil {
-		return fmt.Errorf("streamsread: %s on %s: %w: %w", op, where, kind, err)
-	}
-	return fmt.Errorf("streamsread: %s on %s: %w", op, where, err)
+	return streamerr.Wrap("streamsread", readerErrors, err, op, s.arn, shard)
 }

@@ -34,7 +34,8 @@ import (
 const (
 	// EnvMotoURL holds the base URL of the AWS-protocol server.
 	EnvMotoURL = "TRIBUTARY_MOTO_URL"
-	// EnvRequireIntegration, when "1", turns a missing server into a failure.
+	// EnvRequireIntegration is the variable that, when "1", turns a missing
+	// server into a failure.
 	EnvRequireIntegration = "TRIBUTARY_REQUIRE_INTEGRATION"
 
 	// Region is the region every test client uses.
@@ -173,16 +174,7 @@ func CreateTable(ctx context.Context, t testing.TB, c *dynamodb.Client, name str
 	if _, err := c.CreateTable(ctx, in); err != nil {
 		t.Fatalf("awstest.CreateTable %s: %v", name, err)
 	}
-	t.Cleanup(func() {
-		// The test's context may already be cancelled here.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		var notFound *types.ResourceNotFoundException
-		if err != nil && !errors.As(err, &notFound) {
-			t.Errorf("awstest: deleting table %s: %v", name, err)
-		}
-	})
+	DeleteTableAtEnd(t, c, name)
 
 	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay = 100 * time.Millisecond
@@ -191,6 +183,63 @@ func CreateTable(ctx context.Context, t testing.TB, c *dynamodb.Client, name str
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
 		t.Fatalf("awstest.CreateTable %s: waiting for ACTIVE: %v", name, err)
 	}
+}
+
+// DeleteTableAtEnd registers a cleanup that deletes table name, for a table
+// that the code under test creates (or may create): a table that is not
+// there is no error, any other failure to delete it fails t.
+func DeleteTableAtEnd(t testing.TB, c *dynamodb.Client, name string) {
+	t.Cleanup(func() {
+		// The test's context may already be canceled here.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		var notFound *types.ResourceNotFoundException
+		if err != nil && !errors.As(err, &notFound) {
+			t.Errorf("awstest: deleting table %s: %v", name, err)
+		}
+	})
+}
+
+// CreateBucket creates an S3 bucket named from prefix and the test
+// (UniqueName), registers a cleanup that empties and deletes it (a failure
+// fails t), and returns its name.
+func CreateBucket(ctx context.Context, t testing.TB, c *s3.Client, prefix string) string {
+	t.Helper()
+	name := UniqueName(t, prefix)
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("awstest.CreateBucket %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		// The test's context may already be canceled here.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := emptyBucket(ctx, c, name); err != nil {
+			t.Errorf("awstest: emptying bucket %s: %v", name, err)
+			return
+		}
+		if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)}); err != nil {
+			t.Errorf("awstest: deleting bucket %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// emptyBucket deletes every object of a bucket.
+func emptyBucket(ctx context.Context, c *s3.Client, bucket string) error {
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		for _, o := range page.Contents {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // CreateStream creates a Kinesis data stream of shards shards, named from
@@ -203,10 +252,12 @@ func CreateStream(ctx context.Context, t testing.TB, c *kinesis.Client, prefix s
 		t.Fatalf("awstest.CreateStream %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		// The test's context may already be cancelled here.
+		// The test's context may already be canceled here.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = c.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String(name), EnforceConsumerDeletion: aws.Bool(true)})
+		if _, err := c.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String(name), EnforceConsumerDeletion: aws.Bool(true)}); err != nil {
+			t.Errorf("awstest: deleting stream %s: %v", name, err)
+		}
 	})
 	w := kinesis.NewStreamExistsWaiter(c, func(o *kinesis.StreamExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
 	if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 30*time.Second); err != nil {

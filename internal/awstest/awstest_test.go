@@ -3,7 +3,6 @@ package awstest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -20,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kinesistypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // validName: lowercase letters, digits and single hyphens, starting and
@@ -210,23 +208,7 @@ func TestIntegrationMoto(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		k := Kinesis(t)
-		stream := UniqueName(t, "stream")
-		if _, err := k.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(stream), ShardCount: aws.Int32(1)}); err != nil {
-			t.Fatalf("CreateStream: %v", err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if _, err := k.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String(stream), EnforceConsumerDeletion: aws.Bool(true)}); err != nil {
-				t.Errorf("DeleteStream %s: %v", stream, err)
-			}
-		})
-		w := kinesis.NewStreamExistsWaiter(k, func(o *kinesis.StreamExistsWaiterOptions) {
-			o.MinDelay, o.MaxDelay = 100*time.Millisecond, time.Second
-		})
-		if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(stream)}, 30*time.Second); err != nil {
-			t.Fatalf("waiting for stream: %v", err)
-		}
+		stream := CreateStream(ctx, t, k, "stream", 1)
 
 		data := []byte(`{"order":"1","total":42}`)
 		put, err := k.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(stream), PartitionKey: aws.String("order#1"), Data: data})
@@ -260,23 +242,19 @@ func TestIntegrationMoto(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		c := S3(t)
-		bucket := UniqueName(t, "bucket")
 		const key = "projections/orders/part-0001.json"
-		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-			t.Fatalf("CreateBucket %s: %v", bucket, err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-			var noKey *s3types.NoSuchKey
-			if err != nil && !errors.As(err, &noKey) {
-				t.Errorf("DeleteObject: %v", err)
-			}
-			if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
-				t.Errorf("DeleteBucket %s: %v", bucket, err)
+		var bucket string
+		t.Run("CreateBucket", func(t *testing.T) {
+			bucket = CreateBucket(ctx, t, c, "bucket")
+			if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader("x")}); err != nil {
+				t.Fatalf("PutObject: %v", err)
 			}
 		})
+		// The subtest's cleanup emptied and deleted its bucket.
+		if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err == nil {
+			t.Errorf("bucket %s still there after its test ended", bucket)
+		}
+		bucket = CreateBucket(ctx, t, c, "bucket")
 
 		body := []byte("hello from tributary\n")
 		if _, err := c.PutObject(ctx, &s3.PutObjectInput{
@@ -289,7 +267,7 @@ func TestIntegrationMoto(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GetObject: %v", err)
 		}
-		defer got.Body.Close()
+		defer func() { _ = got.Body.Close() }() // read to the end: nothing to report
 		b, err := io.ReadAll(got.Body)
 		if err != nil {
 			t.Fatalf("reading object: %v", err)

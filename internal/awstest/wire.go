@@ -70,7 +70,9 @@ func (w *Wire) Do(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		var err error
 		body, err = io.ReadAll(req.Body)
-		req.Body.Close()
+		if cerr := req.Body.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -90,8 +92,10 @@ func (w *Wire) Do(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		defer resp.Body.Close()
 		rb, err := io.ReadAll(resp.Body)
+		if cerr := resp.Body.Close(); err == nil {
+			err = cerr
+		}
 		return resp, rb, err
 	}
 

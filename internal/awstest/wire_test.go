@@ -40,7 +40,9 @@ func newFakeServer(t *testing.T) *fakeServer {
 		out := []byte(`{"Item":{"PK":{"S":` + strconv.Quote(r.Header.Get("X-Amz-Target")) + `}}}`)
 		rw.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		rw.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(out)), 10))
-		rw.Write(out)
+		if _, err := rw.Write(out); err != nil {
+			t.Errorf("answering: %v", err)
+		}
 	}))
 	t.Cleanup(s.Close)
 	return s
@@ -216,8 +218,10 @@ func TestWireOperation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if cerr := resp.Body.Close(); err != nil || cerr != nil {
+			t.Fatal(err, cerr)
+		}
 		calls := w.Recorded()
 		if len(calls) != 1 || calls[0].Op != want || string(calls[0].Resp) != string(b) {
 			t.Errorf("X-Amz-Target %q: calls %+v, body %s; want operation %q", target, calls, b, want)

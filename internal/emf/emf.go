@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tributary/tributary/internal/jsonstr"
 )
 
 // Unit is a CloudWatch metric unit, spelled as the specification spells it.
@@ -188,13 +190,13 @@ func (s *Set) appendLine(b []byte, ts int64, names, props []string) []byte {
 	b = append(b, `{"_aws":{"Timestamp":`...)
 	b = strconv.AppendInt(b, ts, 10)
 	b = append(b, `,"CloudWatchMetrics":[{"Namespace":`...)
-	b = appendString(b, s.namespace)
+	b = jsonstr.QuoteLine(b, s.namespace)
 	b = append(b, `,"Dimensions":[[`...)
 	for i, d := range s.dimNames {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, d)
+		b = jsonstr.QuoteLine(b, d)
 	}
 	b = append(b, `]],"Metrics":[`...)
 	for i, name := range names {
@@ -202,29 +204,29 @@ func (s *Set) appendLine(b []byte, ts int64, names, props []string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"Name":`...)
-		b = appendString(b, name)
+		b = jsonstr.QuoteLine(b, name)
 		b = append(b, `,"Unit":`...)
-		b = appendString(b, string(s.metrics[name].unit))
+		b = jsonstr.QuoteLine(b, string(s.metrics[name].unit))
 		b = append(b, '}')
 	}
 	b = append(b, `]}]}`...)
 	for _, d := range s.dimNames {
 		b = append(b, ',')
-		b = appendString(b, d)
+		b = jsonstr.QuoteLine(b, d)
 		b = append(b, ':')
-		b = appendString(b, s.dims[d])
+		b = jsonstr.QuoteLine(b, s.dims[d])
 	}
 	for _, name := range names {
 		b = append(b, ',')
-		b = appendString(b, name)
+		b = jsonstr.QuoteLine(b, name)
 		b = append(b, ':')
 		b = appendFloat(b, s.metrics[name].sum)
 	}
 	for _, k := range props {
 		b = append(b, ',')
-		b = appendString(b, k)
+		b = jsonstr.QuoteLine(b, k)
 		b = append(b, ':')
-		b = appendString(b, s.props[k])
+		b = jsonstr.QuoteLine(b, s.props[k])
 	}
 	return append(b, "}\n"...)
 }
@@ -331,56 +333,4 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Control characters, quotes and
-// backslashes are escaped, so the result never contains a raw newline;
-// invalid UTF-8 becomes U+FFFD; U+2028 and U+2029 are escaped too.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -687,45 +687,20 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestAppendString(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want string // expected encoding, "" to only round-trip
-	}{
-		{"plain", "hello", `"hello"`},
-		{"empty", "", `""`},
-		{"quote and backslash", `a"b\c`, `"a\"b\\c"`},
-		{"newline tab return", "a\nb\tc\rd", `"a\nb\tc\rd"`},
-		{"control", "\x00\x01\x1f\x7f", `"\u0000\u0001\u001f` + "\x7f" + `"`},
-		{"html kept", "<a>&", `"<a>&"`},
-		{"unicode kept", "日本 🚀 é", `"日本 🚀 é"`},
-		{"line separators", "a\u2028b\u2029c", `"a\u2028b\u2029c"`},
-		{"invalid utf8", "a\xffb\xc3", `"a\ufffdb\ufffd"`},
-		{"slash not escaped", "a/b", `"a/b"`},
+// TestLineSeparatorsEscaped: strings are written with jsonstr.QuoteLine,
+// so an EMF line never holds a raw U+2028 or U+2029 that a log reader might
+// split it at.
+func TestLineSeparatorsEscaped(t *testing.T) {
+	s := New("tributary", map[string]string{"Path": "a\u2028b"})
+	s.Add("Records", Count, 1)
+	s.Property("note", "c\u2029d")
+	var buf bytes.Buffer
+	if _, err := s.WriteTo(&buf, fixedNow); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := string(appendString(nil, tt.in))
-			if tt.want != "" && got != tt.want {
-				t.Errorf("appendString(%q) = %s, want %s", tt.in, got, tt.want)
-			}
-			checkStringRoundTrip(t, tt.in, got)
-		})
-	}
-}
-
-func checkStringRoundTrip(t *testing.T, in, enc string) {
-	t.Helper()
-	if strings.ContainsAny(enc, "\n\r") {
-		t.Errorf("encoding of %q contains a raw line break: %s", in, enc)
-	}
-	var back string
-	if err := json.Unmarshal([]byte(enc), &back); err != nil {
-		t.Fatalf("encoding of %q is not a JSON string: %v: %s", in, err, enc)
-	}
-	if want := jsonValidUTF8(in); back != want {
-		t.Errorf("round trip of %q = %q, want %q", in, back, want)
+	line := buf.String()
+	if strings.ContainsAny(line, "\u2028\u2029") || !strings.Contains(line, `"a\u2028b"`) || !strings.Contains(line, `"c\u2029d"`) {
+		t.Errorf("separators not escaped: %s", line)
 	}
 }
 
@@ -736,15 +711,6 @@ func jsonValidUTF8(s string) string {
 		b.WriteRune(r) // range yields U+FFFD per invalid byte
 	}
 	return b.String()
-}
-
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "a", "\"\\\n", "\x00\xff", "\u2028", "日本"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		checkStringRoundTrip(t, s, string(appendString(nil, s)))
-	})
 }
 
 func TestAppendFloat(t *testing.T) {

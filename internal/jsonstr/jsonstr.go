@@ -1,6 +1,10 @@
-// Package jsonstr decodes JSON strings with escapes, for the hand-written
-// scanners of the pipeline's decoders and the export scanner, which take
-// the fast path themselves for strings without escapes.
+// Package jsonstr is the one JSON string codec of the hand-written encoders
+// and scanners: Unquote decodes strings with escapes for the pipeline's
+// decoders and the export scanner (which take the fast path themselves for
+// strings without escapes), exactly as encoding/json reads them; Quote
+// encodes for DynamoDB JSON (images, item keys, archive lines) and
+// QuoteLine for CloudWatch embedded-metric lines, in a form that
+// encoding/json and Unquote read back as the original string.
 package jsonstr
 
 import (

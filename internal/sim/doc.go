@@ -1,6 +1,8 @@
 // Package sim is a deterministic simulation of a DynamoDB table's change
 // stream and of the Lambda event source mapping that delivers it, used by the
-// engine's exactly-once tests, the `tributary demo` command and benchmarks.
+// engine's and the archive's exactly-once tests, the `tributary demo`
+// command and benchmarks. It guarantees that the same seed gives the same
+// run, byte for byte.
 //
 // The pieces, in the order data flows through them:
 //
@@ -11,8 +13,9 @@
 //	StreamsShards, KinesisShards, StreamsEvent, KinesisEvent
 //	                    the records in Lambda's wire formats; the *Shards forms group
 //	                    them by shard as ESM.Run's input (encode.go)
-//	ESM.Run             Lambda's event source mapping: batches, partial failures,
-//	                    retries, bisection, redelivery, replays (esm.go)
+//	ESM.Run             Lambda's event source mapping: batches (of varying size),
+//	                    partial failures, retries, bisection, redelivery,
+//	                    duplicate invocations, replays (esm.go)
 //	FaultyStore, FlakyInvoke
 //	                    injected failures in the store and the invocation (faults.go)
 //

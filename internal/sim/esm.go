@@ -43,21 +43,27 @@ func Payload(events []Event) []byte {
 }
 
 // ESM models Lambda's event source mapping for DynamoDB Streams and Kinesis
-// with ReportBatchItemFailures on (FORMATS.md §2.2):
+// with ReportBatchItemFailures on (the rules and their AWS sources are in
+// docs/pipeline.md, "Batch semantics"):
 //
 //   - Each shard is read from its checkpoint in batches: contiguous runs of at
-//     most BatchSize records. Shards take turns, one batch each, round robin,
-//     so writes from different shards interleave.
+//     most BatchSize records (with VaryBatches, of 1 to BatchSize). Shards
+//     take turns, one batch each, round robin, so writes from different
+//     shards interleave.
 //   - Success (no batchItemFailures, an empty or null response): the
 //     checkpoint moves past the batch. With probability RedeliverRate the
 //     checkpoint is lost and the same batch is delivered once more.
 //   - Partial failure: the checkpoint moves to the lowest reported record;
 //     the next batch starts there, redelivering everything after it. (No
-//     bisection: the response already names the record.)
+//     bisection: the response already names the record.) With VaryBatches
+//     the retry is the rest of the failed batch, a shorter run or a new
+//     batch of any size.
 //   - Whole failure: an invocation error, an unreadable response, or an
 //     itemIdentifier that is empty, null, missing or matches no record in the
 //     batch. The whole batch is retried; with Bisect it is split in halves, the
 //     first delivered (and split again if it fails) before the second.
+//   - With probability DuplicateRate a batch is invoked twice and the first
+//     response is lost (Lambda invokes at least once): the second decides.
 //
 // MaxAttempts bounds the deliveries in a row that make no progress (the
 // checkpoint does not move, bisected halves included): when a shard's
@@ -65,15 +71,27 @@ func Payload(events []Event) []byte {
 // safety net, not Lambda's retry policy: injected faults must eventually
 // clear, and a record that never succeeds is a failed test.
 //
-// The zero value is usable; Seed seeds redelivery. An ESM keeps its random
-// state across runs, so a replay is deterministic but not a copy of the first
-// run. It is not safe for concurrent use: it calls invoke from the goroutine
-// that called Run, one batch at a time.
+// The zero value is usable; Seed seeds the random choices (redelivery,
+// duplicates, batch sizes). An ESM keeps its random state across runs, so a
+// replay is deterministic but not a copy of the first run. It is not safe
+// for concurrent use: it calls invoke from the goroutine that called Run,
+// one batch at a time.
 type ESM struct {
 	BatchSize     int     // default 100
 	Bisect        bool    // BisectBatchOnFunctionError
 	RedeliverRate float64 // probability that a successful batch is delivered again
-	MaxAttempts   int     // default 100
+	// VaryBatches makes batch sizes vary as Lambda's do (a batching window
+	// that closes early, the 6 MB payload limit): a batch from a new
+	// checkpoint holds 1 to BatchSize records at random, and the retry after
+	// a partial failure starts at the reported record and is, a third of
+	// the time each, the rest of the failed batch, a shorter run, or a new
+	// batch of any size. Off, every batch holds BatchSize records (fewer at
+	// the shard's end).
+	VaryBatches bool
+	// DuplicateRate is the probability that a batch is invoked twice, the
+	// first response lost.
+	DuplicateRate float64
+	MaxAttempts   int // default 100
 	Seed          uint64
 	// Encode builds the event from a batch; default Payload.
 	Encode func([]Event) []byte
@@ -89,6 +107,7 @@ type Delivery struct {
 	From, To   int  // the batch: the shard's events [From, To)
 	Attempt    int  // deliveries in a row at this checkpoint, this one included
 	Redelivery bool // the batch succeeded before and is delivered again
+	Duplicate  bool // a first invocation of the batch, whose response is lost
 	Response   []byte
 	Err        error
 }
@@ -103,6 +122,7 @@ type Stats struct {
 	Retries         int // deliveries after a failed one in the same shard
 	Bisections      int // failed batches split in two
 	Redeliveries    int // successful batches delivered again
+	Duplicates      int // invocations whose response was lost to a second one of the same batch
 }
 
 // Add adds o's counts to s.
@@ -115,6 +135,7 @@ func (s *Stats) Add(o Stats) {
 	s.Retries += o.Retries
 	s.Bisections += o.Bisections
 	s.Redeliveries += o.Redeliveries
+	s.Duplicates += o.Duplicates
 }
 
 // shardRun is the mapping's state for one shard.
@@ -125,15 +146,27 @@ type shardRun struct {
 	attempts   int   // deliveries in a row without progress
 	retrying   bool  // the last delivery failed
 	redelivery bool  // the current batch succeeded once and is being redelivered
+	retryEnd   int   // VaryBatches: the end of the retry after a partial failure; 0: none
 }
 
 func (s *shardRun) done() bool { return s.checkpoint >= len(s.events) }
 
-// batch returns the next batch: from the checkpoint to the end on top of the
-// bisection stack, or BatchSize records.
-func (s *shardRun) batch(size int) (from, to int) {
+// batch returns s's next batch: from the checkpoint to the end on top of
+// the bisection stack, or to the end chosen for a retry, or BatchSize
+// records (with VaryBatches, 1 to BatchSize).
+func (m *ESM) batch(s *shardRun) (from, to int) {
 	if n := len(s.ends); n > 0 {
 		return s.checkpoint, s.ends[n-1]
+	}
+	if s.retryEnd > s.checkpoint {
+		return s.checkpoint, s.retryEnd
+	}
+	size := m.BatchSize
+	if size <= 0 {
+		size = 100
+	}
+	if m.VaryBatches {
+		size = 1 + m.rng.IntN(size)
 	}
 	return s.checkpoint, min(s.checkpoint+size, len(s.events))
 }
@@ -144,7 +177,7 @@ func (s *shardRun) advance(pos int) {
 	for n := len(s.ends); n > 0 && s.ends[n-1] <= pos; n-- {
 		s.ends = s.ends[:n-1]
 	}
-	s.attempts, s.retrying, s.redelivery = 0, false, false
+	s.attempts, s.retrying, s.redelivery, s.retryEnd = 0, false, false, 0
 }
 
 // Run delivers every event of every shard to invoke until each shard's
@@ -179,11 +212,9 @@ func (m *ESM) Run(ctx context.Context, shards [][]Event, invoke InvokeFunc) (Sta
 
 // deliver sends shard i's next batch and moves its checkpoint by the outcome.
 func (m *ESM) deliver(ctx context.Context, i int, s *shardRun, invoke InvokeFunc, st *Stats) error {
-	from, to := s.batch(max(m.BatchSize, 1))
+	from, to := m.batch(s)
 	batch := s.events[from:to]
 	s.attempts++
-	st.Invocations++
-	st.Records += len(batch)
 	if s.retrying {
 		st.Retries++
 	}
@@ -191,10 +222,21 @@ func (m *ESM) deliver(ctx context.Context, i int, s *shardRun, invoke InvokeFunc
 	if encode == nil {
 		encode = Payload
 	}
-	resp, err := invoke(ctx, encode(batch))
-	if m.Trace != nil {
-		m.Trace(Delivery{Shard: i, From: from, To: to, Attempt: s.attempts, Redelivery: s.redelivery, Response: resp, Err: err})
+	payload := encode(batch)
+	call := func(duplicate bool) ([]byte, error) {
+		st.Invocations++
+		st.Records += len(batch)
+		resp, err := invoke(ctx, payload)
+		if m.Trace != nil {
+			m.Trace(Delivery{Shard: i, From: from, To: to, Attempt: s.attempts, Redelivery: s.redelivery, Duplicate: duplicate, Response: resp, Err: err})
+		}
+		return resp, err
 	}
+	if m.DuplicateRate > 0 && m.rng.Float64() < m.DuplicateRate {
+		st.Duplicates++
+		_, _ = call(true) // its response, error included, is lost
+	}
+	resp, err := call(false)
 
 	ok := 0 // how many records of the batch succeeded
 	whole := err != nil
@@ -221,6 +263,14 @@ func (m *ESM) deliver(ctx context.Context, i int, s *shardRun, invoke InvokeFunc
 	case ok > 0: // partial failure after some progress: resume at the failed record
 		s.advance(from + ok)
 		s.retrying = true
+		if m.VaryBatches && len(s.ends) == 0 {
+			switch at := from + ok; m.rng.IntN(3) {
+			case 0:
+				s.retryEnd = to // the rest of the batch
+			case 1:
+				s.retryEnd = at + 1 + m.rng.IntN(to-at) // shorter
+			}
+		}
 		return nil
 	}
 

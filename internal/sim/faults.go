@@ -85,7 +85,10 @@ type FaultyStore struct {
 	faults StoreFaults
 }
 
-var _ projections.Store = (*FaultyStore)(nil)
+var (
+	_ projections.Store              = (*FaultyStore)(nil)
+	_ projections.WriteUnitEstimator = (*FaultyStore)(nil)
+)
 
 // StoreFaults counts calls and injected faults.
 type StoreFaults struct {
@@ -149,6 +152,12 @@ func (f *FaultyStore) Commit(ctx context.Context, tx *projections.Tx) error {
 		return fmt.Errorf("%w: commit of %d actions written, acknowledgement lost", ErrInjected, tx.Len())
 	}
 	return nil
+}
+
+// WriteUnits passes on the wrapped store's estimate
+// (projections.WriteUnitEstimator), or 0 when it makes none.
+func (f *FaultyStore) WriteUnits(tx *projections.Tx) float64 {
+	return projections.WriteUnitsOf(f.Store, tx)
 }
 
 // txHash identifies a transaction by the ledger entries (and revisions) and

@@ -914,6 +914,94 @@ func TestESMRedeliver(t *testing.T) {
 	}
 }
 
+// TestESMDefaultBatchSize: a zero BatchSize is Lambda's default, 100.
+func TestESMDefaultBatchSize(t *testing.T) {
+	calls, _, err := script(t, &ESM{}, [][]Event{testShard(150, 0)}, func(int, []string) ([]byte, error) { return nil, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []call{{0, 0, 100, false}, {0, 100, 150, false}}; !slices.Equal(calls, want) {
+		t.Fatalf("deliveries %v, want %v", calls, want)
+	}
+}
+
+// TestESMVaryBatches: batches hold 1 to BatchSize records, contiguous from
+// the checkpoint; the retry after a partial failure starts at the reported
+// record and is, in turn, the rest of the batch, a shorter run, or a new
+// batch of any size.
+func TestESMVaryBatches(t *testing.T) {
+	shard := testShard(3000, 0)
+	var (
+		sizes                 = map[int]bool{}
+		rest, shorter, longer int
+		last                  call
+		reported              = -1
+	)
+	m := &ESM{BatchSize: 20, VaryBatches: true, Seed: 3}
+	m.Trace = func(d Delivery) {
+		c := call{d.Shard, d.From, d.To, d.Redelivery}
+		if c.to <= c.from || c.to-c.from > 20 {
+			t.Fatalf("batch %v: want 1 to 20 records", c)
+		}
+		sizes[c.to-c.from] = true
+		if reported >= 0 {
+			if c.from != reported {
+				t.Fatalf("after record %d was reported, batch %v", reported, c)
+			}
+			switch {
+			case c.to == last.to:
+				rest++
+			case c.to < last.to:
+				shorter++
+			default:
+				longer++
+			}
+		} else if c.from != last.to {
+			t.Fatalf("batch %v does not follow %v", c, last)
+		}
+		last, reported = c, -1
+		if len(d.Response) > 0 {
+			reported = c.from + 2 // the response names the batch's third record
+		}
+	}
+	n := 0
+	_, err := m.Run(context.Background(), [][]Event{shard}, func(_ context.Context, payload []byte) ([]byte, error) {
+		n++
+		if got := ids(t, payload); n%3 == 0 && len(got) > 2 {
+			return failures(got[2]), nil
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) < 15 {
+		t.Errorf("only %d batch sizes of 20 seen", len(sizes))
+	}
+	if rest < 20 || shorter < 20 || longer < 5 { // only a new batch can be longer
+		t.Errorf("retries: %d the rest of the batch, %d shorter, %d longer; want each often", rest, shorter, longer)
+	}
+}
+
+// TestESMDuplicates: with DuplicateRate, a batch is invoked twice and the
+// first response is lost; the second decides.
+func TestESMDuplicates(t *testing.T) {
+	shard := testShard(10, 0)
+	calls, st, err := script(t, &ESM{BatchSize: 4, DuplicateRate: 1}, [][]Event{shard}, func(n int, ids []string) ([]byte, error) {
+		if n == 1 {
+			return nil, errors.New("lost: the second invocation decides")
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []call{{0, 0, 4, false}, {0, 0, 4, false}, {0, 4, 8, false}, {0, 4, 8, false}, {0, 8, 10, false}, {0, 8, 10, false}}
+	if !slices.Equal(calls, want) || st.Duplicates != 3 || st.Invocations != 6 || st.Errors != 0 {
+		t.Fatalf("deliveries %v stats %+v", calls, st)
+	}
+}
+
 func TestESMRoundRobinAndReplay(t *testing.T) {
 	shards := [][]Event{testShard(6, 0), testShard(2, 6), nil, testShard(4, 8)}
 	calls, _, err := script(t, &ESM{BatchSize: 2}, shards, func(int, []string) ([]byte, error) { return nil, nil })
@@ -1122,7 +1210,7 @@ func TestFaultyStore(t *testing.T) {
 				for i := range 250 {
 					for f.Commit(ctx, tx(g*1000+i)) != nil {
 					}
-					f.ReadLedgers(ctx, []string{fmt.Sprint("k", i)})
+					_, _ = f.ReadLedgers(ctx, []string{fmt.Sprint("k", i)}) // injected failures are what is counted
 				}
 			}()
 		}
@@ -1135,6 +1223,33 @@ func TestFaultyStore(t *testing.T) {
 	}
 	if r := float64(a.CommitsFailedBefore) / float64(a.Commits); r < 0.15 || r > 0.25 {
 		t.Fatalf("fail-before rate %.2f, want about 0.2 (%+v)", r, a)
+	}
+}
+
+// billedStore is a memStore that estimates every commit at 3 write units.
+type billedStore struct{ *memStore }
+
+func (billedStore) WriteUnits(*projections.Tx) float64 { return 3 }
+
+// TestFaultyStorePassesOnWriteUnits: FaultyStore passes on its store's
+// write-unit estimate, so that the demo and the exactly-once tests still
+// count what the commits cost; over a store without one, it has none.
+func TestFaultyStorePassesOnWriteUnits(t *testing.T) {
+	tx := &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "k"}}}
+	tests := []struct {
+		name  string
+		store projections.Store
+		want  float64
+	}{
+		{"estimating store", billedStore{&memStore{ledgers: map[string]projections.LedgerEntry{}}}, 3},
+		{"store without an estimate", &memStore{ledgers: map[string]projections.LedgerEntry{}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := projections.WriteUnitsOf(NewFaultyStore(tt.store, 1), tx); got != tt.want {
+				t.Errorf("WriteUnitsOf(FaultyStore) = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -263,8 +263,10 @@ func Gzip(data []byte) []byte {
 	b.Grow(len(data)/4 + 64)
 	zw := gzipWriters.Get().(*gzip.Writer)
 	zw.Reset(&b)
-	zw.Write(data) // writes to a bytes.Buffer do not fail
-	zw.Close()
+	// Writes to a bytes.Buffer do not fail, and neither do the gzip
+	// writer's over one.
+	_, _ = zw.Write(data)
+	_ = zw.Close()
 	zw.Reset(nil)
 	gzipWriters.Put(zw)
 	return b.Bytes()

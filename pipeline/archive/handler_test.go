@@ -166,7 +166,9 @@ func TestNoOldImageIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d map[string]json.RawMessage
-	json.Unmarshal(ev.Records[4]["dynamodb"], &d)
+	if err := json.Unmarshal(ev.Records[4]["dynamodb"], &d); err != nil {
+		t.Fatal(err)
+	}
 	delete(d, "OldImage")
 	d["StreamViewType"] = json.RawMessage(`"KEYS_ONLY"`)
 	ev.Records[4]["dynamodb"], _ = json.Marshal(d)
@@ -204,7 +206,9 @@ func TestIgnoresNonTTL(t *testing.T) {
 	var metrics bytes.Buffer
 	h := New(store, Options{Logger: quiet, Metrics: &metrics, Function: "archiver-test"})
 	var ev struct{ Records []json.RawMessage }
-	json.Unmarshal(readEvent(t), &ev)
+	if err := json.Unmarshal(readEvent(t), &ev); err != nil {
+		t.Fatal(err)
+	}
 	// Only the insert, the user's delete and the update.
 	only := []json.RawMessage{ev.Records[1], ev.Records[3], ev.Records[8]}
 	event, _ := json.Marshal(map[string]any{"Records": only})

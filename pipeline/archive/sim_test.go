@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -278,146 +279,46 @@ func recordJSON(name string, ttl bool, now int64, seq string, old, newImg *liveI
 	return b
 }
 
-func eventJSON(recs []simRecord) []byte {
-	b := []byte(`{"Records":[`)
+// events returns recs as the event source mapping delivers them, all of
+// them or (filter: the mapping's FilterCriteria) the TTL removals only.
+// Indexes count from first.
+func events(recs []simRecord, first int, filter bool) []sim.Event {
+	var out []sim.Event
 	for i, r := range recs {
-		if i > 0 {
-			b = append(b, ',')
+		if !filter || r.ttl {
+			out = append(out, sim.Event{Index: first + i, ID: r.seq, Data: r.json})
 		}
-		b = append(b, r.json...)
 	}
-	return append(b, ']', '}')
+	return out
 }
 
-// esm delivers a shard's records to a Lambda handler as DynamoDB's event
-// source mapping does, with ReportBatchItemFailures on:
-//   - a batch is a contiguous run of the shard's (filtered) records starting
-//     at the checkpoint, of 1 to maxBatch records;
-//   - a reported record moves the checkpoint to it, and the retry starts
-//     there: the remainder of the batch, a shorter run, or a new batch of any
-//     size (possibly longer);
-//   - a function error (including a response lost after the function
-//     succeeded) retries the batch, or bisects it when bisect is on;
-//   - after a success the checkpoint may be lost, so that the next batch
-//     starts again at the batch's first record (a whole-batch redelivery,
-//     with a new size), and a batch may be invoked twice (duplicate delivery).
-//
-// Retries are unbounded (MaximumRetryAttempts -1, the default), so no batch
-// is ever abandoned.
-type esm struct {
-	rng      *rand.Rand
-	invoke   func(ctx context.Context, payload []byte) ([]byte, error)
-	faults   *faultStore // told the invocation number; may be nil
-	maxBatch int
-	bisect   bool
-	filter   bool // the event source mapping's filter: TTL removals only
+// eventJSON is the Lambda event holding recs.
+func eventJSON(recs []simRecord) []byte { return sim.Payload(events(recs, 0, false)) }
 
-	pLost, pRedeliver, pDuplicate float64
-
-	invocations, failures, redeliveries int
-}
-
-type span struct{ a, b int }
-
-func (e *esm) call(ctx context.Context, recs []simRecord, s span) (string, error) {
-	if e.faults != nil {
-		e.faults.invocation.Add(1)
-	}
-	e.invocations++
-	out, err := e.invoke(ctx, eventJSON(recs[s.a:s.b]))
-	if err != nil {
-		return "", err
-	}
-	var resp struct {
+// checkResponse checks a response of the archiver's handler to a batch:
+// JSON, naming at most one record, and that one from the batch.
+func checkResponse(resp []byte, batch []sim.Event) error {
+	var r struct {
 		BatchItemFailures []struct {
 			ItemIdentifier string `json:"itemIdentifier"`
 		} `json:"batchItemFailures"`
 	}
-	if err := json.Unmarshal(out, &resp); err != nil {
-		return "", fmt.Errorf("response %s: %w", out, err)
+	if err := json.Unmarshal(resp, &r); err != nil {
+		return fmt.Errorf("response %s: %w", resp, err)
 	}
-	switch len(resp.BatchItemFailures) {
+	switch len(r.BatchItemFailures) {
 	case 0:
-		return "", nil
+		return nil
 	case 1:
-		return resp.BatchItemFailures[0].ItemIdentifier, nil
-	}
-	return "", fmt.Errorf("response names %d records", len(resp.BatchItemFailures))
-}
-
-func (e *esm) run(ctx context.Context, t testing.TB, shard []simRecord) {
-	recs := shard
-	if e.filter {
-		recs = nil
-		for _, r := range shard {
-			if r.ttl {
-				recs = append(recs, r)
+		id := r.BatchItemFailures[0].ItemIdentifier
+		for _, e := range batch {
+			if e.ID == id {
+				return nil
 			}
 		}
+		return fmt.Errorf("reported %q is not a record of the batch", id)
 	}
-	index := make(map[string]int, len(recs))
-	for i, r := range recs {
-		index[r.seq] = i
-	}
-	c := 0          // checkpoint: the next record to deliver
-	var next []span // batches Lambda has decided to deliver next (all start at c)
-	for guard := 0; c < len(recs); guard++ {
-		if guard > 200000 {
-			t.Fatalf("simulation does not converge: checkpoint %d of %d", c, len(recs))
-		}
-		var s span
-		if len(next) > 0 && next[0].a == c {
-			s, next = next[0], next[1:]
-		} else {
-			next = nil
-			s = span{c, min(c+1+e.rng.IntN(e.maxBatch), len(recs))}
-		}
-		if e.rng.Float64() < e.pDuplicate {
-			// The same batch invoked twice; the first result is lost.
-			if _, err := e.call(ctx, recs, s); err != nil {
-				t.Fatal(err)
-			}
-		}
-		report, err := e.call(ctx, recs, s)
-		if err != nil {
-			t.Fatal(err) // every payload is a valid event
-		}
-		if e.rng.Float64() < e.pLost {
-			// A function error (here: the response was lost after the
-			// function ran): retry the batch, or bisect it.
-			e.failures++
-			if e.bisect && s.b-s.a > 1 {
-				m := (s.a + s.b) / 2
-				next = []span{{s.a, m}, {m, s.b}}
-			} else {
-				next = []span{s}
-			}
-			continue
-		}
-		if report == "" {
-			if e.rng.Float64() < e.pRedeliver {
-				e.redeliveries++ // checkpoint lost: deliver again from the batch's start
-				next = nil
-				continue
-			}
-			c = s.b
-			continue
-		}
-		e.failures++
-		r, ok := index[report]
-		if !ok || r < s.a || r >= s.b {
-			t.Fatalf("reported %q is not a record of the batch [%d,%d)", report, s.a, s.b)
-		}
-		c = r
-		switch e.rng.IntN(3) {
-		case 0:
-			next = []span{{r, s.b}} // the remainder
-		case 1:
-			next = []span{{r, r + 1 + e.rng.IntN(s.b-r)}} // shorter
-		default:
-			next = nil // a new batch of any size, possibly longer
-		}
-	}
+	return fmt.Errorf("response names %d records: %s", len(r.BatchItemFailures), resp)
 }
 
 // checkArchive verifies the archive against the workload: every TTL removal
@@ -537,11 +438,18 @@ type simResult struct {
 	store                               *memStore
 	faults                              *faultStore
 	invocations, failures, redeliveries int
+	duplicates, bisections              int
 	err                                 error // from checkArchive
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// run delivers the workload's shards through the simulated event source
+// mapping (internal/sim's ESM: batches of 1 to 100 records, retries from
+// the reported record with batches of any length, bisection, redelivery
+// from a lost checkpoint, duplicate invocations) and a function whose
+// response is sometimes lost after it ran, to the real Processor and
+// Handler over a store that fails writes.
 func (r simRun) run(t testing.TB) simResult {
 	t.Helper()
 	ctx := context.Background()
@@ -557,22 +465,42 @@ func (r simRun) run(t testing.TB) simResult {
 		bh = naiveHandler{h}
 	}
 	proc := pipeline.NewStreamsProcessor(bh, pipeline.Config{Logger: quiet})
-	res := simResult{w: w, store: store, faults: faults}
-	for s, shard := range w.shards {
-		e := &esm{
-			rng:      rand.New(rand.NewPCG(r.seed, uint64(s))),
-			invoke:   proc.Invoke,
-			faults:   faults,
-			maxBatch: 100,
-			bisect:   r.bisect,
-			filter:   r.filter,
-			pLost:    0.05, pRedeliver: 0.1, pDuplicate: 0.05,
-		}
-		e.run(ctx, t, shard)
-		res.invocations += e.invocations
-		res.failures += e.failures
-		res.redeliveries += e.redeliveries
+	var shards [][]sim.Event
+	first := 0
+	for _, recs := range w.shards {
+		shards = append(shards, events(recs, first, r.filter))
+		first += len(recs)
 	}
+	lost := &sim.FlakyInvoke{
+		Invoke: func(ctx context.Context, payload []byte) ([]byte, error) {
+			faults.invocation.Add(1) // the store's faults are drawn per invocation
+			return proc.Invoke(ctx, payload)
+		},
+		FailAfter: 0.05, // the response is lost after the function ran
+		Seed:      r.seed,
+	}
+	var bad error // the first response that breaks the handler's contract
+	m := &sim.ESM{
+		BatchSize: 100, VaryBatches: true, Bisect: r.bisect,
+		RedeliverRate: 0.1, DuplicateRate: 0.05,
+		MaxAttempts: 10_000, // retries are unbounded (MaximumRetryAttempts -1, the default)
+		Seed:        r.seed,
+		Trace: func(d sim.Delivery) {
+			if d.Err == nil && bad == nil {
+				bad = checkResponse(d.Response, shards[d.Shard][d.From:d.To])
+			}
+		},
+	}
+	st, err := m.Run(ctx, shards, lost.Call)
+	if err != nil {
+		t.Fatalf("simulation: %v", err)
+	}
+	if bad != nil {
+		t.Fatalf("the handler broke its contract: %v", bad) // every payload is a valid event
+	}
+	res := simResult{w: w, store: store, faults: faults, invocations: st.Invocations,
+		failures: st.Errors + st.WholeFailures + st.PartialFailures, redeliveries: st.Redeliveries,
+		duplicates: st.Duplicates, bisections: st.Bisections}
 	res.err = checkArchive(ctx, store, "archive", w)
 	return res
 }
@@ -614,12 +542,12 @@ func TestSimulationExactlyOnce(t *testing.T) {
 				if res.err != nil {
 					t.Fatalf("archive invariant broken:\n%v", res.err)
 				}
-				if res.faults.failed.Load() == 0 || res.failures == 0 || res.redeliveries == 0 {
-					t.Fatalf("the run exercised nothing: %d failed writes, %d failed invocations, %d redeliveries",
-						res.faults.failed.Load(), res.failures, res.redeliveries)
+				if res.faults.failed.Load() == 0 || res.failures == 0 || res.redeliveries == 0 || res.duplicates == 0 || r.bisect && res.bisections == 0 {
+					t.Fatalf("the run exercised too little: %d failed writes, %d failed invocations, %d redeliveries, %d duplicate invocations, %d bisections",
+						res.faults.failed.Load(), res.failures, res.redeliveries, res.duplicates, res.bisections)
 				}
-				t.Logf("%d records, %d TTL removals, %d invocations (%d failed, %d redelivered), %d writes failed, %d ambiguous, %d objects",
-					res.w.records, res.w.ttlRemovals, res.invocations, res.failures, res.redeliveries,
+				t.Logf("%d records, %d TTL removals, %d invocations (%d failed, %d redelivered, %d duplicated, %d bisections), %d writes failed, %d ambiguous, %d objects",
+					res.w.records, res.w.ttlRemovals, res.invocations, res.failures, res.redeliveries, res.duplicates, res.bisections,
 					res.faults.failed.Load(), res.faults.ambiguous.Load(), len(res.store.objs))
 			})
 		}

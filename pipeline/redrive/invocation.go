@@ -75,8 +75,9 @@ type BatchInfo struct {
 	StreamARN                 string    `json:"streamArn"`
 }
 
-// ErrNoPayload: the record has no payload (an SQS or SNS destination's, or
-// one cut short); its records must be read from the stream again.
+// ErrNoPayload is the error of a record without a payload (an SQS or SNS
+// destination's, or one cut short): its records must be read from the
+// stream again.
 var ErrNoPayload = errors.New("the invocation record has no payload")
 
 type wire struct {

@@ -60,14 +60,18 @@ func TestParse(t *testing.T) {
 	// The same record gzip-compressed, and with the event as an object.
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	zw.Write(data)
-	zw.Close()
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if inv2, err := redrive.Parse("k.gz", gz.Bytes()); err != nil || !bytes.Equal(inv2.Payload, inv.Payload) {
 		t.Errorf("gzip: %v", err)
 	}
 	obj := bytes.Replace(data, []byte(`"payload": "`), []byte(`"payload": `), 1)
 	obj = append(obj[:bytes.LastIndex(obj, []byte(`"`))], []byte("\n}\n")...)
-	obj = bytes.Replace(obj, []byte(`\"`), []byte(`"`), -1)
+	obj = bytes.ReplaceAll(obj, []byte(`\"`), []byte(`"`))
 	if inv3, err := redrive.Parse("k.obj", obj); err != nil || len(inv3.Payload) == 0 {
 		t.Errorf("payload as an object: %v", err)
 	}
@@ -154,17 +158,12 @@ func TestRedriveDir(t *testing.T) {
 func TestIntegrationRedriveS3(t *testing.T) {
 	ctx := context.Background()
 	client := awstest.S3(t)
-	bucket := awstest.UniqueName(t, "failures")
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
+	bucket := awstest.CreateBucket(ctx, t, client, "failures")
 	err := redrive.Dir(destination).List(ctx, func(key string) error {
 		data, err := redrive.Dir(destination).Get(ctx, key)
 		if err != nil {
 			return err
 		}
-		keys = append(keys, "projector/"+key)
 		_, err = client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + key), Body: bytes.NewReader(data)})
 		return err
 	})
@@ -175,12 +174,6 @@ func TestIntegrationRedriveS3(t *testing.T) {
 	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("other/readme.txt"), Body: strings.NewReader("hi")}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, k := range append(keys, "other/readme.txt") {
-			client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
-		}
-		client.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
-	})
 	st := boltstoretest.Open(t)
 	rep, err := redrive.Run(ctx, redrive.NewS3(client, bucket, "projector/"), redrive.Config{Handler: engine(st), Logger: quiet()})
 	if err != nil {

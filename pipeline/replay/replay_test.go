@@ -362,6 +362,11 @@ func TestDryRunWritesNothing(t *testing.T) {
 	if a, b := real.Stats().Items, e.Stats().Items; a != b {
 		t.Errorf("the replay wrote %d item states, the dry run predicted %d", a, b)
 	}
+	// And costs what the dry run estimated: DryRun passes on the store's
+	// write-unit estimate.
+	if a, b := real.Stats().WriteUnits, e.Stats().WriteUnits; a != b || b == 0 {
+		t.Errorf("the replay cost %v write units, the dry run estimated %v", a, b)
+	}
 }
 
 // limited refuses transactions over DynamoDB's 100 actions, as

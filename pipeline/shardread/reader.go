@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,16 +57,16 @@ type Config struct {
 	// shard count as caught up, when the source does not say how far behind
 	// the tip a read is (DynamoDB Streams). Default 3.
 	EmptyReads int
-	// MinReadInterval is the least time between two reads of one shard
-	// (Kinesis serves 5 reads per second per shard). Default 0.
-	MinReadInterval time.Duration
-	// EmptyReadDelay is a wait after a read that returned nothing, before
-	// the next read of the shard: a source that can return empty pages
-	// before its tip (DynamoDB Streams) gets time to fill. Default 0.
-	EmptyReadDelay time.Duration
-	// Backoff is the first wait after a throttled call; it doubles on each
-	// throttled call in a row, up to MaxBackoff, with jitter. Defaults 100 ms
-	// and 5 s.
+	// MinReadInterval is the least time between two reads of one shard, and
+	// EmptyReadDelay a wait after a read that returned nothing (see Pacing).
+	// Defaults: the source's Pacing when it is a PacedSource, else none; a
+	// negative value: none.
+	MinReadInterval, EmptyReadDelay time.Duration
+	// Backoff is the ceiling of the first wait after a throttled call; it
+	// doubles on each throttled call in a row, up to MaxBackoff, and each
+	// wait is drawn with equal jitter under it (in [c/2, c]: calls throttled
+	// together spread out, none comes back sooner than half the ceiling).
+	// Defaults 100 ms and 5 s.
 	Backoff, MaxBackoff time.Duration
 	// MaxThrottles gives up after that many throttled calls in a row. 0:
 	// never give up (the context still ends the read).
@@ -78,11 +77,10 @@ type Config struct {
 	Checkpoint func(ctx context.Context, positions map[string]Position) error
 	// Logger receives warnings (an expired shard); nil: slog.Default().
 	Logger *slog.Logger
-	// Now, Sleep and Jitter are the clock, the wait and the randomness, for
-	// tests. Jitter(d) returns a duration in [0, d).
-	Now    func() time.Time
-	Sleep  func(ctx context.Context, d time.Duration) error
-	Jitter func(d time.Duration) time.Duration
+	// Now and Sleep are the clock and the wait, for tests. Sleep must end
+	// with ctx.Err() when ctx ends (the default, retry.Sleep, does).
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Trace, if set, is told when a shard's reading starts and ends.
 	Trace func(ev Event)
 }
@@ -121,14 +119,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Sleep == nil {
 		c.Sleep = retry.Sleep
-	}
-	if c.Jitter == nil {
-		c.Jitter = func(d time.Duration) time.Duration {
-			if d <= 0 {
-				return 0
-			}
-			return rand.N(d)
-		}
 	}
 	return c
 }
@@ -200,6 +190,15 @@ type shardState struct {
 
 // NewReader returns a Reader of src.
 func NewReader(src Source, cfg Config) *Reader {
+	if p, ok := src.(PacedSource); ok {
+		pace := p.Pacing()
+		if cfg.MinReadInterval == 0 {
+			cfg.MinReadInterval = pace.MinReadInterval
+		}
+		if cfg.EmptyReadDelay == 0 {
+			cfg.EmptyReadDelay = pace.EmptyReadDelay
+		}
+	}
 	return &Reader{src: src, cfg: cfg.withDefaults(), shards: map[string]*shardState{}, listed: map[string]bool{}, lag: map[string]time.Duration{}}
 }
 
@@ -756,9 +755,9 @@ func (r *Reader) iterator(ctx context.Context, shard string, start Start) (strin
 }
 
 // retry calls fn until it succeeds or fails with something other than
-// throttling, backing off exponentially with jitter between throttled calls.
+// throttling, backing off exponentially with equal jitter between throttled
+// calls.
 func (r *Reader) retry(ctx context.Context, what string, fn func() error) error {
-	backoff := r.cfg.Backoff
 	throttled, renewed := 0, 0
 	for {
 		err := fn()
@@ -780,12 +779,8 @@ func (r *Reader) retry(ctx context.Context, what string, fn func() error) error 
 		if r.cfg.MaxThrottles > 0 && throttled >= r.cfg.MaxThrottles {
 			return fmt.Errorf("%s: still throttled after %d tries: %w", what, throttled, err)
 		}
-		// Half the backoff, plus up to as much again at random: calls that
-		// were throttled together spread out.
-		d := backoff/2 + r.cfg.Jitter(backoff/2+1)
-		if err := r.cfg.Sleep(ctx, d); err != nil {
+		if err := r.cfg.Sleep(ctx, retry.EqualJitter(throttled-1, r.cfg.Backoff, r.cfg.MaxBackoff)); err != nil {
 			return err
 		}
-		backoff = min(2*backoff, r.cfg.MaxBackoff)
 	}
 }

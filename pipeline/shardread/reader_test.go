@@ -226,33 +226,24 @@ func TestThrottlingBacksOffWithJitter(t *testing.T) {
 		}
 		return nil
 	}
-	var (
-		mu     sync.Mutex
-		sleeps []time.Duration
-	)
 	cfg := fast()
 	cfg.Backoff, cfg.MaxBackoff = 100*time.Millisecond, 400*time.Millisecond
-	cfg.Sleep = func(ctx context.Context, d time.Duration) error {
-		mu.Lock()
-		sleeps = append(sleeps, d)
-		mu.Unlock()
-		return ctx.Err()
-	}
-	cfg.Jitter = func(d time.Duration) time.Duration { return d - 1 } // the longest wait
+	waits := recordSleeps(&cfg)
 	c := &collector{}
 	stats, err := shardread.NewReader(m, cfg).Run(context.Background(), nil, c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sleeps := waits.all()
 	checkAll(t, c, 1, 5)
 	if stats.Throttles < 6 || int(stats.Throttles) != len(sleeps) {
 		t.Errorf("throttles %d, sleeps %d: want at least 6, one sleep each", stats.Throttles, len(sleeps))
 	}
-	// The first six calls are throttled in a row: 100, 200, 400, 400 ms...
-	// (with the jitter at its largest: backoff/2 + backoff/2).
-	for i, want := range []time.Duration{100, 200, 400, 400} {
-		if want *= time.Millisecond; sleeps[i] != want {
-			t.Errorf("sleep %d = %v, want %v (all: %v)", i, sleeps[i], want, sleeps)
+	// The first six calls are throttled in a row: ceilings of 100, 200, 400,
+	// 400 ms..., each wait with equal jitter in [ceiling/2, ceiling].
+	for i, c := range []time.Duration{100, 200, 400, 400, 400, 400} {
+		if c *= time.Millisecond; sleeps[i] < c/2 || sleeps[i] > c {
+			t.Errorf("sleep %d = %v, want in [%v, %v] (all: %v)", i, sleeps[i], c/2, c, sleeps)
 		}
 	}
 	for _, d := range sleeps {
@@ -553,4 +544,92 @@ func TestFullPageIsNotCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAll(t, c, 1, 5)
+}
+
+// sleeps records the waits of a Reader, which returns from each at once.
+type sleeps struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+// recordSleeps makes cfg's Sleep record its waits.
+func recordSleeps(cfg *shardread.Config) *sleeps {
+	s := &sleeps{}
+	cfg.Sleep = func(ctx context.Context, d time.Duration) error {
+		s.mu.Lock()
+		s.d = append(s.d, d)
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+	return s
+}
+
+func (s *sleeps) all() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.d)
+}
+
+// paced is a Mem stream with read limits of its own.
+type paced struct {
+	*shardreadtest.Mem
+	pacing shardread.Pacing
+}
+
+func (p paced) Pacing() shardread.Pacing { return p.pacing }
+
+// TestSourcePacing: a PacedSource's Pacing is the default of
+// MinReadInterval and EmptyReadDelay; the Config's own values win, and a
+// negative one turns the wait off.
+func TestSourcePacing(t *testing.T) {
+	const interval, delay = 200 * time.Millisecond, 250 * time.Millisecond
+	tests := []struct {
+		name                  string
+		pacing                shardread.Pacing
+		minInterval, empty    time.Duration // the Config's
+		wantInterval, wantGap bool          // waits seen: between reads, after empty reads
+		wantLongest           time.Duration
+	}{
+		{"the source's interval", shardread.Pacing{MinReadInterval: interval}, 0, 0, true, false, interval},
+		{"the source's empty-read delay", shardread.Pacing{EmptyReadDelay: delay}, 0, 0, false, true, delay},
+		{"the config's values win", shardread.Pacing{MinReadInterval: time.Hour, EmptyReadDelay: time.Hour}, interval, delay, true, true, delay},
+		{"negative turns them off", shardread.Pacing{MinReadInterval: time.Hour, EmptyReadDelay: time.Hour}, -1, -1, false, false, 0},
+		{"a source without pacing", shardread.Pacing{}, 0, 0, false, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := shardreadtest.NewMem("s", 1)
+			m.Streams = true // the tip is three empty reads in a row
+			put(m, pks, 1, 12)
+			var src shardread.Source = m
+			if tt.pacing != (shardread.Pacing{}) {
+				src = paced{m, tt.pacing}
+			}
+			cfg := fast()
+			cfg.MinReadInterval, cfg.EmptyReadDelay = tt.minInterval, tt.empty
+			slept := recordSleeps(&cfg)
+			c := &collector{}
+			if _, err := shardread.NewReader(src, cfg).Run(context.Background(), nil, c); err != nil {
+				t.Fatal(err)
+			}
+			waits := slept.all()
+			checkAll(t, c, 1, 12)
+			var sawInterval, sawGap bool
+			longest := time.Duration(0)
+			for _, d := range waits {
+				longest = max(longest, d)
+				switch {
+				case d == delay:
+					sawGap = true
+				case d > 0 && d <= interval:
+					sawInterval = true
+				}
+			}
+			// An interval's wait is what is left of it since the last read.
+			if sawInterval != tt.wantInterval || sawGap != tt.wantGap || longest > tt.wantLongest || longest < tt.wantLongest*3/4 {
+				t.Errorf("waits %v: between reads %v, after empty reads %v, longest %v; want %v, %v, %v",
+					waits, sawInterval, sawGap, longest, tt.wantInterval, tt.wantGap, tt.wantLongest)
+			}
+		})
+	}
 }

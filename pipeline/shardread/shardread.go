@@ -21,8 +21,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aws/smithy-go"
-
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -116,7 +114,8 @@ type Page struct {
 // Source is one stream, as the Reader needs it. Implementations must be safe
 // for concurrent use: the Reader reads several shards at once. Errors that
 // the Reader handles must match ErrExpiredIterator, ErrThrottled, ErrTrimmed
-// or ErrShardNotFound (errors.Is); any other error stops the read.
+// or ErrShardNotFound (errors.Is): the Source classifies its service's
+// errors, the Reader knows no service. Any other error stops the read.
 type Source interface {
 	// Shards lists the stream's shards, closed ones included, as far back as
 	// the stream keeps them.
@@ -125,6 +124,26 @@ type Source interface {
 	Iterator(ctx context.Context, shard string, start Start) (string, error)
 	// Read reads up to limit records from iterator, which reads shard.
 	Read(ctx context.Context, shard, iterator string, limit int) (Page, error)
+}
+
+// Pacing is how a stream's service wants its shards read: waits the Reader
+// makes so as not to spend the shard's read limits for nothing.
+type Pacing struct {
+	// MinReadInterval is the least time between two reads of one shard
+	// (Kinesis serves 5 reads per second per shard).
+	MinReadInterval time.Duration
+	// EmptyReadDelay is a wait after a read that returned nothing, before
+	// the next read of the shard: a source that can return empty pages
+	// before its tip (DynamoDB Streams) gets time to fill.
+	EmptyReadDelay time.Duration
+}
+
+// A PacedSource is a Source with read limits of its own, found by type
+// assertion: its Pacing is the default of Config.MinReadInterval and
+// Config.EmptyReadDelay. infra/kinesisread and infra/streamsread are.
+type PacedSource interface {
+	Source
+	Pacing() Pacing
 }
 
 // Errors a Source reports, for the Reader to handle.
@@ -142,31 +161,6 @@ var (
 	// ErrShardNotFound: the shard is gone (expired with its records).
 	ErrShardNotFound = errors.New("shard not found")
 )
-
-// KindOf maps an error of the Kinesis or DynamoDB Streams API to the error
-// the Reader handles (ErrExpiredIterator, ErrThrottled, ErrTrimmed,
-// ErrShardNotFound), or nil for any other. shard is the shard the call was
-// about ("" for stream-level calls, where a missing resource is the stream).
-func KindOf(err error, shard string) error {
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		return nil
-	}
-	switch apiErr.ErrorCode() {
-	case "ExpiredIteratorException":
-		return ErrExpiredIterator
-	case "ProvisionedThroughputExceededException", "LimitExceededException", "KMSThrottlingException",
-		"ThrottlingException", "RequestLimitExceeded":
-		return ErrThrottled
-	case "TrimmedDataAccessException":
-		return ErrTrimmed
-	case "ResourceNotFoundException":
-		if shard != "" {
-			return ErrShardNotFound
-		}
-	}
-	return nil
-}
 
 // Position is how far a shard has been handled: what a checkpoint keeps.
 type Position struct {

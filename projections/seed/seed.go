@@ -1,5 +1,5 @@
-// Package seed holds the projections of Tributary's seed domains (DESIGN.md):
-// the leaderboard (Player, Match), the documents SaaS (Document, Comment) and
+// Package seed holds the projections of Tributary's seed domains, the
+// three single-table designs of the demo and the tests: the leaderboard (Player, Match), the documents SaaS (Document, Comment) and
 // retail (CartItem, Order). They serve as examples, fixtures and benchmark
 // workloads, and as the reference for how a projection reads an item image.
 //

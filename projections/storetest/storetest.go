@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Commit/100Actions", testHundredActions},
 		{"Commit/101ActionsRefused", testHundredOneActions},
 		{"Commit/SameItemTwiceIsRejected", testDuplicateItem},
+		{"Commit/ReservedNamesRefused", testReservedNames},
 		{"Add/CreatesMissingAggregate", testAddCreates},
 		{"Add/ExactDecimals", testAddExact},
 		{"Add/ManyValuesAndAbsentValuesKept", testAddManyValues},
@@ -330,6 +331,29 @@ func testHundredOneActions(t *testing.T, s Store) {
 		t.Fatal("a 101-action transaction was accepted")
 	}
 	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{})
+}
+
+// testReservedNames: a value or row attribute with a name of
+// projections.ReservedNames (or the empty name) is refused, with nothing of
+// the Tx written, ledger entry included.
+func testReservedNames(t *testing.T, s Store) {
+	for _, name := range append(projections.ReservedNames(), "") {
+		for _, tx := range []*projections.Tx{
+			{Ledgers: []projections.LedgerPut{{Key: "L#value " + name}}, Adds: []projections.Add{{Ref: aggRef("p", "K", 0), Values: values("n", "1", name, "1")}}},
+			{Ledgers: []projections.LedgerPut{{Key: "L#row " + name}}, Puts: []projections.RowPut{{Ref: rowRef("p", "P", "S"), Attrs: pipeline.Item{"a": avS("x"), name: avS("y")}}}},
+		} {
+			if err := s.Commit(t.Context(), tx); err == nil {
+				t.Errorf("a Tx naming %q was accepted: %+v", name, tx)
+			}
+			if got := readLedgers(t, s, tx.Ledgers[0].Key); len(got) != 0 {
+				t.Errorf("a refused Tx naming %q wrote its ledger entry", name)
+			}
+		}
+	}
+	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{})
+	if rows := scanRows(t, s); len(rows) != 0 {
+		t.Errorf("refused Txs wrote rows: %v", rows)
+	}
 }
 
 func testHundredActions(t *testing.T, s Store) {
@@ -644,7 +668,7 @@ func testQueryIsolation(t *testing.T, s Store) {
 		var want []projections.StoredRow
 		for _, p := range tx.Puts {
 			if p.Ref.Projection == q.projection && p.Ref.Partition == q.partition {
-				want = append(want, projections.StoredRow{Ref: p.Ref, Attrs: p.Attrs})
+				want = append(want, projections.StoredRow(p))
 			}
 		}
 		slices.SortFunc(want, func(a, b projections.StoredRow) int { return -compareStrings(a.Ref.Sort, b.Ref.Sort) })
@@ -681,7 +705,7 @@ func testScanAll(t *testing.T, s Store) {
 			tx.Adds = append(tx.Adds, projections.Add{Ref: ref, Values: values("n", strconv.Itoa(i), "m", "0.5")})
 			wantAggs[ref] = map[string]string{"n": strconv.Itoa(i), "m": "0.5"}
 			row := projections.StoredRow{Ref: rowRef(fmt.Sprintf("proj%d", i%3), fmt.Sprintf("PART#%d", i%5), fmt.Sprintf("SORT#%d#%d", b, i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}}
-			tx.Puts = append(tx.Puts, projections.RowPut{Ref: row.Ref, Attrs: row.Attrs})
+			tx.Puts = append(tx.Puts, projections.RowPut(row))
 			wantRowsList = append(wantRowsList, row)
 		}
 		commit(t, s, tx)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"github.com/tributary/tributary/projections"
 )
 
-func runAggregates(ctx context.Context, e *env, args []string) error {
+func runAggregates(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "aggregates", "")
 	var sf storeFlags
 	sf.register(fs)
@@ -23,7 +24,7 @@ func runAggregates(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() { err = errors.Join(err, closeStore()) }()
 	v, err := projections.ReadView(ctx, st)
 	if err != nil {
 		return err
@@ -41,13 +42,14 @@ func runAggregates(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	out := bufio.NewWriter(e.stdout)
-	defer out.Flush()
 	if *asJSON {
-		_, err := out.Write(v.AppendJSONLines(nil))
-		return err
+		if _, err := out.Write(v.AppendJSONLines(nil)); err != nil {
+			return err
+		}
+	} else {
+		printView(out, v)
 	}
-	printView(out, v)
-	return nil
+	return out.Flush()
 }
 
 // printView prints a view as aligned text for people.

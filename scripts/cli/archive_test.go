@@ -118,7 +118,9 @@ func TestArchiveLsCat(t *testing.T) {
 	}
 
 	// A stray file is reported, not read.
-	os.WriteFile(filepath.Join(from, "README"), []byte("hi"), 0o644)
+	if err := os.WriteFile(filepath.Join(from, "README"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, errs = cli("archive", "ls", "--from", from)
 	if code != 0 || errs != "tributary: skipped 1 key(s) that are not archive objects, e.g. README\n" {
 		t.Errorf("stray file: exit %d, stderr %q", code, errs)

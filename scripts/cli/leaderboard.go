@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -22,7 +23,7 @@ func builtin(run func(ctx context.Context, e *env, args []string) error) func(ct
 	}
 }
 
-func runLeaderboard(ctx context.Context, e *env, args []string) error {
+func runLeaderboard(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "leaderboard", "")
 	var sf storeFlags
 	sf.register(fs)
@@ -41,13 +42,12 @@ func runLeaderboard(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() { err = errors.Join(err, closeStore()) }()
 	rows, err := st.QueryRows(ctx, "season-leaderboard", "SEASON#"+*season, *top)
 	if err != nil {
 		return err
 	}
 	out := bufio.NewWriter(e.stdout)
-	defer out.Flush()
 	fmt.Fprintf(out, "season %s, top %d\n%4s  %-12s %-20s %8s\n", *season, *top, "rank", "player", "handle", "rating")
 	for i, r := range rows {
 		fmt.Fprintf(out, "%4d  %-12s %-20s %8s\n", i+1, attr(r.Attrs, "player"), attr(r.Attrs, "handle"), attr(r.Attrs, "rating"))
@@ -55,7 +55,7 @@ func runLeaderboard(ctx context.Context, e *env, args []string) error {
 	if len(rows) == 0 {
 		fmt.Fprintln(out, "(no players)")
 	}
-	return nil
+	return out.Flush()
 }
 
 func attr(item map[string]types.AttributeValue, name string) string {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -29,8 +30,12 @@ func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
 	if *update {
-		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(path, []byte(got), 0o644)
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
@@ -142,6 +147,38 @@ func TestDemo(t *testing.T) {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s", want, out)
 				}
+			}
+		})
+	}
+}
+
+// failingWriter fails every write, as stdout does when redirected to a full
+// disk or a closed pipe.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestOutputErrorsFail: a report that cannot be written fails its command
+// (exit 1, the error on stderr) rather than ending in a truncated file.
+func TestOutputErrorsFail(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, "process", "--store", dir, "--events", fixtures+"streams/event.json"); code != 0 {
+		t.Fatalf("process: exit %d: %s", code, stderr)
+	}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"aggregates", []string{"aggregates", "--store", dir}},
+		{"aggregates --json", []string{"aggregates", "--store", dir, "--json"}},
+		{"leaderboard", []string{"leaderboard", "--store", dir, "--season", "2026-Q2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var errb bytes.Buffer
+			code := run(context.Background(), &env{stdout: failingWriter{}, stderr: &errb, stdin: strings.NewReader("")}, tt.args)
+			if code != 1 || !strings.Contains(errb.String(), "no space left on device") {
+				t.Errorf("exit %d, stderr %q: want 1 and the write error", code, errb.String())
 			}
 		})
 	}

@@ -33,25 +33,7 @@ func motoExportEnv(t *testing.T) (*s3.Client, *dynamodb.Client, string) {
 	exportAWSEnv(t)
 	t.Setenv("AWS_ENDPOINT_URL", url)
 	s3c := awstest.S3(t)
-	bucket := awstest.UniqueName(t, "exp")
-	ctx := context.Background()
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		p := s3.NewListObjectsV2Paginator(s3c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				return
-			}
-			for _, o := range page.Contents {
-				s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key})
-			}
-		}
-		s3c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
-	})
+	bucket := awstest.CreateBucket(context.Background(), t, s3c, "exp")
 	return s3c, awstest.DynamoDB(t), bucket
 }
 
@@ -170,9 +152,7 @@ func TestExportPipelineIntegration(t *testing.T) {
 
 	// ImportTable of the comments, into a new table.
 	comments := awstest.UniqueName(t, "comments")
-	t.Cleanup(func() {
-		ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(comments)})
-	})
+	awstest.DeleteTableAtEnd(t, ddb, comments)
 	code, stdout, stderr = runCLI(t, "reimport", "--from", split, "--entity", "Comment", "--import-table", comments, "--poll", "200ms")
 	if code != 0 {
 		t.Fatalf("reimport --import-table: exit %d\n%s\n%s", code, stdout, stderr)
@@ -240,11 +220,11 @@ func TestLocalServerExportIntegration(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	out := t.TempDir()
-	code, stdout, stderr := runCLI(t, "repartition", "--export", "s3://"+bucket+"/moto", "--out", out, "--no-sync")
+	code, _, stderr := runCLI(t, "repartition", "--export", "s3://"+bucket+"/moto", "--out", out, "--no-sync")
 	if code != 1 || !strings.Contains(stderr, "manifest-summary.json") {
 		t.Errorf("without --allow-missing-manifest: exit %d, %s", code, stderr)
 	}
-	code, stdout, stderr = runCLI(t, "repartition", "--export", "s3://"+bucket+"/moto", "--out", out, "--no-sync", "--allow-missing-manifest")
+	code, stdout, stderr := runCLI(t, "repartition", "--export", "s3://"+bucket+"/moto", "--out", out, "--no-sync", "--allow-missing-manifest")
 	if code != 0 || !strings.Contains(stderr, "cannot be reconciled") || !strings.Contains(stdout, "3 items in, 3 out") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -257,10 +237,10 @@ func TestVerifyDynamoDBIntegration(t *testing.T) {
 	ctx := context.Background()
 	s3c, ddb, bucket := motoExportEnv(t)
 	aggs := awstest.UniqueName(t, "aggs")
+	awstest.DeleteTableAtEnd(t, ddb, aggs)
 	if err := dynamostore.CreateTable(ctx, ddb, aggs); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(aggs)}) })
 	h, err := sim.Workload{Seed: 33, Changes: 800}.Run()
 	if err != nil {
 		t.Fatal(err)

@@ -112,7 +112,9 @@ func TestRepartitionCommand(t *testing.T) {
 
 func TestRepartitionCommandBadLine(t *testing.T) {
 	dir := t.TempDir()
-	os.CopyFS(dir, os.DirFS(exportFixture))
+	if err := os.CopyFS(dir, os.DirFS(exportFixture)); err != nil {
+		t.Fatal(err)
+	}
 	exp := filepath.Join(dir, "AWSDynamoDB", "01796032802314-fa5ad9a8")
 	files, _ := filepath.Glob(filepath.Join(exp, "data", "*.json.gz"))
 	var target string
@@ -122,8 +124,13 @@ func TestRepartitionCommandBadLine(t *testing.T) {
 			break
 		}
 	}
-	b, _ := os.ReadFile(target)
-	os.WriteFile(target, b[:len(b)-100], 0o644)
+	b, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, b[:len(b)-100], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, stderr := runCLI(t, "repartition", "--export", exp, "--out", t.TempDir(), "--skip-md5")
 	if code != 1 || !strings.Contains(stderr, filepath.Base(target)+" line ") || !strings.Contains(stderr, "truncated") {
 		t.Errorf("exit %d, stderr %q; want 1, naming %s and a line, and saying truncated", code, stderr, filepath.Base(target))

@@ -141,11 +141,6 @@ func runReplay(ctx context.Context, e *env, args []string) error {
 		Start: plan.spec.Start, At: plan.spec.At, Until: plan.until, BatchSize: f.batch, Concurrency: f.concurrency,
 		MaxRecords: f.limit, Logger: log,
 	}
-	if strings.HasPrefix(f.from, "kinesis://") {
-		rc.MinReadInterval = 200 * time.Millisecond // 5 reads per second per shard
-	} else {
-		rc.EmptyReadDelay = 250 * time.Millisecond // three empty reads in 3/4 s: the tip
-	}
 	rp := replay.New(replay.Config{
 		Source: src, Reader: rc, Handler: engine, Checkpoints: cps, Job: job, Restart: f.restart, ReadOnly: f.dryRun, Logger: log,
 		About: map[string]string{"source": srcName, "start": plan.spec.String(), "until": f.until, "projections": projList, "target": target},

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -64,7 +63,11 @@ func storeView(t *testing.T, dir string) *projections.View {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	v, err := projections.ReadView(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
@@ -105,9 +108,11 @@ func TestRedriveCommand(t *testing.T) {
 	}
 	// A record without a payload says how to read its batch again.
 	meta := t.TempDir()
-	os.WriteFile(filepath.Join(meta, "r"), []byte(`{"requestContext":{"condition":"RecordAgeExceeded"},"version":"1.0","timestamp":"2026-11-30T10:13:49.717Z",
+	if err := os.WriteFile(filepath.Join(meta, "r"), []byte(`{"requestContext":{"condition":"RecordAgeExceeded"},"version":"1.0","timestamp":"2026-11-30T10:13:49.717Z",
 	  "KinesisBatchInfo":{"shardId":"shardId-000000000003","startSequenceNumber":"4965","endSequenceNumber":"4970","approximateArrivalOfFirstRecord":"2026-11-30T10:13:19.100Z",
-	  "approximateArrivalOfLastRecord":"2026-11-30T10:13:20.500Z","batchSize":6,"streamArn":"arn:aws:kinesis:eu-west-1:111122223333:stream/app-changes"}}`), 0o644)
+	  "approximateArrivalOfLastRecord":"2026-11-30T10:13:20.500Z","batchSize":6,"streamArn":"arn:aws:kinesis:eu-west-1:111122223333:stream/app-changes"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ = runCLI(t, "redrive", "--from", meta, "--store", store)
 	if code != 1 || !strings.Contains(out, "tributary replay --from kinesis://arn:aws:kinesis:eu-west-1:111122223333:stream/app-changes --start shardId-000000000003:4965 --until 2026-11-30T10:13:21Z") {
 		t.Errorf("metadata-only record: exit %d\n%s", code, out)
@@ -136,14 +141,7 @@ func TestIntegrationReplayCommand(t *testing.T) {
 	url := replayAWSEnv(t)
 	ctx := context.Background()
 	kc := awstest.Kinesis(t)
-	stream := awstest.UniqueName(t, "changes")
-	if _, err := kc.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(stream), ShardCount: aws.Int32(2)}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		kc.DeleteStream(context.Background(), &kinesis.DeleteStreamInput{StreamName: aws.String(stream)})
-	})
-	time.Sleep(200 * time.Millisecond)
+	stream := awstest.CreateStream(ctx, t, kc, "changes", 2)
 	h, err := sim.Workload{Seed: 51, Changes: 500, Skew: 1.0}.Run()
 	if err != nil {
 		t.Fatal(err)
@@ -205,9 +203,7 @@ func TestIntegrationReplayCommand(t *testing.T) {
 	// A rebuild into a new table.
 	table := awstest.UniqueName(t, "rebuild")
 	ddb := awstest.DynamoDB(t)
-	t.Cleanup(func() {
-		ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
+	awstest.DeleteTableAtEnd(t, ddb, table)
 	code, out, stderr = runCLI(t, "replay", "--from", from, "--rebuild-into", table, "--endpoint", url, "--concurrency", "1", "--checkpoint-dir", t.TempDir())
 	if code != 0 || !strings.Contains(out, "rebuild:  "+table+" has caught up") {
 		t.Fatalf("rebuild: exit %d\n%s\n%s", code, out, stderr)
@@ -266,23 +262,18 @@ func TestIntegrationRedriveCommandS3(t *testing.T) {
 	url := replayAWSEnv(t)
 	ctx := context.Background()
 	client := awstest.S3(t)
-	bucket := awstest.UniqueName(t, "failures")
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	redrive.Dir(redriveFixtures).List(ctx, func(key string) error {
-		data, _ := os.ReadFile(filepath.Join(redriveFixtures, key))
-		keys = append(keys, "projector/"+key)
-		_, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + key), Body: bytes.NewReader(data)})
+	bucket := awstest.CreateBucket(ctx, t, client, "failures")
+	err := redrive.Dir(redriveFixtures).List(ctx, func(key string) error {
+		data, err := os.ReadFile(filepath.Join(redriveFixtures, key))
+		if err != nil {
+			return err
+		}
+		_, err = client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + key), Body: bytes.NewReader(data)})
 		return err
 	})
-	t.Cleanup(func() {
-		for _, k := range keys {
-			client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
-		}
-		client.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
-	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	store := filepath.Join(t.TempDir(), "aggs")
 	code, out, stderr := runCLI(t, "redrive", "--from", "s3://"+bucket+"/projector/", "--store", store, "--endpoint", url)
 	if code != 1 || !strings.Contains(out, "objects:  2 read, 1 fully applied") || !strings.Contains(stderr, `"LOST"`) {

@@ -125,10 +125,13 @@ func startEmulator(t *testing.T, rie, bootstrap string, env map[string]string) *
 		t.Fatalf("starting %s: %v", rie, err)
 	}
 	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	go func() {
+		_ = cmd.Wait() // it is killed at the end: its exit status says nothing
+		close(done)
+	}()
 	em := &emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", out: out}
 	em.stop = sync.OnceFunc(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // a group already gone is stopped
 		<-done
 		if t.Failed() {
 			t.Logf("emulator output:\n%s", out.String())
@@ -139,7 +142,7 @@ func startEmulator(t *testing.T, rie, bootstrap string, env map[string]string) *
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
-			c.Close()
+			_ = c.Close() // a probe: it connected
 			break
 		}
 		select {
@@ -162,8 +165,11 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
 
 // invoke posts one event and returns the function's response.
@@ -179,7 +185,7 @@ func (e *emulator) invoke(t *testing.T, event []byte) string {
 	if err != nil {
 		t.Fatalf("invoke: %v", err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }() // read to the end below
 	b, err := io.ReadAll(res.Body)
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("invoke: status %d, %v: %s", res.StatusCode, err, b)
@@ -296,7 +302,9 @@ func TestRuntimeEmulatorProjector(t *testing.T) {
 	records := good["Records"].([]any)
 	poisonSeq := records[1].(map[string]any)["dynamodb"].(map[string]any)["SequenceNumber"].(string)
 	var poison map[string]any
-	json.Unmarshal(goodJSON, &poison)
+	if err := json.Unmarshal(goodJSON, &poison); err != nil {
+		t.Fatal(err)
+	}
 	img := poison["Records"].([]any)[1].(map[string]any)["dynamodb"].(map[string]any)["NewImage"].(map[string]any)
 	img["status"] = map[string]any{"S": "MISLAID"}
 

@@ -482,7 +482,9 @@ func TestTemplateProjectorFilters(t *testing.T) {
 			}
 			if got := templateFilters(t, tp, tt.fn, tt.params); !reflect.DeepEqual(got, want) {
 				var b strings.Builder
-				want.WriteYAML(&b, 12)
+				if err := want.WriteYAML(&b, 12); err != nil {
+					t.Fatal(err)
+				}
 				t.Errorf("%s's FilterCriteria differ from `tributary filters`.\n got: %+v\nwant: %+v\n%s", tt.fn, got, want, b.String())
 			}
 			vars, _ := props(fn)["Environment"].(obj)["Variables"].(obj)

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,7 +64,9 @@ func gen(args []string) error {
 	dir := fs.String("dir", "", "directory to write the export into")
 	size := fs.Float64("bytes", 2e9, "uncompressed size of the export's lines")
 	files := fs.Int("files", 9, "data files")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	if *dir == "" {
 		return fmt.Errorf("--dir is required")
 	}
@@ -104,7 +107,9 @@ func limit(args []string) error {
 	level := fs.Int("level", 6, "gzip level")
 	codec := fs.String("compression", "gzip", "gzip or zstd")
 	workers := fs.Int("workers", runtime.NumCPU(), "files at once")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	files, err := dataFiles(*dir)
 	if err != nil {
 		return err
@@ -130,8 +135,7 @@ func limit(args []string) error {
 				}
 				zr, err := gzip.NewReader(in)
 				if err != nil {
-					errs <- err
-					in.Close()
+					errs <- errors.Join(err, in.Close())
 					continue
 				}
 				var zw io.WriteCloser
@@ -141,9 +145,7 @@ func limit(args []string) error {
 					zw, _ = gzip.NewWriterLevel(io.Discard, *level)
 				}
 				n, err := io.CopyBuffer(zw, zr, buf)
-				zw.Close()
-				in.Close()
-				if err != nil {
+				if err := errors.Join(err, zw.Close(), in.Close()); err != nil {
 					errs <- err
 				}
 				mu.Lock()
@@ -177,7 +179,9 @@ func limitGrouped(args []string) error {
 	dir := fs.String("export", "", "export directory")
 	out := fs.String("out", "", "a repartition's output directory (gzip)")
 	level := fs.Int("level", 5, "gzip level")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	files, err := dataFiles(*dir)
 	if err != nil {
 		return err
@@ -196,8 +200,7 @@ func limitGrouped(args []string) error {
 		}
 		c, err := io.Copy(io.Discard, zr)
 		dec += time.Since(t0)
-		in.Close()
-		if err != nil {
+		if err := errors.Join(err, in.Close()); err != nil {
 			return err
 		}
 		n += c
@@ -217,9 +220,16 @@ func limitGrouped(args []string) error {
 			return err
 		}
 		t0 := time.Now()
-		zw, _ := gzip.NewWriterLevel(io.Discard, *level)
-		zw.Write(raw)
-		zw.Close()
+		zw, err := gzip.NewWriterLevel(io.Discard, *level)
+		if err != nil {
+			return err
+		}
+		if _, err := zw.Write(raw); err != nil {
+			return err
+		}
+		if err := zw.Close(); err != nil {
+			return err
+		}
 		comp += time.Since(t0)
 	}
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{
@@ -257,18 +267,22 @@ func measure(name string, cmd *exec.Cmd) (result, []byte, error) {
 	return r, out.Bytes(), nil
 }
 
-func dirSize(dir string) float64 {
+// dirSize is the size of the files under dir, in MB.
+func dirSize(dir string) (float64, error) {
 	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
+	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
 			n += fi.Size()
 		}
 		return nil
 	})
-	return float64(n) / 1e6
+	return float64(n) / 1e6, err
 }
 
-func run(args []string) error {
+func run(args []string) (err error) {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	dir := fs.String("export", "", "export directory (from bench gen)")
 	bin := fs.String("tributary", "", "the tributary binary")
@@ -278,7 +292,9 @@ func run(args []string) error {
 	outRoot := fs.String("out", "", "scratch directory for outputs (default: a temporary one)")
 	level := fs.Int("level", 5, "the gzip level tributary uses by default (for the limits)")
 	rounds := fs.Int("rounds", 5, "how many times the limit, tributary (gzip) and tributary --skip-md5 run, in turn")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	files, err := dataFiles(*dir)
 	if err != nil {
 		return err
@@ -288,7 +304,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(d)
+		defer func() { err = errors.Join(err, os.RemoveAll(d)) }()
 		*outRoot = d
 	}
 	var inMB float64
@@ -310,19 +326,27 @@ func run(args []string) error {
 			return err
 		}
 		lims, limOuts = append(lims, r), append(limOuts, out)
-		os.RemoveAll(gzOut)
+		if err := os.RemoveAll(gzOut); err != nil {
+			return err
+		}
 		r, _, err = measure("tributary repartition --compression gzip", exec.Command(*bin, "repartition", "--export", *dir, "--out", gzOut, "--compression", "gzip"))
 		if err != nil {
 			return err
 		}
-		r.outMB = dirSize(gzOut)
+		if r.outMB, err = dirSize(gzOut); err != nil {
+			return err
+		}
 		tgs = append(tgs, r)
-		os.RemoveAll(gzOut)
+		if err := os.RemoveAll(gzOut); err != nil {
+			return err
+		}
 		r, _, err = measure("tributary repartition --compression gzip --skip-md5", exec.Command(*bin, "repartition", "--export", *dir, "--out", gzOut, "--compression", "gzip", "--skip-md5"))
 		if err != nil {
 			return err
 		}
-		r.outMB = dirSize(gzOut)
+		if r.outMB, err = dirSize(gzOut); err != nil {
+			return err
+		}
 		tss = append(tss, r)
 	}
 	li := medianRun(lims)
@@ -333,7 +357,9 @@ func run(args []string) error {
 		Seconds     float64
 		FileSeconds float64
 	}
-	json.Unmarshal(limOuts[li], &l)
+	if err := json.Unmarshal(limOuts[li], &l); err != nil {
+		return fmt.Errorf("the limit's output: %w", err)
+	}
 	rawMB := float64(l.Bytes) / 1e6
 	ideal := result{name: "limit, ideal: those per-file times summed / cores", seconds: l.FileSeconds / float64(runtime.NumCPU())}
 	limZ, _, err := measure("limit: gunzip + zstd, both cores", exec.Command(*self, "limit", "--export", *dir, "--compression", "zstd"))
@@ -348,32 +374,45 @@ func run(args []string) error {
 		return err
 	}
 	var g struct{ Seconds float64 }
-	json.Unmarshal(out, &g)
+	if err := json.Unmarshal(out, &g); err != nil {
+		return fmt.Errorf("the grouped limit's output: %w", err)
+	}
 	results = append(results, result{name: fmt.Sprintf("limit, grouped: gunzip input + gzip -%d of each output part, summed / cores", *level), seconds: g.Seconds})
-	os.RemoveAll(gzOut)
 	zo := filepath.Join(*outRoot, "tributary-zstd")
-	os.RemoveAll(zo)
+	if err := errors.Join(os.RemoveAll(gzOut), os.RemoveAll(zo)); err != nil {
+		return err
+	}
 	tz, _, err := measure("tributary repartition --compression zstd", exec.Command(*bin, "repartition", "--export", *dir, "--out", zo, "--compression", "zstd"))
 	if err != nil {
 		return err
 	}
-	tz.outMB = dirSize(zo)
+	if tz.outMB, err = dirSize(zo); err != nil {
+		return err
+	}
 	results = append(results, tz)
-	os.RemoveAll(zo)
+	if err := os.RemoveAll(zo); err != nil {
+		return err
+	}
 
 	if _, err := os.Stat(*python); err != nil {
 		results = append(results, result{name: "duckdb", skipped: fmt.Sprintf("skipped: %s not found; install DuckDB with scripts/repartition-bench/install-duckdb.sh", *python)})
 	} else {
 		o := filepath.Join(*outRoot, "duckdb")
-		os.RemoveAll(o)
+		if err := os.RemoveAll(o); err != nil {
+			return err
+		}
 		r, out, err := measure("duckdb COPY … PARTITION_BY, gzip", exec.Command(*python, *script, "--out", o, "--threads", fmt.Sprint(runtime.NumCPU()), strings.Join(files, ",")))
 		if err != nil {
 			return err
 		}
-		r.outMB = dirSize(o)
+		if r.outMB, err = dirSize(o); err != nil {
+			return err
+		}
 		r.note = strings.TrimSpace(string(out))
 		results = append(results, r)
-		os.RemoveAll(o)
+		if err := os.RemoveAll(o); err != nil {
+			return err
+		}
 	}
 
 	fmt.Printf("input: %d data files, %.0f MB gzip, %.0f MB uncompressed; %d cores (%s/%s), %s\n",

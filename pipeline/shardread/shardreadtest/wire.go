@@ -80,8 +80,10 @@ func (w *Wire) Do(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
+		if cerr := resp.Body.Close(); err == nil {
+			err = cerr
+		}
 		return resp, b, err
 	}
 	if w.Answer != nil {

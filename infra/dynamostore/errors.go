@@ -1,0 +1,113 @@
+package dynamostore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tributary/tributary/projections"
+)
+
+func (s *Store) aggregateErr(ref projections.AggregateRef, err error) error {
+	return fmt.Errorf("dynamostore: commit to table %q, aggregate %q: %w", s.table, aggregatePK(ref), err)
+}
+
+func (s *Store) rowErr(ref projections.RowRef, err error) error {
+	return fmt.Errorf("dynamostore: commit to table %q, row %q/%q: %w", s.table, rowPK(ref.Projection, ref.Partition), ref.Sort, err)
+}
+
+// Cancellation reason codes of TransactionCanceledException.
+const (
+	reasonConditionalCheckFailed        = "ConditionalCheckFailed"
+	reasonTransactionConflict           = "TransactionConflict"
+	reasonThrottlingError               = "ThrottlingError"
+	reasonProvisionedThroughputExceeded = "ProvisionedThroughputExceeded"
+)
+
+// commitErr maps a TransactWriteItems error to the Store contract.
+func (s *Store) commitErr(tx *projections.Tx, err error) error {
+	if canceled, ok := errors.AsType[*types.TransactionCanceledException](err); ok {
+		return s.canceledErr(tx, canceled, err)
+	}
+	return s.wrapErr(err, "commit", txDescription(tx))
+}
+
+func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCanceledException, err error) error {
+	var conflict *projections.ConflictError
+	contention := false
+	for i, reason := range canceled.CancellationReasons {
+		switch aws.ToString(reason.Code) {
+		case reasonConditionalCheckFailed:
+			if i >= len(tx.Ledgers) {
+				// Only ledger puts carry conditions; anything else is a bug.
+				return fmt.Errorf("dynamostore: commit to table %q: condition failed on unconditioned action %d of %s: %w", s.table, i, txDescription(tx), err)
+			}
+			key := tx.Ledgers[i].Key
+			entry, derr := decodeLedgerEntry(reason.Item)
+			if derr != nil {
+				return fmt.Errorf("dynamostore: commit to table %q: decode current ledger entry %q from cancellation reason: %w", s.table, key, derr)
+			}
+			if conflict == nil {
+				conflict = &projections.ConflictError{Current: make(map[string]projections.LedgerEntry)}
+			}
+			conflict.Current[key] = entry
+		case reasonTransactionConflict, reasonThrottlingError, reasonProvisionedThroughputExceeded:
+			contention = true
+		}
+	}
+	switch {
+	case conflict != nil:
+		return conflict
+	case contention:
+		return fmt.Errorf("dynamostore: commit to table %q, %s: %w: %w", s.table, txDescription(tx), projections.ErrContention, err)
+	default:
+		return fmt.Errorf("dynamostore: commit to table %q, %s: %w", s.table, txDescription(tx), err)
+	}
+}
+
+// txDescription names a transaction in an error message by its ledger keys.
+func txDescription(tx *projections.Tx) string {
+	keys := make([]string, len(tx.Ledgers))
+	for i, l := range tx.Ledgers {
+		keys[i] = l.Key
+	}
+	return fmt.Sprintf("%d actions, ledger keys %s", tx.Len(), keyRange(keys))
+}
+
+// contentionCodes are the error codes of failures that a later retry can
+// resolve (the SDK has already retried the throttling ones).
+var contentionCodes = map[string]bool{
+	"TransactionConflictException":           true,
+	"ProvisionedThroughputExceededException": true,
+	"ThrottlingException":                    true,
+	"RequestLimitExceeded":                   true,
+}
+
+func isContention(err error) bool {
+	var (
+		conflict   *types.TransactionConflictException
+		throughput *types.ProvisionedThroughputExceededException
+		throttling *types.ThrottlingException
+		limit      *types.RequestLimitExceeded
+	)
+	if errors.As(err, &conflict) || errors.As(err, &throughput) || errors.As(err, &throttling) || errors.As(err, &limit) {
+		return true
+	}
+	// Servers may answer with a code the SDK has no type for.
+	if apiErr, ok := errors.AsType[smithy.APIError](err); ok {
+		return contentionCodes[apiErr.ErrorCode()]
+	}
+	return false
+}
+
+// wrapErr wraps an SDK error with the operation, the table and the keys, and
+// marks contention with projections.ErrContention.
+func (s *Store) wrapErr(err error, op, keys string) error {
+	if isContention(err) {
+		return fmt.Errorf("dynamostore: %s on table %q, %s: %w: %w", op, s.table, keys, projections.ErrContention, err)
+	}
+	return fmt.Errorf("dynamostore: %s on table %q, %s: %w", op, s.table, keys, err)
+}

@@ -1,0 +1,101 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
+)
+
+// ScanAggregates scans the table for aggregate items. Reads are strongly
+// consistent, so a verification right after the writes sees all of them.
+func (s *Store) ScanAggregates(ctx context.Context, fn func(ref projections.AggregateRef, values map[string]decimal.Decimal) error) error {
+	return s.scan(ctx, prefixAggregate, func(item map[string]types.AttributeValue) error {
+		ref, values, err := decodeAggregate(item)
+		if err != nil {
+			return fmt.Errorf("dynamostore: scan aggregates of table %q, item %s: %w", s.table, describePK(item), err)
+		}
+		return fn(ref, values)
+	})
+}
+
+// ScanRows scans the table for rows, strongly consistent.
+func (s *Store) ScanRows(ctx context.Context, fn func(row projections.StoredRow) error) error {
+	return s.scan(ctx, prefixRow, func(item map[string]types.AttributeValue) error {
+		row, err := decodeRow(item)
+		if err != nil {
+			return fmt.Errorf("dynamostore: scan rows of table %q, item %s: %w", s.table, describePK(item), err)
+		}
+		return fn(row)
+	})
+}
+
+func (s *Store) scan(ctx context.Context, prefix string, fn func(map[string]types.AttributeValue) error) error {
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		FilterExpression:          aws.String("begins_with(#pk, :prefix)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": &types.AttributeValueMemberS{Value: prefix}},
+		ConsistentRead:            aws.Bool(true),
+	}
+	for {
+		res, err := s.client.Scan(ctx, in)
+		if err != nil {
+			return s.wrapErr(err, "scan", "prefix "+strconv.Quote(prefix))
+		}
+		for _, item := range res.Items {
+			if err := fn(item); err != nil {
+				return err
+			}
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+// QueryRows queries one partition's rows in descending sort-key order,
+// strongly consistent.
+func (s *Store) QueryRows(ctx context.Context, projection, partition string, limit int) ([]projections.StoredRow, error) {
+	pk := rowPK(projection, partition)
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		ScanIndexForward:          aws.Bool(false),
+		ConsistentRead:            aws.Bool(true),
+	}
+	var rows []projections.StoredRow
+	for limit <= 0 || len(rows) < limit {
+		if limit > 0 {
+			in.Limit = aws.Int32(int32(min(limit-len(rows), 1<<30)))
+		}
+		res, err := s.client.Query(ctx, in)
+		if err != nil {
+			return nil, s.wrapErr(err, "query rows", "partition key "+strconv.Quote(pk))
+		}
+		for _, item := range res.Items {
+			row, err := decodeRow(item)
+			if err != nil {
+				return nil, fmt.Errorf("dynamostore: query rows of table %q, partition key %q: %w", s.table, pk, err)
+			}
+			rows = append(rows, row)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	return rows, nil
+}

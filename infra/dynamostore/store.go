@@ -1,0 +1,287 @@
+// Package dynamostore implements projections.Store and projections.Reader over
+// one DynamoDB table, using TransactWriteItems for atomic commits.
+//
+// # Table layout
+//
+// The table has a string partition key PK and a string sort key SK and holds
+// three kinds of item, told apart by the prefix of PK:
+//
+//	ledger entry  PK = "L#" + itemKey                               SK = "L"
+//	              rev (N)      revision, 1 for the first write
+//	              ledger (B)   the engine's encoded entry (absent when empty)
+//	              ttl (N)      epoch seconds; only on entries that may expire
+//
+//	aggregate     PK = "A#" + projection + "#" + key + "#" + shard   SK = "A"
+//	              projection (S), key (S), shard (N, decimal)
+//	              one N attribute per value name, e.g. count, amount
+//
+//	row           PK = "R#" + projection + "#" + partition          SK = sort
+//	              projection (S), partition (S), sort (S)
+//	              plus the row's own attributes
+//
+// An aggregate's logical value is the sum of its shards: read every
+// "A#<projection>#<key>#<n>" item (n from 0 to Shards-1, missing items count
+// as zero) and add the values of the same name. A partition's rows are one
+// Query on PK = "R#<projection>#<partition>", in sort-key order.
+//
+// Logical keys, partitions and sort keys are used as they are, '#' and all.
+// So that PK stays unambiguous, a projection name is escaped in PK: '%'
+// becomes "%25" and '#' becomes "%23" (names without either, the usual kind,
+// appear unchanged); the projection attribute holds the name itself. Every
+// attribute name of this layout is one of projections.ReservedNames, which
+// no value or row attribute may take (Commit refuses them).
+//
+// Time to live is enabled on the attribute ttl. DynamoDB deletes expired
+// entries in the background, days later; until then they are read like any
+// other entry, which is what the engine expects of a tombstone.
+//
+// In production the table is created by the SAM template; CreateTable creates
+// it for local runs and tests.
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/retry"
+	"github.com/tributary/tributary/projections"
+)
+
+// Attribute names and key prefixes of the table layout.
+const (
+	attrPK         = "PK"
+	attrSK         = "SK"
+	attrRev        = "rev"
+	attrLedger     = "ledger"
+	attrTTL        = "ttl"
+	attrProjection = "projection"
+	attrKey        = "key"
+	attrShard      = "shard"
+	attrPartition  = "partition"
+	attrSort       = "sort"
+
+	prefixLedger    = "L#"
+	prefixAggregate = "A#"
+	prefixRow       = "R#"
+	skLedger        = "L"
+	skAggregate     = "A"
+)
+
+// MaxTxActions is the most write actions one Commit accepts: DynamoDB's limit
+// for TransactWriteItems. The engine splits larger batches itself.
+const MaxTxActions = 100
+
+// maxBatchGetKeys is BatchGetItem's limit on keys per request.
+const maxBatchGetKeys = 100
+
+// API is the part of *dynamodb.Client that Store uses. *dynamodb.Client
+// satisfies it; tests may provide a fake.
+type API interface {
+	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchGetItem(ctx context.Context, params *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Store is a projections.Store and projections.Reader over one DynamoDB
+// table. It is safe for concurrent use.
+type Store struct {
+	client API
+	table  string
+
+	// Backoff for BatchGetItem's UnprocessedKeys: attempt i (from 0) waits a
+	// random duration in [0, min(retryBase·2^i, retryMax)).
+	retryBase     time.Duration
+	retryMax      time.Duration
+	retryAttempts int
+}
+
+var (
+	_ projections.Store              = (*Store)(nil)
+	_ projections.Reader             = (*Store)(nil)
+	_ projections.WriteUnitEstimator = (*Store)(nil)
+)
+
+// New returns a Store over table, reached through client.
+func New(client API, table string) *Store {
+	return &Store{
+		client:        client,
+		table:         table,
+		retryBase:     50 * time.Millisecond,
+		retryMax:      2 * time.Second,
+		retryAttempts: 10,
+	}
+}
+
+// Table is the name of the table the store uses.
+func (s *Store) Table() string { return s.table }
+
+// ---- ReadLedgers
+
+// ReadLedgers reads the ledger entries of keys with eventually consistent
+// BatchGetItem requests of at most 100 keys, retrying unprocessed keys with
+// capped exponential backoff and jitter.
+func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]projections.LedgerEntry, error) {
+	out := make(map[string]projections.LedgerEntry, len(keys))
+	uniq := make([]string, 0, len(keys))
+	seen := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		if _, dup := seen[k]; dup {
+			continue
+		}
+		seen[k] = struct{}{}
+		uniq = append(uniq, k)
+	}
+	for start := 0; start < len(uniq); start += maxBatchGetKeys {
+		chunk := uniq[start:min(start+maxBatchGetKeys, len(uniq))]
+		if err := s.readLedgerChunk(ctx, chunk, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[string]projections.LedgerEntry) error {
+	avKeys := make([]map[string]types.AttributeValue, len(chunk))
+	for i, k := range chunk {
+		avKeys[i] = LedgerKey(k)
+	}
+	request := map[string]types.KeysAndAttributes{
+		s.table: {
+			Keys:                     avKeys,
+			ProjectionExpression:     aws.String("#pk, #rev, #ledger"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#rev": attrRev, "#ledger": attrLedger},
+			ConsistentRead:           aws.Bool(false),
+		},
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+		if err != nil {
+			return s.wrapErr(err, "read ledgers", keyRange(chunk))
+		}
+		for _, item := range res.Responses[s.table] {
+			key, entry, err := decodeLedger(item)
+			if err != nil {
+				return fmt.Errorf("dynamostore: read ledgers from table %q: %w", s.table, err)
+			}
+			out[key] = entry
+		}
+		left, ok := res.UnprocessedKeys[s.table]
+		if !ok || len(left.Keys) == 0 {
+			return nil
+		}
+		if attempt+1 >= s.retryAttempts {
+			return fmt.Errorf("dynamostore: read ledgers from table %q: %d of keys %s still unprocessed after %d attempts: %w",
+				s.table, len(left.Keys), keyRange(chunk), attempt+1, projections.ErrContention)
+		}
+		request = map[string]types.KeysAndAttributes{s.table: left}
+		if err := retry.SleepCause(ctx, retry.Backoff(attempt, s.retryBase, s.retryMax)); err != nil {
+			return fmt.Errorf("dynamostore: read ledgers from table %q, keys %s: %w", s.table, keyRange(chunk), err)
+		}
+	}
+}
+
+// ---- Commit
+
+// Commit writes tx with one TransactWriteItems call: ledger puts first (in
+// order, so that cancellation reasons map back to them), then aggregate adds,
+// row puts and row deletes. More than MaxTxActions actions is an error.
+//
+// The request carries no ClientRequestToken of ours: the SDK fills in a
+// random one, reused across its own retries of this call. A token derived from
+// the batch would not make redeliveries idempotent anyway: DynamoDB honours a
+// token for only 10 minutes and only for identical parameters, while a
+// redelivered batch may come hours later with recomputed deltas. Idempotence
+// comes from the ledger conditions: a transaction whose ledger entries were
+// already written fails its conditions and writes nothing.
+func (s *Store) Commit(ctx context.Context, tx *projections.Tx) error {
+	if tx == nil || tx.Len() == 0 {
+		return nil
+	}
+	if n := tx.Len(); n > MaxTxActions {
+		return fmt.Errorf("dynamostore: commit to table %q: %d actions, more than the %d TransactWriteItems allows", s.table, n, MaxTxActions)
+	}
+	if tx.Len() == 1 && len(tx.Ledgers) == 1 {
+		return s.putLedger(ctx, tx.Ledgers[0])
+	}
+	items, err := s.transactItems(tx)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil
+	}
+	return s.commitErr(tx, err)
+}
+
+// putLedger writes a transaction of one ledger entry as a single
+// conditional PutItem: the same atomicity at half the write units of a
+// transaction.
+func (s *Store) putLedger(ctx context.Context, l projections.LedgerPut) error {
+	put, err := s.ledgerPut(l)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           put.TableName,
+		Item:                                put.Item,
+		ConditionExpression:                 put.ConditionExpression,
+		ExpressionAttributeNames:            put.ExpressionAttributeNames,
+		ExpressionAttributeValues:           put.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: put.ReturnValuesOnConditionCheckFailure,
+	})
+	if err == nil {
+		return nil
+	}
+	if ccf, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		entry, derr := decodeLedgerEntry(ccf.Item)
+		if derr != nil {
+			return fmt.Errorf("dynamostore: put to table %q: decode current ledger entry %q: %w", s.table, l.Key, derr)
+		}
+		return &projections.ConflictError{Current: map[string]projections.LedgerEntry{l.Key: entry}}
+	}
+	if isContention(err) {
+		return fmt.Errorf("dynamostore: put ledger entry %q to table %q: %w: %w", l.Key, s.table, projections.ErrContention, err)
+	}
+	return s.wrapErr(err, "put ledger entry", l.Key)
+}
+
+func (s *Store) transactItems(tx *projections.Tx) ([]types.TransactWriteItem, error) {
+	items := make([]types.TransactWriteItem, 0, tx.Len())
+	for _, l := range tx.Ledgers {
+		put, err := s.ledgerPut(l)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, types.TransactWriteItem{Put: put})
+	}
+	for _, a := range tx.Adds {
+		upd, err := s.aggregateUpdate(a)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, types.TransactWriteItem{Update: upd})
+	}
+	for _, p := range tx.Puts {
+		put, err := s.rowPut(p)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, types.TransactWriteItem{Put: put})
+	}
+	for _, d := range tx.Deletes {
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+			TableName: aws.String(s.table),
+			Key:       RowKey(d),
+		}})
+	}
+	return items, nil
+}
