@@ -116,7 +116,9 @@ func TestKinesisEvent(t *testing.T) {
 
 	// Redelivered, duplicated and reordered: Kinesis may do all of it.
 	var ev struct{ Records []json.RawMessage }
-	json.Unmarshal(event, &ev)
+	if err := json.Unmarshal(event, &ev); err != nil {
+		t.Fatal(err)
+	}
 	var messy []json.RawMessage
 	for i := len(ev.Records) - 1; i >= 0; i-- {
 		messy = append(messy, ev.Records[i], ev.Records[i])
@@ -298,7 +300,9 @@ func TestSpecFile(t *testing.T) {
 	}
 
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("version: 1\nprojections:\n  - name: x\n    entityTypes: [T]\n    counters:\n      - key: \"K#{nope\"\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("version: 1\nprojections:\n  - name: x\n    entityTypes: [T]\n    counters:\n      - key: \"K#{nope\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err = function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", SpecFile: bad}, boltstoretest.Open(t), nil, quiet(), nil)
 	if err == nil || !strings.Contains(err.Error(), "PROJECTIONS_FILE") || !strings.Contains(err.Error(), bad+":6: projection x: counters[0].key") {
 		t.Errorf("a bad spec: %v", err)

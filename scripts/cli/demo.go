@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,7 +31,7 @@ func Demo() Command {
 	return Command{Name: "demo", Summary: "simulate a workload over the seed domains through Lambda's delivery with faults, then check the aggregates", Run: builtin(runDemo)}
 }
 
-func runDemo(ctx context.Context, e *env, args []string) error {
+func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "demo", "")
 	seedFlag := fs.Uint64("seed", 1, "workload seed: the same seed gives the same run")
 	changes := fs.Int("changes", 20_000, "number of changes to the simulated table")
@@ -86,7 +87,10 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		total, len(shards), h.Table.Len(), time.Since(start).Seconds())
 
 	path := filepath.Join(*dir, storeFile)
-	os.Remove(path) // a demo starts from an empty store
+	// A demo starts from an empty store.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	var opts []boltstore.Option
 	if *noSync {
 		opts = append(opts, boltstore.WithoutSync())
@@ -95,7 +99,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { err = errors.Join(err, st.Close()) }()
 	fmt.Fprintf(out, "store: %s\n", path)
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -135,7 +139,9 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	w := bufio.NewWriter(out)
 	showLeaderboard(w, got)
 	showAggregates(w, got)
-	w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
 
 	archived, err := demoArchive(ctx, out, filepath.Join(*dir, "archive"), h, *seedFlag, *faultRate, *batch)
 	if err != nil {
@@ -273,7 +279,9 @@ func (p *progress) done() {
 // through the same simulated delivery, then reads the archive back and checks
 // that it holds every TTL removal exactly once and nothing else.
 func demoArchive(ctx context.Context, out io.Writer, dir string, h *sim.History, seedValue uint64, faultRate float64, batch int) (bool, error) {
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return false, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err
 	}

@@ -172,11 +172,13 @@ func TestOutputErrorsFail(t *testing.T) {
 		{"aggregates", []string{"aggregates", "--store", dir}},
 		{"aggregates --json", []string{"aggregates", "--store", dir, "--json"}},
 		{"leaderboard", []string{"leaderboard", "--store", dir, "--season", "2026-Q2"}},
+		{"rows", []string{"rows", "--store", dir, "--projection", "order-totals", "--partition", "X"}},
+		{"projections show", []string{"projections"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var errb bytes.Buffer
-			code := run(context.Background(), &env{stdout: failingWriter{}, stderr: &errb, stdin: strings.NewReader("")}, tt.args)
+			code := Run(context.Background(), stockOptions, tt.args, strings.NewReader(""), failingWriter{}, &errb)
 			if code != 1 || !strings.Contains(errb.String(), "no space left on device") {
 				t.Errorf("exit %d, stderr %q: want 1 and the write error", code, errb.String())
 			}

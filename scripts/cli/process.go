@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +24,7 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-func runProcess(ctx context.Context, e *env, args []string) error {
+func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "process", "")
 	var sf storeFlags
 	sf.register(fs)
@@ -36,7 +37,7 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	e, err := e.withSpec(*specFile)
+	e, err = e.withSpec(*specFile)
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() { err = errors.Join(err, closeStore()) }()
 	logw := io.Discard
 	if *verbose {
 		logw = e.stderr

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ const projectionsUsage = `show [--store DIR | --table NAME] | adopt (--store DIR
          another set built leaves its aggregates wrong: rebuild it instead
          (replay --rebuild-into).`
 
-func runProjections(ctx context.Context, e *env, args []string) error {
+func runProjections(ctx context.Context, e *env, args []string) (err error) {
 	sub := "show"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
@@ -58,12 +59,12 @@ func runProjections(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	e, err := e.withSpec(*specFile)
+	e, err = e.withSpec(*specFile)
 	if err != nil {
 		return err
 	}
 	out := bufio.NewWriter(e.stdout)
-	defer out.Flush()
+	defer func() { err = errors.Join(err, out.Flush()) }()
 	switch sub {
 	case "show":
 		printSet(out, e.set)
@@ -74,7 +75,7 @@ func runProjections(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		defer closeStore()
+		defer func() { err = errors.Join(err, closeStore()) }()
 		m, err := projections.ReadMarker(ctx, st)
 		if err != nil {
 			return err
@@ -110,7 +111,7 @@ func runProjections(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		defer closeStore()
+		defer func() { err = errors.Join(err, closeStore()) }()
 		old, err := projections.Adopt(ctx, st, set)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sf.String(), err)
@@ -144,7 +145,7 @@ func formatSet(ids []projections.ProjectionID) string {
 }
 
 // checkSpec is `tributary projections check FILE`.
-func checkSpec(e *env, file string) error {
+func checkSpec(e *env, file string) (err error) {
 	sp, err := spec.LoadFile(file)
 	if err != nil {
 		return err
@@ -154,7 +155,7 @@ func checkSpec(e *env, file string) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	out := bufio.NewWriter(e.stdout)
-	defer out.Flush()
+	defer func() { err = errors.Join(err, out.Flush()) }()
 	ids := map[string]projections.ProjectionID{}
 	for _, id := range set.IDs() {
 		ids[id.Name] = id

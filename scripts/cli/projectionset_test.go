@@ -80,7 +80,11 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer st.Close()
+			defer func() {
+				if err := st.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
 			cfg := function.ProjectorConfig{Table: dir}
 			if kinesis {
 				_, err = function.NewKinesisProjector(ctx, cfg, st, opts.Projections, quiet, io.Discard)

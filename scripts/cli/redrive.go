@@ -27,7 +27,7 @@ projector's handler again: exactly once (records already applied are skipped),
 so redriving twice is harmless. --from DIR reads a local copy of the
 destination (aws s3 sync s3://BUCKET/PREFIX DIR).`
 
-func runRedrive(ctx context.Context, e *env, args []string) error {
+func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "redrive", redriveUsage)
 	from := fs.String("from", "", "the destination: s3://BUCKET/PREFIX, or a directory holding a copy of it")
 	var sf storeFlags
@@ -38,7 +38,7 @@ func runRedrive(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	e, err := e.withSpec(*specFile)
+	e, err = e.withSpec(*specFile)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func runRedrive(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() { err = errors.Join(err, closeStore()) }()
 	logw := io.Discard
 	if *verbose {
 		logw = e.stderr

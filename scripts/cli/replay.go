@@ -48,7 +48,7 @@ type replayFlags struct {
 	limit                        int64
 }
 
-func runReplay(ctx context.Context, e *env, args []string) error {
+func runReplay(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "replay", replayUsage)
 	var f replayFlags
 	fs.StringVar(&f.from, "from", "", "the stream: kinesis://STREAM (name or ARN) or streams://TABLE (table name or ARN, or the stream's ARN)")
@@ -69,7 +69,7 @@ func runReplay(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	e, err := e.withSpec(*specFile)
+	e, err = e.withSpec(*specFile)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func runReplay(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() { err = errors.Join(err, closeStore()) }()
 
 	selected, err := e.set.Select(f.projections...)
 	if err != nil {

@@ -3,13 +3,14 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/tributary/tributary/pipeline"
 )
 
-func runRows(ctx context.Context, e *env, args []string) error {
+func runRows(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "rows", "--projection NAME --partition KEY [--top N] [--json]")
 	var sf storeFlags
 	sf.register(fs)
@@ -32,19 +33,20 @@ func runRows(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() { err = errors.Join(err, closeStore()) }()
 	rows, err := st.QueryRows(ctx, *projection, *partition, *top)
 	if err != nil {
 		return err
 	}
 	out := bufio.NewWriter(e.stdout)
-	defer out.Flush()
 	for _, r := range rows {
 		if *asJSON {
 			b := append([]byte(`{"sort":`), strconv.Quote(r.Ref.Sort)...)
 			b = append(b, `,"attributes":`...)
 			b = append(pipeline.AppendItem(b, r.Attrs), "}\n"...)
-			out.Write(b)
+			if _, err := out.Write(b); err != nil {
+				return err
+			}
 			continue
 		}
 		fmt.Fprintf(out, "%s  %s\n", r.Ref.Sort, pipeline.AppendItem(nil, r.Attrs))
@@ -52,5 +54,5 @@ func runRows(ctx context.Context, e *env, args []string) error {
 	if len(rows) == 0 && !*asJSON {
 		fmt.Fprintf(out, "(no rows of %s in %s)\n", *projection, *partition)
 	}
-	return nil
+	return out.Flush()
 }

@@ -166,7 +166,7 @@ func (e *emulator) invokeRaw(t *testing.T, event []byte) (int, string) {
 	if err != nil {
 		return 0, err.Error()
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
 }

@@ -20,7 +20,9 @@ func TestProjectionsCheck(t *testing.T) {
 	golden(t, "projections-check.txt", out)
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte("version: 1\nprojections:\n  - name: a\n    entityTypes: [T]\n    countrs: []\n  - name: a\n    entityTypes: []\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("version: 1\nprojections:\n  - name: a\n    entityTypes: [T]\n    countrs: []\n  - name: a\n    entityTypes: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, stderr = runCLI(t, "projections", "check", bad)
 	for _, want := range []string{bad + ":5: projection a: countrs", bad + ":6: ", "invalid projection spec"} {
 		if code != 1 || !strings.Contains(stderr, want) {

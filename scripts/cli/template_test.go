@@ -428,19 +428,6 @@ func (tp tmpl) eval(v any, params map[string]string) (any, error) {
 	return nil, fmt.Errorf("cannot evaluate %v", v)
 }
 
-// typeAttribute is a function's TYPE_ATTRIBUTE for the parameters'
-// defaults (default EntityType).
-func typeAttribute(tp tmpl, fnName string) string {
-	env, _ := props(tp.resources()[fnName])["Environment"].(obj)
-	vars, _ := env["Variables"].(obj)
-	if v, ok := vars["TYPE_ATTRIBUTE"]; ok {
-		if s, err := tp.eval(v, nil); err == nil && s != "" {
-			return s.(string)
-		}
-	}
-	return "EntityType"
-}
-
 // TestTemplateProjectorFilters: the projectors' FilterCriteria are what
 // `tributary filters` generates for the ProjectedEntityTypes and
 // TypeAttribute parameters — for their defaults, which are the seed

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 // runVerify is `tributary verify`: recompute every projection from an
 // export and diff it against the live aggregates.
-func runVerify(ctx context.Context, e *env, args []string) error {
+func runVerify(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "verify", "")
 	var xf exportFlags
 	xf.register(fs)
@@ -26,7 +27,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	e, err := e.withSpec(*specFile)
+	e, err = e.withSpec(*specFile)
 	if err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() { err = errors.Join(err, closeStore()) }()
 	// The store must be this set's: a recomputation of other definitions
 	// would report every difference between the two as drift.
 	m, err := projections.ReadMarker(ctx, st)
@@ -89,7 +90,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	diff := projections.Diff(got, want)
 	w := bufio.NewWriter(e.stdout)
-	defer w.Flush()
+	defer func() { err = errors.Join(err, w.Flush()) }()
 	as := "as of the export"
 	if t := src.Time(); !t.IsZero() {
 		as = "as of " + t.UTC().Format(time.RFC3339)
