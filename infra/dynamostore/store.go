@@ -182,7 +182,7 @@ func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[str
 				s.table, len(left.Keys), keyRange(chunk), attempt+1, projections.ErrContention)
 		}
 		request = map[string]types.KeysAndAttributes{s.table: left}
-		if err := retry.SleepCause(ctx, retry.Backoff(attempt, s.retryBase, s.retryMax)); err != nil {
+		if err := retry.Sleep(ctx, retry.Backoff(attempt, s.retryBase, s.retryMax)); err != nil {
 			return fmt.Errorf("dynamostore: read ledgers from table %q, keys %s: %w", s.table, keyRange(chunk), err)
 		}
 	}
