@@ -1,10 +1,10 @@
 package pipeline
 
 import (
-	"fmt"
-
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	dstypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // FromStreamsRecord converts a record read with the DynamoDB Streams API
@@ -28,7 +28,7 @@ func FromStreamsRecord(r dstypes.Record, stream, shard string, opts Options) (Ch
 	}
 	c.Position.SequenceNumber = deref(sr.SequenceNumber)
 	if !allDigits(c.Position.SequenceNumber) {
-		return fail(&FieldError{Path: "dynamodb.SequenceNumber", Msg: fmt.Sprintf("%q is not a sequence number", c.Position.SequenceNumber)})
+		return fail(&FieldError{Path: "dynamodb.SequenceNumber", Msg: quote.Value(c.Position.SequenceNumber) + " is not a sequence number"})
 	}
 	if sr.ApproximateCreationDateTime != nil {
 		c.Time, c.Precision = sr.ApproximateCreationDateTime.UTC(), Second

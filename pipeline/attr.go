@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // FieldError is a record that is well-formed JSON but not a valid change: a
@@ -84,7 +86,7 @@ func (d *dec) pathString() string {
 		if i > 0 {
 			b.WriteByte('.')
 		}
-		b.Write(p.name)
+		b.WriteString(quote.Short(string(p.name))) // attribute names are up to 64 KB
 	}
 	return b.String()
 }
@@ -243,7 +245,7 @@ func (d *dec) typed(k []byte, depth int) types.AttributeValue {
 		}
 		return &types.AttributeValueMemberL{Value: l}
 	}
-	d.semantic("unknown attribute type %q", k)
+	d.semantic("unknown attribute type %s", quote.Bytes(k))
 	s.skip()
 	return nil
 }
@@ -340,7 +342,7 @@ func (d *dec) set(t byte, depth int) types.AttributeValue {
 // optional fraction, an optional exponent, at most 38 significant digits, and
 // a magnitude DynamoDB can store (1E-130 to under 1E+126).
 func checkNumber(b []byte) error {
-	bad := func(why string) error { return fmt.Errorf("%q is not a number: %s", b, why) }
+	bad := func(why string) error { return fmt.Errorf("%s is not a number: %s", quote.Bytes(b), why) }
 	i := 0
 	if i < len(b) && (b[i] == '-' || b[i] == '+') {
 		i++

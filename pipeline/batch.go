@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // BatchHandler applies a batch of changes, in order.
@@ -288,7 +289,7 @@ func (p *Processor) logFailure(ctx context.Context, log *slog.Logger, f Failure)
 		slog.Int("index", f.Index),
 		slog.String("shard", f.Shard),
 		slog.String("seq", f.SequenceNumber),
-		slog.String("entityType", f.EntityType),
+		slog.String("entityType", quote.Short(f.EntityType)),
 		slog.Bool("permanent", errors.Is(f.Err, ErrPermanent)),
 		slog.String("error", f.Err.Error()))
 }

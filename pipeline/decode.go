@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // Options configures decoding. The zero value is ready to use.
@@ -66,14 +68,14 @@ func (e *RecordError) Error() string {
 		b.WriteString(" (")
 		if e.SequenceNumber != "" {
 			b.WriteString("seq ")
-			b.WriteString(e.SequenceNumber)
+			b.WriteString(quote.Short(e.SequenceNumber))
 		}
 		if e.EventID != "" {
 			if e.SequenceNumber != "" {
 				b.WriteString(", ")
 			}
 			b.WriteString("event ")
-			b.WriteString(e.EventID)
+			b.WriteString(quote.Short(e.EventID))
 		}
 		b.WriteString(")")
 	}
@@ -317,7 +319,7 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 		case "SequenceNumber":
 			seq = d.optString()
 			if seq != "" && !allDigits(seq) {
-				d.semantic("%q is not a sequence number", seq)
+				d.semantic("%s is not a sequence number", quote.Value(seq))
 			}
 		case "SizeBytes":
 			if s.peek() == '"' || s.peek() == '{' || s.peek() == '[' {
@@ -352,7 +354,7 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 	switch precision {
 	case "", "MILLISECOND", "MICROSECOND":
 	default:
-		d.semanticAt(d.pathString()+".ApproximateCreationDateTimePrecision", fmt.Sprintf("unknown precision %q", precision))
+		d.semanticAt(d.pathString()+".ApproximateCreationDateTimePrecision", "unknown precision "+quote.Value(precision))
 		return seq, viewType
 	}
 	if rawTime != nil {
@@ -413,7 +415,7 @@ func (d *dec) finish(c *Change, name, viewType, ddb string) {
 		d.semanticAt("eventName", "missing")
 		return
 	default:
-		d.semanticAt("eventName", fmt.Sprintf("unknown event name %q", name))
+		d.semanticAt("eventName", "unknown event name "+quote.Value(name))
 		return
 	}
 	if len(c.Keys) == 0 {
@@ -466,7 +468,7 @@ func (d *dec) derive(c *Change, prefix string) {
 	}
 	v, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil || v < 0 {
-		d.semanticAt(where+".N", fmt.Sprintf("version %q is not a non-negative integer", n.Value))
+		d.semanticAt(where+".N", fmt.Sprintf("version %s is not a non-negative integer", quote.Value(n.Value)))
 		return
 	}
 	c.Version, c.HasVersion = v, true

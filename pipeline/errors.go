@@ -3,6 +3,8 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // ErrPermanent matches errors that retrying cannot fix: a record that cannot
@@ -48,7 +50,7 @@ func (e *UnknownTypeError) Error() string {
 	if e.Type == "" {
 		return "item " + e.Key + ": no entity type"
 	}
-	return fmt.Sprintf("item %s: no handler for entity type %q", e.Key, e.Type)
+	return fmt.Sprintf("item %s: no handler for entity type %s", e.Key, quote.Value(e.Type))
 }
 
 // Is makes UnknownTypeError match ErrPermanent.

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // Handler handles one change.
@@ -108,7 +110,7 @@ func (m *Mux[H]) Lookup(ctx context.Context, c *Change, img Item, entityType str
 	if entityType == "" {
 		msg = "skipping change: item has no entity type"
 	}
-	log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("entityType", entityType),
+	log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("entityType", quote.Short(entityType)),
 		slog.String("key", KeyString(c.Keys)), slog.String("seq", c.Position.SequenceNumber))
 	return nil, nil
 }

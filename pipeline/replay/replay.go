@@ -28,8 +28,9 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/infra/checkpoint"
-	"github.com/tributary/tributary/pipeline/shardread"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 // Config configures a Replay.
@@ -280,7 +281,7 @@ func (r *Replay) apply(ctx context.Context, shard string, recs []shardread.Recor
 func (r *Replay) fail(ctx context.Context, f Failure) {
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "record cannot be applied; passed over",
 		slog.String("shard", f.Shard), slog.String("seq", f.Seq), slog.String("item", f.Item),
-		slog.String("entityType", f.EntityType), slog.String("error", f.Err.Error()))
+		slog.String("entityType", quote.Short(f.EntityType)), slog.String("error", f.Err.Error()))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.failed++

@@ -1,0 +1,122 @@
+// Package quote renders strings that come from items and inputs (attribute
+// values, entity types, raw record bytes) where people read them: Value
+// quotes a value inside an error or log message and cuts it, so that a
+// 200 KB attribute does not become a 200 KB log line; Printable escapes what
+// a terminal would interpret, so that an item cannot set the operator's
+// window title or clear the screen through a table cell.
+//
+// Keys are not cut: they are what an operator needs to find an item, and
+// DynamoDB bounds them (2,048 bytes of partition key, 1,024 of sort key).
+package quote
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxValueBytes is how much of a value Value and Bytes quote.
+const MaxValueBytes = 64
+
+// Value returns s as a Go string literal (strconv.Quote: control
+// characters, invalid UTF-8 and non-printable characters escaped), cut to
+// its first MaxValueBytes bytes at a character boundary; a cut value is
+// followed by an ellipsis and its full size: "aaaa"… (200000 bytes).
+func Value(s string) string {
+	if len(s) <= MaxValueBytes {
+		return strconv.Quote(s)
+	}
+	return cut(s[:MaxValueBytes+1], len(s))
+}
+
+// Bytes is Value for raw bytes; it copies no more of b than it quotes.
+func Bytes(b []byte) string {
+	if len(b) <= MaxValueBytes {
+		return strconv.Quote(string(b))
+	}
+	return cut(string(b[:MaxValueBytes+1]), len(b))
+}
+
+// Short is Value without the quotes or the escaping, for the fields of
+// structured logs, whose encoder escapes: s itself when it is short, else
+// its first MaxValueBytes bytes (at a character boundary), an ellipsis and
+// its full size.
+func Short(s string) string {
+	if len(s) <= MaxValueBytes {
+		return s
+	}
+	n := boundary(s[:MaxValueBytes+1])
+	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// cut quotes the first MaxValueBytes bytes of head (which has one more),
+// backing off to a character boundary, and says the value's full size.
+func cut(head string, size int) string {
+	return strconv.Quote(head[:boundary(head)]) + "… (" + strconv.Itoa(size) + " bytes)"
+}
+
+// boundary returns where to cut head, which is MaxValueBytes+1 bytes long:
+// MaxValueBytes, or the start of the character that straddles it.
+func boundary(head string) int {
+	n := MaxValueBytes
+	for k := 0; k < utf8.UTFMax && n > 0 && !utf8.RuneStart(head[n]); k++ {
+		n--
+	}
+	if !utf8.RuneStart(head[n]) {
+		return MaxValueBytes // not UTF-8 here: cut anywhere
+	}
+	return n
+}
+
+// Printable returns s unchanged but for what a terminal would not print as
+// itself, which it escapes as in a Go string literal: control characters
+// (ESC, BEL, CR, tab, newline, the C1 controls...), invalid UTF-8 (\xff),
+// format characters such as the bidirectional overrides (\u202e), spaces
+// other than ASCII's, and the backslash itself (\\), so that the escaped
+// form cannot be mistaken for the text. It does not cut s: use it for the
+// values of tables and reports printed for people.
+func Printable(s string) string {
+	i := 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if needsEscape(r, size) {
+			break
+		}
+		i += size
+	}
+	if i == len(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s)+16)
+	b = append(b, s[:i]...)
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !needsEscape(r, size) {
+			b = append(b, s[i:i+size]...)
+			i += size
+			continue
+		}
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, '\\', 'x', hex[s[i]>>4], hex[s[i]&0xf])
+		case r == '\\':
+			b = append(b, '\\', '\\')
+		default:
+			q := strconv.QuoteRune(r) // 'x' with x escaped
+			b = append(b, q[1:len(q)-1]...)
+		}
+		i += size
+	}
+	return string(b)
+}
+
+const hex = "0123456789abcdef"
+
+func needsEscape(r rune, size int) bool {
+	if r == utf8.RuneError && size == 1 {
+		return true
+	}
+	if r < utf8.RuneSelf {
+		return r < 0x20 || r == 0x7f || r == '\\'
+	}
+	return !strconv.IsPrint(r)
+}
