@@ -56,10 +56,15 @@ type dec struct {
 	recErr *FieldError
 	names  map[string]string
 	opts   Options
+	// exact counts the bytes of attribute names, strings and binaries of
+	// the image being read: the part of its size DynamoDB counts byte for
+	// byte.
+	exact int
 }
 
-func newDec(opts Options) *dec {
-	d := &dec{opts: opts.withDefaults(), names: make(map[string]string, 32)}
+// newDec returns a decoder; limit is the format's record limit.
+func newDec(opts Options, limit int) *dec {
+	d := &dec{opts: opts.withDefaults(limit), names: make(map[string]string, 32)}
 	d.s.ar = &d.ar
 	return d
 }
@@ -109,6 +114,21 @@ func (d *dec) intern(b []byte) string {
 	return s
 }
 
+// image reads an item image (NewImage, OldImage, Item, Keys) and checks it
+// against DynamoDB's item limit: its attribute names, strings and binaries
+// alone, which DynamoDB counts byte for byte, cannot exceed MaxItemBytes
+// in an item that exists. (Numbers, lists and maps add to the size by
+// rules the Developer Guide calls approximate, so they are not counted:
+// the check never refuses a real item.)
+func (d *dec) image() Item {
+	d.exact = 0
+	m := d.item(0)
+	if d.exact > MaxItemBytes {
+		d.semantic("%d bytes of attribute names, strings and binaries: more than DynamoDB's item limit of %d", d.exact, MaxItemBytes)
+	}
+	return m
+}
+
 // item reads a map of attribute values (an image, Keys, or an M value).
 func (d *dec) item(depth int) Item {
 	s := &d.s
@@ -125,6 +145,7 @@ func (d *dec) item(depth int) Item {
 			return nil
 		}
 		name := d.intern(k)
+		d.exact += len(name)
 		d.push(k)
 		if v := d.value(depth); v != nil {
 			m[name] = v
@@ -180,6 +201,7 @@ func (d *dec) typed(k []byte, depth int) types.AttributeValue {
 		}
 		v := d.ss.alloc()
 		v.Value = s.str()
+		d.exact += len(v.Value)
 		return v
 	case "N":
 		num, ok := d.num()
@@ -285,6 +307,7 @@ func (d *dec) bin() ([]byte, bool) {
 		d.semantic("invalid base64: %v", err)
 		return nil, false
 	}
+	d.exact += n
 	return out[:n:n], true
 }
 
@@ -310,6 +333,7 @@ func (d *dec) set(t byte, depth int) types.AttributeValue {
 				s.skip()
 			} else {
 				ss = append(ss, s.str())
+				d.exact += len(ss[len(ss)-1])
 			}
 		case 'N':
 			if v, ok := d.num(); ok {

@@ -24,8 +24,13 @@ type Options struct {
 	// KeyAttributes names the table's key attributes, used where a source
 	// gives whole items but no keys (full export lines). Default PK, SK.
 	KeyAttributes []string
-	// MaxRecordBytes rejects a record whose JSON is larger. Default 1 MiB:
-	// a DynamoDB item is at most 400 KB, so a record with both images fits.
+	// MaxRecordBytes rejects a record whose JSON is larger: a record of a
+	// Lambda event, the data of a Kinesis record, an export line. The
+	// default, and the most it can be, is the format's limit, which no
+	// record AWS writes exceeds: MaxLambdaRecordBytes for the records of
+	// Lambda events, MaxStreamsRecordBytes for those of a Streams GetRecords
+	// response, MaxKinesisDataBytes for a Kinesis record's data,
+	// MaxExportLineBytes for export lines.
 	MaxRecordBytes int
 }
 
@@ -33,10 +38,10 @@ type Options struct {
 const (
 	DefaultTypeAttribute    = "EntityType"
 	DefaultVersionAttribute = "version"
-	DefaultMaxRecordBytes   = 1 << 20
 )
 
-func (o Options) withDefaults() Options {
+// withDefaults fills in the defaults; limit is the format's record limit.
+func (o Options) withDefaults(limit int) Options {
 	if o.TypeAttribute == "" {
 		o.TypeAttribute = DefaultTypeAttribute
 	}
@@ -46,8 +51,8 @@ func (o Options) withDefaults() Options {
 	if len(o.KeyAttributes) == 0 {
 		o.KeyAttributes = []string{"PK", "SK"}
 	}
-	if o.MaxRecordBytes <= 0 {
-		o.MaxRecordBytes = DefaultMaxRecordBytes
+	if o.MaxRecordBytes <= 0 || o.MaxRecordBytes > limit {
+		o.MaxRecordBytes = limit
 	}
 	return o
 }
@@ -120,7 +125,7 @@ func (e *DecodeError) Unwrap() []error {
 // A payload that is not valid JSON, or not an event, gives no changes and a
 // plain error.
 func DecodeStreamsEvent(data []byte, opts Options) ([]Change, error) {
-	d := newDec(opts)
+	d := newDec(opts, MaxLambdaRecordBytes)
 	return d.event(data, d.streamsRecord)
 }
 
@@ -130,7 +135,7 @@ func DecodeStreamsEvent(data []byte, opts Options) ([]Change, error) {
 // times). Position.SequenceNumber is the Kinesis sequence number, which
 // Lambda's partial batch response names. Errors are as for DecodeStreamsEvent.
 func DecodeKinesisEvent(data []byte, opts Options) ([]Change, error) {
-	d := newDec(opts)
+	d := newDec(opts, MaxLambdaRecordBytes)
 	return d.event(data, d.kinesisRecord)
 }
 
@@ -139,7 +144,7 @@ func DecodeKinesisEvent(data []byte, opts Options) ([]Change, error) {
 // captured from the API. stream and shard fill in the Position, which the body
 // does not carry. Errors are as for DecodeStreamsEvent.
 func DecodeStreamsAPIResponse(data []byte, stream, shard string, opts Options) ([]Change, error) {
-	d := newDec(opts)
+	d := newDec(opts, MaxStreamsRecordBytes)
 	changes, err := d.event(data, d.streamsRecord)
 	for i := range changes {
 		if changes[i].Position.Stream == "" {
@@ -307,14 +312,14 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 		d.push(k)
 		switch string(k) {
 		case "Keys":
-			c.Keys = d.item(0)
+			c.Keys = d.image()
 		case "NewImage":
 			if !s.isNull() {
-				c.New = d.item(0)
+				c.New = d.image()
 			}
 		case "OldImage":
 			if !s.isNull() {
-				c.Old = d.item(0)
+				c.Old = d.image()
 			}
 		case "SequenceNumber":
 			seq = d.optString()

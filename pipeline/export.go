@@ -20,7 +20,7 @@ type ExportDecoder struct {
 
 // NewExportDecoder returns a decoder for export lines.
 func NewExportDecoder(opts Options) *ExportDecoder {
-	return &ExportDecoder{d: newDec(opts)}
+	return &ExportDecoder{d: newDec(opts, MaxExportLineBytes)}
 }
 
 // Decode decodes one line. A full-export line becomes an Insert of the item
@@ -56,16 +56,16 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 		switch string(k) {
 		case "Item":
 			full = true
-			c.New = d.item(0)
+			c.New = d.image()
 		case "Keys":
-			c.Keys = d.item(0)
+			c.Keys = d.image()
 		case "NewImage":
 			if !s.isNull() {
-				c.New = d.item(0)
+				c.New = d.image()
 			}
 		case "OldImage":
 			if !s.isNull() {
-				c.Old = d.item(0)
+				c.Old = d.image()
 			}
 		case "Metadata":
 			if s.peek() != '{' {

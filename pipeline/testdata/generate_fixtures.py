@@ -519,6 +519,100 @@ def build_exports():
 
 
 # --------------------------------------------------------------------------
+# records of DynamoDB's largest items (gzip-compressed: the data repeat)
+
+MAX_ITEM = 400 * 1024  # DynamoDB's item limit, 409,600 bytes
+
+
+def pattern(n, salt):
+    """n bytes that cycle through every byte value: (7i + salt) mod 256."""
+    return bytes((7 * i + salt) % 256 for i in range(n))
+
+
+def exact_size(img):
+    """DynamoDB's size of an image of S, N and B attributes only."""
+    total = 0
+    for k, av in img.items():
+        t, v = next(iter(av.items()))
+        total += len(k.encode())
+        if t == "S":
+            total += len(v.encode())
+        elif t == "B":
+            total += len(base64.b64decode(v))
+        elif t == "N":
+            total += (len(v.strip("-0").replace(".", "")) + 1) // 2 + 1
+        else:
+            raise ValueError(t)
+    return total
+
+
+def max_item(version, filler, name="blob", salt=0):
+    """A Document of exactly MAX_ITEM bytes whose bulk is attribute name: a B
+    of pattern bytes (filler "B"), or an S of filler characters."""
+    img = {"PK": S("WS#acme"), "SK": S("DOC#d9"), "EntityType": S("Document"),
+           "version": N(str(version)), "docId": S("d9"), "title": S("Scanned contract")}
+    room = MAX_ITEM - exact_size(img) - len(name)
+    if filler == "B":
+        img[name] = {"B": base64.b64encode(pattern(room, salt)).decode()}
+    else:
+        img[name] = S(filler * (room // len(filler.encode())))
+    img = sort_image(img)
+    assert exact_size(img) <= MAX_ITEM and exact_size(img) > MAX_ITEM - 4, exact_size(img)
+    return img
+
+
+def write_gz(rel, text):
+    write(rel, gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0), binary=True)
+
+
+def build_large():
+    t = T_1015 + 7200
+    old, new = max_item(1, "B", salt=0), max_item(2, "B", salt=1)
+    rec = stream_record("MODIFY", "4421590000000000017450450001", t, new=new, old=old,
+                        size=exact_size(keys_of(new)) + exact_size(new) + exact_size(old))
+    write_gz("large/streams-modify-400kb-binary.json.gz",
+             json.dumps({"Records": [rec]}, separators=(",", ":")) + "\n")
+
+    ctl = max_item(1, "\u0001", name="body")
+    rec = stream_record("INSERT", "4421590100000000017450450002", t + 1, new=ctl,
+                        size=exact_size(keys_of(ctl)) + exact_size(ctl))
+    write_gz("large/streams-insert-400kb-control.json.gz",
+             json.dumps({"Records": [rec]}, separators=(",", ":")) + "\n")
+
+    # Kinesis: a MODIFY of a 395 KB string item (data under Kinesis's default
+    # 1 MiB record), then one of the 400 KB binary item (1.09 MB of data: a
+    # stream whose maximum record size is raised, up to 10 MiB).
+    t_ms = t * 1000 + 250
+    s_old = sort_image({**max_item(1, "x", name="body"), "body": S("x" * (395 * 1000))})
+    s_new = sort_image({**s_old, "version": N("2"), "body": S("y" * (395 * 1000))})
+    payloads = [
+        kinesis_payload("MODIFY", t_ms, new=s_new, old=s_old, seed="big0"),
+        kinesis_payload("MODIFY", t_ms + 1, new=new, old=old, seed="big1"),
+    ]
+    write_gz("large/kinesis-modify-400kb.json.gz",
+             json.dumps(kinesis_event(payloads, first_seq=200), separators=(",", ":")) + "\n")
+
+    # An incremental export data file: the same MODIFY with both images,
+    # between two small lines.
+    w = (T_1015 + 7200) * 1000000
+    lines = [
+        {"Metadata": {"WriteTimestampMicros": N(str(w + 1))},
+         "Keys": keys_of(cart_item()), "NewImage": cart_item(1, "1")},
+        {"Metadata": {"WriteTimestampMicros": N(str(w + 2))},
+         "Keys": keys_of(new), "OldImage": old, "NewImage": new},
+        {"Metadata": {"WriteTimestampMicros": N(str(w + 3))},
+         "Keys": keys_of(player()), "OldImage": player(8, "1851")},
+    ]
+    write_gz("large/export-incremental-400kb-binary.json.gz",
+             "".join(compact_sorted(x) + "\n" for x in lines))
+
+    # A full export data file whose second line is the 400 KB item of
+    # control characters: 2.46 MB of \u0001.
+    write_gz("large/export-full-400kb-control.json.gz",
+             "".join(compact_sorted({"Item": it}) + "\n" for it in [cart_item(1, "1"), ctl, player(8, "1851")]))
+
+
+# --------------------------------------------------------------------------
 # malformed inputs
 
 CASES = []
@@ -707,9 +801,9 @@ def build_malformed():
     ev, seq = streams_triplet("oversize", m_big, bad_base="insert")
     text = json.dumps(ev, separators=(",", ":")) + "\n"
     assert len(text.encode()) < 1200000, len(text)
-    case("streams-oversized-record.json", "streams", False, 1, seq, "",
-         "record larger than any real one: NewImage has an S of 1,100,000 characters "
-         "(DynamoDB items are at most 400 KB, Lambda payloads 6 MB)", text)
+    case("streams-oversized-record.json", "streams", False, 1, seq, "dynamodb.NewImage",
+         "image larger than any real one: an S of 1,100,000 characters, over DynamoDB's "
+         "400 KB item limit", text)
 
     # ---- Lambda Kinesis event
     t = (T_1015 + 900) * 1000
@@ -837,6 +931,7 @@ def main():
     build_getrecords()
     build_exports()
     build_malformed()
+    build_large()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
 )
 
 func runDecode(ctx context.Context, e *env, args []string) error {
@@ -123,25 +124,21 @@ func decodeFile(format, name string, data []byte, opts pipeline.Options) ([]pipe
 		out []pipeline.Change
 		bad []*pipeline.RecordError
 	)
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 2<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		c, err := d.Decode(sc.Bytes(), name, n)
+	err := export.ScanLines(context.Background(), bytes.NewReader(data), pipeline.MaxExportLineBytes, func(line []byte, n int) error {
+		c, err := d.Decode(line, name, n)
 		if err != nil {
 			var re *pipeline.RecordError
 			if errors.As(err, &re) {
 				bad = append(bad, re)
-				continue
+				return nil
 			}
-			return out, err
+			return err
 		}
 		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("reading lines: %w", err)
+		return nil
+	})
+	if err != nil {
+		return out, err
 	}
 	if bad != nil {
 		return out, &pipeline.DecodeError{Records: bad}

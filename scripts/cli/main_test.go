@@ -2,12 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tributary/tributary/pipeline"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -82,6 +86,50 @@ func TestDecode(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "invalid JSON") {
 		t.Errorf("truncated: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// Records of DynamoDB's largest items decode from every format, and an
+// export line longer than any export's is named by its line number.
+func TestDecodeLargestItems(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		records int
+	}{
+		{"StreamsBinaryModify", []string{fixtures + "large/streams-modify-400kb-binary.json.gz"}, 1},
+		{"StreamsControlCharacters", []string{fixtures + "large/streams-insert-400kb-control.json.gz"}, 1},
+		{"KinesisModify", []string{"--format", "kinesis", fixtures + "large/kinesis-modify-400kb.json.gz"}, 2},
+		{"ExportIncrementalBinary", []string{"--format", "export", fixtures + "large/export-incremental-400kb-binary.json.gz"}, 3},
+		{"ExportFullControlCharacters", []string{"--format", "export", fixtures + "large/export-full-400kb-control.json.gz"}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, append([]string{"decode"}, tt.args...)...)
+			if code != 0 || strings.Count(out, "\n") != tt.records {
+				t.Fatalf("exit %d, %d lines out; stderr: %.500s", code, strings.Count(out, "\n"), stderr)
+			}
+		})
+	}
+	t.Run("LineOverTheLimit", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "data.json.gz")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw := gzip.NewWriter(f)
+		fmt.Fprintln(zw, `{"Item":{"PK":{"S":"A"},"SK":{"S":"B"}}}`)
+		long := bytes.Repeat([]byte("x"), 1<<20)
+		for n := 0; n <= pipeline.MaxExportLineBytes; n += len(long) {
+			zw.Write(long)
+		}
+		zw.Write([]byte("\n"))
+		zw.Close()
+		f.Close()
+		code, out, stderr := runCLI(t, "decode", "--format", "export", path)
+		if code != 1 || strings.Count(out, "\n") != 1 || !strings.Contains(stderr, fmt.Sprintf("line 2: line longer than %d bytes", pipeline.MaxExportLineBytes)) {
+			t.Fatalf("exit %d, %d lines out; stderr %q", code, strings.Count(out, "\n"), stderr)
+		}
+	})
 }
 
 func TestProcessAggregatesLeaderboard(t *testing.T) {
