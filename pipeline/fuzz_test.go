@@ -2,6 +2,8 @@ package pipeline_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -158,6 +160,46 @@ func FuzzExportLine(f *testing.F) {
 			t.Fatalf("line of %d bytes, limit %d: %v", len(line), int(limit)+1, lerr)
 		case !over && (err == nil) != (lerr == nil):
 			t.Fatalf("limit %d changed the outcome: %v, without it %v", int(limit)+1, lerr, err)
+		}
+	})
+}
+
+// FuzzDetectFormat puts whatever an item can hold (an attribute of any name
+// and string value, at the top of the image and nested) into each format:
+// the format detected is the one the payload has, never one an item
+// mentions. On any other input, DetectFormat returns a format or an error.
+func FuzzDetectFormat(f *testing.F) {
+	f.Add("kinesis", []byte("aws:kinesis"))
+	f.Add("eventSource", []byte(`"aws:kinesis"`))
+	f.Add("Records", []byte(`{"Records":[{"eventSource":"aws:kinesis"}]}`))
+	f.Add("NextShardIterator", []byte("Item"))
+	f.Add("Item", []byte("$ion_1_0"))
+	f.Fuzz(func(t *testing.T, name string, value []byte) {
+		pipeline.DetectFormat(value) // no panic, whatever it is
+		if name == "" {
+			return
+		}
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		img := `{"PK":{"S":"a"},` + q(name) + `:{"S":` + q(string(value)) + `},"n":{"M":{` + q(name) + `:{"S":` + q(string(value)) + `}}}}`
+		if name == "PK" {
+			img = `{"PK":{"S":` + q(string(value)) + `}}`
+		}
+		record := `"dynamodb":{"ApproximateCreationDateTime":1796033700,"Keys":{"PK":{"S":"a"}},"NewImage":` + img + `,"SequenceNumber":"100000000000000000001","StreamViewType":"NEW_AND_OLD_IMAGES"}`
+		data := base64.StdEncoding.EncodeToString([]byte(`{"eventName":"INSERT","eventSource":"aws:dynamodb",` + record + `}`))
+		for _, tc := range []struct {
+			payload string
+			want    pipeline.Format
+		}{
+			{`{"Records":[{"eventID":"1","eventName":"INSERT","eventSource":"aws:dynamodb",` + record + `,"eventSourceARN":"arn:aws:dynamodb:eu-west-1:111122223333:table/t/stream/x"}]}`, pipeline.FormatStreamsEvent},
+			{`{"Records":[{"eventName":"INSERT",` + record + `,"eventSource":"aws:dynamodb"}],"NextShardIterator":"x"}`, pipeline.FormatStreamsAPI},
+			{`{"Records":[{"kinesis":{"sequenceNumber":"1","data":"` + data + `"},"eventSource":"aws:kinesis","eventID":"shardId-000000000000:1"}]}`, pipeline.FormatKinesisEvent},
+			{`{"Item":` + img + `}`, pipeline.FormatExport},
+			{`{"Keys":{"PK":{"S":"a"}},"Metadata":{"WriteTimestampMicros":{"N":"1"}},"NewImage":` + img + `}`, pipeline.FormatExport},
+		} {
+			got, err := pipeline.DetectFormat([]byte(tc.payload))
+			if err != nil || got != tc.want {
+				t.Fatalf("DetectFormat = %v, %v; want %v\n%s", got, err, tc.want, tc.payload)
+			}
 		}
 	})
 }

@@ -267,6 +267,25 @@ def build_streams():
     write("streams/event.json", pretty({"Records": recs}))
 
 
+def build_mentions_kinesis():
+    # Items whose attributes are named like the members of other formats, and
+    # whose values are "aws:kinesis": only the records' own members say what
+    # the event is.
+    integ = sort_image({
+        "PK": S("WS#acme"), "SK": S("INTEGRATION#i1"), "EntityType": S("Integration"),
+        "version": N("1"), "kinesis": {"M": {"streamArn": S(KINESIS_ARN), "eventSource": S("aws:kinesis")}},
+        "eventSource": S("aws:kinesis"), "Records": {"L": [S("kinesis")]},
+        "NextShardIterator": S("none"), "Item": {"NULL": True},
+    })
+    doc = document(3, "Routing aws:kinesis records", source=S("aws:kinesis"))
+    recs = [
+        stream_record("INSERT", "4421587000000000017450442001", T_1015 + 2400, new=integ),
+        stream_record("MODIFY", "4421587100000000017450442002", T_1015 + 2460,
+                      new=doc, old=document(2, "Q4 roadmap (final)", updatedAt=S("2026-11-30T10:36:00Z"))),
+    ]
+    write("streams/mentions-kinesis.json", pretty({"Records": recs}))
+
+
 def build_all_types():
     esc_in = 'She said "hi" \\ C:\\tmp\\x\nline 2 caf@@E9@@ @@EMOJI@@ a@@SOL@@b\ttab'
     img = {
@@ -927,6 +946,7 @@ def build_malformed():
 def main():
     build_streams()
     build_all_types()
+    build_mentions_kinesis()
     build_kinesis()
     build_getrecords()
     build_exports()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
@@ -17,7 +16,7 @@ import (
 
 func runDecode(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "decode", "FILE...")
-	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: guessed from each file)")
+	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: told from each file's structure)")
 	typeAttr := fs.String("type-attribute", pipeline.DefaultTypeAttribute, "attribute holding the entity type")
 	versionAttr := fs.String("version-attribute", pipeline.DefaultVersionAttribute, "attribute holding the item version")
 	if err := parse(fs, args); err != nil {
@@ -45,7 +44,9 @@ func runDecode(ctx context.Context, e *env, args []string) error {
 		}
 		f := *format
 		if f == "" {
-			f = guessFormat(data)
+			if f, err = detectFormat(name, data); err != nil {
+				return err
+			}
 		}
 		changes, err := decodeFile(f, name, data, opts)
 		for i := range changes {
@@ -96,18 +97,14 @@ func readInput(e *env, name string) ([]byte, error) {
 	return data, nil
 }
 
-// guessFormat tells the formats apart by their first member names.
-func guessFormat(data []byte) string {
-	head := string(data[:min(len(data), 4096)])
-	switch {
-	case strings.Contains(head, `"aws:kinesis`) || strings.Contains(head, `"kinesis"`):
-		return "kinesis"
-	case strings.Contains(head, `"NextShardIterator"`):
-		return "streams-api"
-	case strings.Contains(head, `"Records"`):
-		return "streams"
+// detectFormat tells the formats apart by their structure
+// (pipeline.DetectFormat), naming the input if it cannot.
+func detectFormat(name string, data []byte) (string, error) {
+	f, err := pipeline.DetectFormat(data)
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot tell its format (give --format): %w", name, err)
 	}
-	return "export"
+	return f.String(), nil
 }
 
 func decodeFile(format, name string, data []byte, opts pipeline.Options) ([]pipeline.Change, error) {

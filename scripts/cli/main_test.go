@@ -132,6 +132,25 @@ func TestDecodeLargestItems(t *testing.T) {
 	})
 }
 
+// Without --format, the format is told from the structure: a Streams event
+// whose items mention kinesis everywhere is processed as a Streams event.
+func TestFormatFromStructure(t *testing.T) {
+	code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), fixtures+"streams/mentions-kinesis.json")
+	if code != 0 || !strings.Contains(out, "mentions-kinesis.json: 2 records") {
+		t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "decode", fixtures+"streams/mentions-kinesis.json")
+	if code != 0 || strings.Count(out, `"source":"streams"`) != 2 {
+		t.Fatalf("decode: exit %d\n%s%s", code, out, stderr)
+	}
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(path, []byte("Hello, this is a test 123.\n"), 0o644)
+	code, _, stderr = runCLI(t, "decode", path)
+	if code != 1 || !strings.Contains(stderr, "notes.txt: cannot tell its format (give --format): not a JSON object: not JSON") {
+		t.Fatalf("plain text: exit %d, %q", code, stderr)
+	}
+}
+
 func TestProcessAggregatesLeaderboard(t *testing.T) {
 	dir := t.TempDir()
 	code, out, stderr := runCLI(t, "process", "--store", dir, "--events", fixtures+"streams/event.json", "--events", fixtures+"kinesis/event-ms.json")

@@ -30,7 +30,7 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 	sf.register(fs)
 	var files multiFlag
 	fs.Var(&files, "events", "captured Lambda event file (DynamoDB Streams or Kinesis form); repeat for several")
-	format := fs.String("format", "", "event form: streams or kinesis (default: guessed from each file)")
+	format := fs.String("format", "", "event form: streams or kinesis (default: told from each file's structure: its records' eventSource)")
 	archiveTo := fs.String("archive", "", "also run the archiver's handler: write the events' TTL removals to this directory or s3://bucket/prefix")
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
 	if err := parse(fs, args); err != nil {
@@ -68,7 +68,9 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 		}
 		f := *format
 		if f == "" {
-			f = guessFormat(data)
+			if f, err = detectFormat(name, data); err != nil {
+				return err
+			}
 		}
 		var p *pipeline.Processor
 		switch f {
