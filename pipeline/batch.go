@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -148,6 +150,32 @@ type Failure struct {
 	Skipped        bool // skipped under SkipPermanent rather than reported
 }
 
+// String describes the failure for people, naming the record once: a
+// record that could not be decoded as its *RecordError does ("record 1
+// (seq …, event …): path: msg"), any other as "record 1 (seq …, entity
+// type Order): err".
+func (f Failure) String() string {
+	var re *RecordError
+	if errors.As(f.Err, &re) && re.Index == f.Index {
+		return re.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "record %d (", f.Index)
+	if f.SequenceNumber != "" {
+		b.WriteString("seq " + quote.ID(f.SequenceNumber) + ", ")
+	}
+	if f.EntityType == "" {
+		b.WriteString("no entity type")
+	} else {
+		b.WriteString("entity type " + quote.Short(f.EntityType))
+	}
+	b.WriteString("): ")
+	if f.Err != nil {
+		b.WriteString(f.Err.Error())
+	}
+	return b.String()
+}
+
 // Invoke implements lambda.Handler: it decodes the event, processes it and
 // returns the partial batch response for the event's source. An error is
 // returned only when the payload cannot be read as an event at all, so that
@@ -207,7 +235,7 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 	stop := len(changes)
 	var stopFailure *Failure
 	for _, rb := range bad {
-		f := Failure{Index: rb.Index, SequenceNumber: rb.SequenceNumber, Err: rb, EntityType: "(undecodable)"}
+		f := Failure{Index: rb.Index, Shard: rb.Shard, SequenceNumber: rb.SequenceNumber, Err: rb, EntityType: "(undecodable)"}
 		stats.add(f.EntityType, "Records")
 		if p.cfg.Permanent == SkipPermanent {
 			f.Skipped = true
@@ -265,6 +293,10 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		if res.Report == "" {
 			// Without a sequence number the record cannot be named: fail the
 			// whole invocation so that Lambda retries and bisects it.
+			var re *RecordError
+			if errors.As(stopFailure.Err, &re) {
+				return res, re
+			}
 			return res, &RecordError{Index: stopFailure.Index, Err: stopFailure.Err}
 		}
 	}

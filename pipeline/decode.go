@@ -63,26 +63,36 @@ type RecordError struct {
 	Index          int    // place in the batch, from 0
 	SequenceNumber string // when the record's sequence number could be read
 	EventID        string // when it could be read
-	Err            error  // usually a *FieldError
+	Shard          string // when the record says it (a Kinesis event ID does)
+	// File and Line name an export line (Index is Line-1).
+	File string
+	Line int
+	Err  error // usually a *FieldError
 }
 
+// Error names the record once: "record 1 (seq 4421…, event 9f…): path:
+// msg", or for an export line "data.json line 2: path: msg".
 func (e *RecordError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("%s line %d: %v", e.File, e.Line, e.Err)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "record %d", e.Index)
-	if e.SequenceNumber != "" || e.EventID != "" {
-		b.WriteString(" (")
+	var ids []string
+	switch {
+	case e.Shard != "" && e.EventID == e.Shard+":"+e.SequenceNumber:
+		// A Kinesis event ID is the shard and the sequence number.
+		ids = append(ids, "shard "+quote.ID(e.Shard), "seq "+quote.ID(e.SequenceNumber))
+	default:
 		if e.SequenceNumber != "" {
-			b.WriteString("seq ")
-			b.WriteString(quote.Short(e.SequenceNumber))
+			ids = append(ids, "seq "+quote.ID(e.SequenceNumber))
 		}
 		if e.EventID != "" {
-			if e.SequenceNumber != "" {
-				b.WriteString(", ")
-			}
-			b.WriteString("event ")
-			b.WriteString(quote.Short(e.EventID))
+			ids = append(ids, "event "+quote.ID(e.EventID))
 		}
-		b.WriteString(")")
+	}
+	if len(ids) > 0 {
+		b.WriteString(" (" + strings.Join(ids, ", ") + ")")
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Err.Error())
@@ -163,9 +173,9 @@ func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
 	s.reset(data)
 	if c := s.peek(); c != '{' {
 		if c == 0 {
-			return nil, errors.New("pipeline: event is empty")
+			return nil, notEvent(errors.New("pipeline: event is empty"))
 		}
-		return nil, fmt.Errorf("pipeline: event: want a JSON object, got %s", s.kind())
+		return nil, notEvent(errors.New("pipeline: event: " + notObject(data)))
 	}
 	var (
 		changes []Change
@@ -184,7 +194,7 @@ func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
 			continue
 		}
 		if s.peek() != '[' {
-			return nil, fmt.Errorf("pipeline: event: Records: want array, got %s", s.kind())
+			return nil, notEvent(fmt.Errorf("pipeline: event: Records: want array, got %s", s.kind()))
 		}
 		s.pos++
 		changes = make([]Change, 0, estimateRecords(len(data)))
@@ -204,17 +214,17 @@ func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
 				d.recErr = &FieldError{Msg: fmt.Sprintf("record is %d bytes, over the limit of %d", s.pos-start, d.opts.MaxRecordBytes)}
 			}
 			if d.recErr != nil {
-				bad = append(bad, &RecordError{Index: idx, SequenceNumber: seq, EventID: id, Err: d.recErr})
+				bad = append(bad, &RecordError{Index: idx, SequenceNumber: seq, EventID: id, Shard: c.Position.Shard, Err: d.recErr})
 				changes = changes[:len(changes)-1]
 			}
 		}
 	}
 	s.end()
 	if s.err != nil {
-		return nil, fmt.Errorf("pipeline: event: %w", s.err)
+		return nil, notEvent(fmt.Errorf("pipeline: event: %w", s.err))
 	}
 	if !seen {
-		return nil, errors.New("pipeline: event: no Records member")
+		return nil, notEvent(errors.New("pipeline: event: no Records member"))
 	}
 	if bad != nil {
 		return changes, &DecodeError{Records: bad}

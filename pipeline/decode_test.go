@@ -255,27 +255,7 @@ func decodeFormat(format string, b []byte) ([]pipeline.Change, error) {
 	case "streams-api":
 		return pipeline.DecodeStreamsAPIResponse(b, "stream", "shard", pipeline.Options{})
 	}
-	d := pipeline.NewExportDecoder(pipeline.Options{})
-	var (
-		out []pipeline.Change
-		bad []*pipeline.RecordError
-	)
-	for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		c, err := d.Decode(line, "data.json", i+1)
-		if err != nil {
-			var re *pipeline.RecordError
-			if !errors.As(err, &re) {
-				return nil, err
-			}
-			bad = append(bad, re)
-			continue
-		}
-		out = append(out, c)
-	}
-	if bad != nil {
-		return out, &pipeline.DecodeError{Records: bad}
-	}
-	return out, nil
+	return decodeAllLines(b)
 }
 
 // TestMalformed runs every malformed fixture: each gives a clear error naming

@@ -36,7 +36,7 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 	d.path = d.path[:0]
 	c := Change{Position: Position{Source: SourceExport, Stream: file, Index: line - 1}}
 	fail := func(err error) (Change, error) {
-		return Change{}, &RecordError{Index: line - 1, Err: fmt.Errorf("%s line %d: %w", file, line, err)}
+		return Change{}, &RecordError{Index: line - 1, File: file, Line: line, Err: err}
 	}
 	if len(data) > d.opts.MaxRecordBytes {
 		return fail(&FieldError{Msg: fmt.Sprintf("line is %d bytes, over the limit of %d", len(data), d.opts.MaxRecordBytes)})
@@ -45,7 +45,7 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 		if s.peek() == 0 {
 			return fail(errors.New("empty line"))
 		}
-		return fail(fmt.Errorf("want a JSON object, got %s", s.kind()))
+		return fail(errors.New(notObject(data)))
 	}
 	s.pos++
 	var micros []byte

@@ -63,7 +63,7 @@ func DetectFormat(prefix []byte) (Format, error) {
 	case isION(data):
 		return FormatUnknown, ErrION
 	case data[0] != '{':
-		return FormatUnknown, fmt.Errorf("not a JSON object: %s", describe(data))
+		return FormatUnknown, errors.New(notObject(data))
 	}
 	dt := &detector{dec: json.NewDecoder(bytes.NewReader(data))}
 	f, err := dt.top()
@@ -89,39 +89,32 @@ func isION(data []byte) bool {
 	return bytes.HasPrefix(data, []byte("$ion_1_0")) || bytes.HasPrefix(data, []byte{0xe0, 0x01, 0x00, 0xea})
 }
 
-// describe says what a value that should be a JSON object is, from its
-// first bytes.
-func describe(data []byte) string {
+// notObject says what data, which should be a JSON object, is instead:
+// ION, JSON of another kind, or not JSON at all (quoting its start).
+func notObject(data []byte) string {
 	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 {
-		return "nothing"
-	}
-	if isION(data) {
+	switch {
+	case len(data) == 0:
+		return "empty"
+	case isION(data):
 		return ErrION.Error()
+	case !json.Valid(data):
+		return "not JSON: starts with " + quote.Bytes(data[:min(len(data), 16)])
 	}
-	var v any
-	if err := json.Unmarshal(data, &v); err == nil {
-		switch v.(type) {
-		case []any:
-			return "a JSON array"
-		case string:
-			return "a JSON string"
-		case bool:
-			return "a JSON boolean"
-		case nil:
-			return "JSON null"
-		case float64:
-			return "a JSON number"
-		}
-	}
-	head := data[:min(len(data), 16)]
+	kind := "a JSON number"
 	switch data[0] {
+	case '{':
+		kind = "a JSON object"
 	case '[':
-		return "a JSON array"
+		kind = "a JSON array"
 	case '"':
-		return "a JSON string"
+		kind = "a JSON string"
+	case 't', 'f':
+		kind = "a JSON boolean"
+	case 'n':
+		kind = "JSON null"
 	}
-	return "not JSON: starts with " + quote.Bytes(head)
+	return "want a JSON object, got " + kind
 }
 
 type detector struct {

@@ -115,7 +115,7 @@ func (d *dec) payload(c *Change, data []byte, prefix string) {
 	s.reset(data)
 	d.path = append(d.path[:0], pathElem{name: []byte(prefix)})
 	if s.peek() != '{' {
-		d.semantic("want a JSON object, got %s", s.kind())
+		d.semantic("%s", notObject(data))
 		return
 	}
 	s.pos++

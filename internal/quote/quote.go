@@ -36,6 +36,21 @@ func Bytes(b []byte) string {
 	return cut(string(b[:MaxValueBytes+1]), len(b))
 }
 
+// MaxIDBytes is how much of an identifier ID keeps: more than any real
+// one has (a Kinesis event ID, shard ID and sequence number is under 200
+// bytes).
+const MaxIDBytes = 256
+
+// ID returns an identifier read from input (a sequence number, an event or
+// shard ID) for a message: itself, or, when it is longer than any real one,
+// its first MaxIDBytes bytes and its size.
+func ID(s string) string {
+	if len(s) <= MaxIDBytes {
+		return s
+	}
+	return s[:cutAt(s[:MaxIDBytes+1], MaxIDBytes)] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
 // Short is Value without the quotes or the escaping, for the fields of
 // structured logs, whose encoder escapes: s itself when it is short, else
 // its first MaxValueBytes bytes (at a character boundary), an ellipsis and
@@ -44,25 +59,24 @@ func Short(s string) string {
 	if len(s) <= MaxValueBytes {
 		return s
 	}
-	n := boundary(s[:MaxValueBytes+1])
-	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	return s[:cutAt(s[:MaxValueBytes+1], MaxValueBytes)] + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // cut quotes the first MaxValueBytes bytes of head (which has one more),
 // backing off to a character boundary, and says the value's full size.
 func cut(head string, size int) string {
-	return strconv.Quote(head[:boundary(head)]) + "… (" + strconv.Itoa(size) + " bytes)"
+	return strconv.Quote(head[:cutAt(head, MaxValueBytes)]) + "… (" + strconv.Itoa(size) + " bytes)"
 }
 
-// boundary returns where to cut head, which is MaxValueBytes+1 bytes long:
-// MaxValueBytes, or the start of the character that straddles it.
-func boundary(head string) int {
-	n := MaxValueBytes
+// cutAt returns where to cut head, which is max+1 bytes long: max, or the
+// start of the character that straddles it.
+func cutAt(head string, max int) int {
+	n := max
 	for k := 0; k < utf8.UTFMax && n > 0 && !utf8.RuneStart(head[n]); k++ {
 		n--
 	}
 	if !utf8.RuneStart(head[n]) {
-		return MaxValueBytes // not UTF-8 here: cut anywhere
+		return max // not UTF-8 here: cut anywhere
 	}
 	return n
 }

@@ -51,6 +51,17 @@ func TestShort(t *testing.T) {
 	}
 }
 
+func TestID(t *testing.T) {
+	kinesis := "shardId-000000000006:49656632116218945776331460766870512464380820032064733186"
+	if got := ID(kinesis); got != kinesis {
+		t.Errorf("ID(%s) = %s", kinesis, got)
+	}
+	long := strings.Repeat("9", 100000)
+	if got := ID(long); got != long[:MaxIDBytes]+"… (100000 bytes)" {
+		t.Errorf("ID of 100000 bytes = %.80s…", got)
+	}
+}
+
 func TestValueIsBounded(t *testing.T) {
 	for _, in := range []string{strings.Repeat("\x01", 1<<20), strings.Repeat("😀", 1<<18), strings.Repeat("a", 1<<20)} {
 		got := Value(in)

@@ -54,7 +54,7 @@ type Report struct {
 	Objects, Done    int // objects read, and fully applied
 	Records, Applied int
 	Failed           int // records that failed again
-	Unreadable       int // objects that are not invocation records with a payload
+	Unreadable       int // objects that are not invocation records with a payload that is an event
 	Results          []ObjectResult
 }
 
@@ -105,7 +105,7 @@ func Run(ctx context.Context, objs Objects, cfg Config) (Report, error) {
 		switch {
 		case res.Done():
 			rep.Done++
-		case res.Invocation == nil || errors.Is(res.Err, ErrNoPayload):
+		case res.Invocation == nil || errors.Is(res.Err, ErrNoPayload) || errors.Is(res.Err, pipeline.ErrNotEvent):
 			rep.Unreadable++
 		}
 		rep.Results = append(rep.Results, res)

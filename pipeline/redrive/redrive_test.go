@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
-	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -206,6 +206,33 @@ func TestParseURL(t *testing.T) {
 	for _, bad := range []string{"b/p", "s3:///p", "http://x"} {
 		if _, _, err := redrive.ParseURL(bad); err == nil {
 			t.Errorf("ParseURL(%q): no error", bad)
+		}
+	}
+}
+
+// An object whose payload is not an event (Records is not an array, the
+// JSON is cut short) counts as unreadable, with the reason.
+func TestUnreadablePayload(t *testing.T) {
+	dir := t.TempDir()
+	info := map[string]any{"shardId": "shardId-000000000001", "startSequenceNumber": "1", "endSequenceNumber": "2", "batchSize": 2, "streamArn": "arn:aws:kinesis:eu-west-1:111122223333:stream/app-changes"}
+	for name, payload := range map[string]string{
+		"records-not-array": `{"Records":5}`,
+		"cut-short":         `{"Records":[{"kinesis":`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), record(t, "KinesisBatchInfo", info, []byte(payload), "r-"+name, 3, "2026-11-30T10:15:42.123Z"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := redrive.Run(context.Background(), redrive.Dir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Objects != 2 || rep.Unreadable != 2 || rep.Done != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, r := range rep.Results {
+		if !errors.Is(r.Err, pipeline.ErrNotEvent) {
+			t.Errorf("%s: %v", r.Key, r.Err)
 		}
 	}
 }

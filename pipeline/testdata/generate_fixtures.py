@@ -434,6 +434,33 @@ def build_kinesis():
     write("kinesis/event-us.payloads.json", pretty([p, dup]))
 
 
+def build_plain_text_kinesis():
+    # A Lambda Kinesis event whose records are not DynamoDB's: plain text, as
+    # in the Lambda Developer Guide's example Kinesis event and the Kinesis
+    # fixtures of aws-lambda-go and Powertools.
+    recs = []
+    for i, (text, arrival) in enumerate([(b"Hello, this is a test.", 1796033700.987),
+                                         (b"This is only a test.", 1796033761.166)]):
+        seq = kseq(300 + i)
+        rec = kinesis_record(base64.b64encode(text).decode(), seq, arrival, "1",
+                             shard="shardId-000000000006")
+        recs.append(rec)
+    write("kinesis/plain-text.json", pretty({"Records": recs}))
+
+
+def build_ion_export():
+    # Lines of an export in Amazon ION, the DynamoDB export's other format:
+    # a version marker, then the item with ION's types (decimals 120.50,
+    # typed sets $dynamodb_SS::[...]).
+    lines = [
+        '$ion_1_0 {Item:{EntityType:"Order",PK:"USER#u42",SK:"ORDER#2026-11-30#o1001",status:"PAID",'
+        'total:120.50,version:2.}}',
+        '$ion_1_0 {Item:{EntityType:"Document",PK:"WS#acme",SK:"DOC#d1",tags:$dynamodb_SS::["planning","q4"],'
+        'title:"Q4 roadmap (final)",version:2.}}',
+    ]
+    write("export/ion.json", "".join(l + "\n" for l in lines))
+
+
 # --------------------------------------------------------------------------
 # DynamoDB Streams GetRecords response body
 
@@ -948,6 +975,8 @@ def main():
     build_all_types()
     build_mentions_kinesis()
     build_kinesis()
+    build_plain_text_kinesis()
+    build_ion_export()
     build_getrecords()
     build_exports()
     build_malformed()

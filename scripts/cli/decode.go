@@ -59,7 +59,11 @@ func runDecode(ctx context.Context, e *env, args []string) error {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			for _, r := range de.Records {
-				fmt.Fprintf(e.stderr, "%s: %v\n", name, r)
+				if r.File != "" { // an export line's error names its file
+					fmt.Fprintln(e.stderr, r)
+				} else {
+					fmt.Fprintf(e.stderr, "%s: %v\n", name, r)
+				}
 			}
 			bad += len(de.Records)
 		}

@@ -146,8 +146,25 @@ func TestFormatFromStructure(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "notes.txt")
 	os.WriteFile(path, []byte("Hello, this is a test 123.\n"), 0o644)
 	code, _, stderr = runCLI(t, "decode", path)
-	if code != 1 || !strings.Contains(stderr, "notes.txt: cannot tell its format (give --format): not a JSON object: not JSON") {
+	if code != 1 || !strings.Contains(stderr, `notes.txt: cannot tell its format (give --format): not JSON: starts with "Hello, this is a"`) {
 		t.Fatalf("plain text: exit %d, %q", code, stderr)
+	}
+}
+
+// Failures name their record, file and line once.
+func TestFailuresNamedOnce(t *testing.T) {
+	code, _, stderr := runCLI(t, "process", "--store", t.TempDir(), fixtures+"malformed/streams-n-garbage.json")
+	if code != 1 || strings.Count(stderr, "record 1") != 1 || !strings.Contains(stderr, "streams-n-garbage.json: record 1 (seq ") {
+		t.Errorf("process: exit %d, stderr %q", code, stderr)
+	}
+	file := fixtures + "malformed/export-ss-non-string.json"
+	code, _, stderr = runCLI(t, "decode", "--format", "export", file)
+	if code != 1 || strings.Count(stderr, "export-ss-non-string.json") != 1 || !strings.Contains(stderr, file+" line 2: Item.tags.SS[1]: want string") {
+		t.Errorf("decode: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "decode", fixtures+"kinesis/plain-text.json")
+	if code != 1 || !strings.Contains(stderr, `plain-text.json: record 0 (shard shardId-000000000006, seq 49656632116218945776331460766870512464380820032064733186): kinesis.data: not JSON: starts with "Hello, this is a"`) {
+		t.Errorf("decode plain text: exit %d, stderr %q", code, stderr)
 	}
 }
 

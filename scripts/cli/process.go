@@ -92,7 +92,7 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "%s: %d records, %d applied, %d failed; response %s\n", name, res.Records, res.Applied, len(res.Failed), resp)
 		for _, f := range res.Failed {
-			fmt.Fprintf(e.stderr, "%s: record %d (seq %s): %v\n", name, f.Index, f.SequenceNumber, f.Err)
+			fmt.Fprintf(e.stderr, "%s: %s\n", name, f)
 		}
 		if res.Report != "" {
 			failed = true

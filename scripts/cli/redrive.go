@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/pipeline/replay"
-	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -157,7 +157,7 @@ func printRedriven(e *env, r redrive.ObjectResult) {
 	fmt.Fprintf(e.stdout, "%s: %s %s shard %s, %d records (%s): %d handled, %s\n",
 		r.Key, inv.Source, inv.Condition, inv.Batch.ShardID, r.Records, inv.Timestamp.UTC().Format(time.RFC3339), r.Applied, status)
 	for _, f := range r.Failed {
-		fmt.Fprintf(e.stderr, "%s: record %d (seq %s, %s): %v\n", r.Key, f.Index, f.SequenceNumber, f.EntityType, f.Err)
+		fmt.Fprintf(e.stderr, "%s: %s\n", r.Key, f)
 	}
 }
 
