@@ -56,6 +56,8 @@ type dec struct {
 	recErr *FieldError
 	names  map[string]string
 	opts   Options
+	// api is set for a GetRecords body, whose times may be strings.
+	api bool
 	// exact counts the bytes of attribute names, strings and binaries of
 	// the image being read: the part of its size DynamoDB counts byte for
 	// byte.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -155,6 +156,7 @@ func DecodeKinesisEvent(data []byte, opts Options) ([]Change, error) {
 // does not carry. Errors are as for DecodeStreamsEvent.
 func DecodeStreamsAPIResponse(data []byte, stream, shard string, opts Options) ([]Change, error) {
 	d := newDec(opts, MaxStreamsRecordBytes)
+	d.api = true
 	changes, err := d.event(data, d.streamsRecord)
 	for i := range changes {
 		if changes[i].Position.Stream == "" {
@@ -317,6 +319,7 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 	s.pos++
 	var rawTime []byte
 	var precision string
+	timeString := false
 	for n := 0; s.next('}', &n); {
 		k := s.key()
 		d.push(k)
@@ -350,11 +353,26 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 		case "StreamViewType":
 			viewType = d.optString()
 		case "ApproximateCreationDateTime":
-			if s.peek() == '"' || s.peek() == '{' || s.peek() == '[' || s.peek() == 't' || s.peek() == 'f' {
+			switch s.peek() {
+			case '"':
+				if !d.api {
+					// A Lambda event's time is a JSON number; so is one the
+					// streaming destination writes.
+					d.semantic("want a number of %s, got a string: Lambda writes a JSON number", unitName(unit))
+					s.skip()
+					break
+				}
+				// A GetRecords body read back from the AWS CLI or the API
+				// reference has it as a string, which boto3 and the AWS SDK
+				// for JavaScript read too.
+				rawTime, timeString = append(rawTime[:0], s.strBytes()...), true
+			case '{', '[', 't', 'f':
 				d.semantic("want number, got %s", s.kind())
 				s.skip()
-			} else if !s.isNull() {
-				rawTime = append(rawTime[:0], s.number()...)
+			default:
+				if !s.isNull() {
+					rawTime = append(rawTime[:0], s.number()...)
+				}
 			}
 		case "ApproximateCreationDateTimePrecision":
 			precision = d.optString()
@@ -374,45 +392,122 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 	}
 	if rawTime != nil {
 		d.push([]byte("ApproximateCreationDateTime"))
-		d.setTime(c, rawTime, unit, precision)
+		if timeString {
+			d.setTimeString(c, rawTime)
+		} else {
+			d.setTime(c, rawTime, unit, precision)
+		}
 		d.pop()
 	}
 	return seq, viewType
 }
 
+func unitName(p Precision) string {
+	switch p {
+	case Second:
+		return "seconds"
+	case Millisecond:
+		return "milliseconds"
+	}
+	return "microseconds"
+}
+
+// Epoch times AWS writes have these many digits: 10 in seconds, 13 in
+// milliseconds, 16 in microseconds, from 2001-09-09 to 2286-11-20 (DynamoDB
+// Streams started in 2014, Kinesis destinations in 2020).
+const (
+	minEpochSeconds = 1e9
+	maxEpochSeconds = 1e10
+)
+
+// digitsUnit names the unit an epoch time of n integer digits is in.
+func digitsUnit(n int) string {
+	switch n {
+	case 10:
+		return "a time in seconds"
+	case 13:
+		return "a time in milliseconds"
+	case 16:
+		return "a time in microseconds"
+	case 19:
+		return "a time in nanoseconds"
+	}
+	return "no epoch time of this century"
+}
+
 // setTime interprets ApproximateCreationDateTime. Streams gives epoch seconds
 // (an integer from Lambda, possibly fractional from the API); Kinesis gives
-// milliseconds, or microseconds when the precision says MICROSECOND.
+// milliseconds, or microseconds when the precision says MICROSECOND. A time
+// of any other size is in a unit the source does not write (a Kinesis time
+// in seconds would otherwise land in 1970) and is refused, saying what it
+// looks like.
 func (d *dec) setTime(c *Change, raw []byte, unit Precision, precision string) {
 	if unit == Second {
 		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || f < 0 || f > 1e11 {
-			d.semantic("%s is not an epoch time in seconds", raw)
+		if err != nil || f < minEpochSeconds || f >= maxEpochSeconds {
+			why := "not a time from 2001 to 2286"
+			if err == nil && f >= 1 && f < 1e20 {
+				why = fmt.Sprintf("it has %d digits, %s", len(strconv.FormatFloat(math.Floor(f), 'f', 0, 64)), digitsUnit(len(strconv.FormatFloat(math.Floor(f), 'f', 0, 64))))
+			}
+			d.semantic("%s is not a time in seconds: %s", quote.Short(string(raw)), why)
 			return
 		}
-		sec, frac := math.Modf(f)
-		c.Time = time.Unix(int64(sec), int64(math.Round(frac*1e3))*int64(time.Millisecond)).UTC()
-		c.Precision = Second
-		if frac != 0 {
-			c.Precision = Millisecond
-		}
+		d.setSeconds(c, f)
 		return
 	}
 	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || v < 0 {
-		d.semantic("%s is not a non-negative integer epoch time", raw)
+		if _, ferr := strconv.ParseFloat(string(raw), 64); ferr == nil && !bytes.HasPrefix(raw, []byte("-")) {
+			d.semantic("%s is not an integer: the streaming destination writes whole milliseconds or microseconds", quote.Short(string(raw)))
+			return
+		}
+		d.semantic("%s is not a non-negative integer epoch time", quote.Short(string(raw)))
 		return
 	}
-	switch precision {
-	case "MICROSECOND":
+	digits := len(strconv.FormatInt(v, 10))
+	switch {
+	case precision == "MICROSECOND" && digits == 16, precision == "" && digits == 16:
 		c.Time, c.Precision = time.UnixMicro(v).UTC(), Microsecond
+	case precision != "MICROSECOND" && digits == 13:
+		c.Time, c.Precision = time.UnixMilli(v).UTC(), Millisecond
+	case precision == "MICROSECOND":
+		d.semantic("%d has %d digits, not the 16 of a time in microseconds (ApproximateCreationDateTimePrecision MICROSECOND): %s", v, digits, digitsUnit(digits))
+	case precision == "MILLISECOND":
+		d.semantic("%d has %d digits, not the 13 of a time in milliseconds (ApproximateCreationDateTimePrecision MILLISECOND): %s", v, digits, digitsUnit(digits))
+	case digits == 10:
+		d.semantic("%d has 10 digits, a time in seconds (%s); the Kinesis streaming destination writes milliseconds (13 digits) or, with ApproximateCreationDateTimePrecision MICROSECOND, microseconds (16)",
+			v, time.Unix(v, 0).UTC().Format(time.RFC3339))
 	default:
-		// Without a stated precision, 16 digits can only be microseconds.
-		if precision == "" && v >= 1e15 {
-			c.Time, c.Precision = time.UnixMicro(v).UTC(), Microsecond
-		} else {
-			c.Time, c.Precision = time.UnixMilli(v).UTC(), Millisecond
-		}
+		d.semantic("%d has %d digits, %s: the Kinesis streaming destination writes milliseconds (13 digits) or, with ApproximateCreationDateTimePrecision MICROSECOND, microseconds (16)", v, digits, digitsUnit(digits))
+	}
+}
+
+// setSeconds sets an epoch time in seconds, to the millisecond.
+func (d *dec) setSeconds(c *Change, f float64) {
+	sec, frac := math.Modf(f)
+	c.Time = time.Unix(int64(sec), int64(math.Round(frac*1e3))*int64(time.Millisecond)).UTC()
+	c.Precision = Second
+	if frac != 0 {
+		c.Precision = Millisecond
+	}
+}
+
+// setTimeString interprets a GetRecords time written as a string: epoch
+// seconds ("1.46480646E9", as in the API reference's example) or ISO 8601
+// ("2026-11-30T10:36:00+00:00", as the AWS CLI prints it).
+func (d *dec) setTimeString(c *Change, raw []byte) {
+	if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
+		d.setTime(c, raw, Second, "")
+		return
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(raw))
+	if err != nil {
+		d.semantic("%s is neither a number of seconds nor an ISO 8601 time", quote.Bytes(raw))
+		return
+	}
+	c.Time, c.Precision = t.UTC(), Second
+	if t.Nanosecond() != 0 {
+		c.Time, c.Precision = t.UTC().Truncate(time.Millisecond), Millisecond
 	}
 }
 

@@ -504,6 +504,15 @@ def build_getrecords():
     text = text.replace('"@@T0@@"', "1.7960349E9")
     write("streams-api/getrecords.json", text)
 
+    # The same body with its times as strings: record 0's number as the API
+    # reference's example writes it ("1.46480646E9"), record 1's in ISO 8601
+    # as the AWS CLI (v2) prints timestamps.
+    t1 = T_1015 + 1260
+    assert '"ApproximateCreationDateTime": %d,' % t1 in text
+    text = (text.replace('"ApproximateCreationDateTime": 1.7960349E9,', '"ApproximateCreationDateTime": "1.7960349E9",')
+                .replace('"ApproximateCreationDateTime": %d,' % t1, '"ApproximateCreationDateTime": "2026-11-30T10:36:00+00:00",'))
+    write("streams-api/getrecords-cli.json", text)
+
 
 # --------------------------------------------------------------------------
 # exports
@@ -914,6 +923,12 @@ def build_malformed():
     case("kinesis-data-array.json", "kinesis", False, 1, seq, "kinesis.data",
          "decoded payload is a JSON array, not an object", pretty(ev))
 
+    p = kinesis_payload("MODIFY", T_1015 + 50, new=cart_item(2, "3"), old=cart_item(), seed="ksec")
+    ev, seq = ktriplet("ksec", bad_payload=p)
+    case("kinesis-time-seconds.json", "kinesis", False, 1, seq,
+         "kinesis.data.dynamodb.ApproximateCreationDateTime",
+         "ApproximateCreationDateTime in seconds (10 digits), which no streaming destination writes", pretty(ev))
+
     # ---- DynamoDB Streams GetRecords response
     api = json.load(open(os.path.join(HERE, "streams-api/getrecords.json")))
     case("streams-api-records-not-array.json", "streams-api", True, -1, "", "Records",
@@ -923,12 +938,13 @@ def build_malformed():
     mid = copy.deepcopy(recs[1])
     mid["dynamodb"]["SequenceNumber"] = "4421586050000000017450441090"
     mid["eventID"] = hexid("api-mid")
-    mid["dynamodb"]["ApproximateCreationDateTime"] = "2026-11-30T10:35:00Z"
+    mid["dynamodb"]["ApproximateCreationDateTime"] = "soon"
     third = copy.deepcopy(recs[1])
     third["dynamodb"]["SequenceNumber"] = "4421586200000000017450441290"
     third["eventID"] = hexid("api-third")
     case("streams-api-time-string.json", "streams-api", False, 1, "4421586050000000017450441090",
-         "dynamodb.ApproximateCreationDateTime", "ApproximateCreationDateTime is an ISO string",
+         "dynamodb.ApproximateCreationDateTime",
+         "ApproximateCreationDateTime is a string that is neither a number nor an ISO 8601 time",
          pretty({"NextShardIterator": api["NextShardIterator"], "Records": [recs[0], mid, third]}))
 
     # ---- export lines
