@@ -87,6 +87,11 @@ type Config struct {
 	// Function names the function in metric dimensions. Default: the Lambda
 	// function name from the environment, or "local".
 	Function string
+	// Need is what the stream's records must carry besides what the
+	// handler needs (NeedOf): the projector's filter criteria, for one,
+	// need old images. A batch from a stream whose view type cannot give
+	// them is refused whole (a *ViewError).
+	Need ImageNeed
 }
 
 // Processor runs Lambda stream events through a BatchHandler with Lambda's
@@ -207,7 +212,10 @@ func (p *Processor) Response(res Result) ([]byte, error) {
 
 // Process decodes a Lambda event and applies its records in order. Records
 // up to the first failure are applied; the failure's sequence number is
-// Result.Report. The error is non-nil only for a payload that is not an event.
+// Result.Report. The error is non-nil only for a payload that is not an
+// event (ErrNotEvent), a stream whose view type cannot give what the
+// handler needs (a *ViewError: nothing is applied), and a failed record
+// without a sequence number to report.
 func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error) {
 	start := time.Now()
 	log := p.cfg.Logger
@@ -226,6 +234,13 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		bad = de.Records
 	}
 	res := Result{Records: len(changes) + len(bad)}
+	if _, err := CheckViews(changes, NeedOf(p.h), p.cfg.Need); err != nil {
+		// No record of this stream can be handled correctly: fail the
+		// invocation, so that the records wait, retried, until the stream
+		// is fixed or they age out to the on-failure destination.
+		log.LogAttrs(ctx, slog.LevelError, "stream refused", slog.String("source", p.source.String()), slog.String("error", err.Error()))
+		return res, err
+	}
 	stats := newBatchStats()
 	for i := range changes {
 		stats.add(changes[i].EntityType(), "Records")

@@ -532,6 +532,12 @@ func (d *dec) finish(c *Change, name, viewType, ddb string) {
 		d.semanticAt(ddb+".Keys", "missing")
 		return
 	}
+	view, ok := parseView(viewType)
+	if !ok {
+		d.semanticAt(ddb+".StreamViewType", "unknown StreamViewType "+quote.Value(viewType)+": want KEYS_ONLY, NEW_IMAGE, OLD_IMAGE or NEW_AND_OLD_IMAGES")
+		return
+	}
+	c.View = view
 	newView := viewType == "NEW_IMAGE" || viewType == "NEW_AND_OLD_IMAGES"
 	switch {
 	case c.Kind != Remove && c.New == nil && newView:

@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/internal/emf"
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // Limits of one DynamoDB transaction (TransactWriteItems).
@@ -107,6 +107,16 @@ func New(store Store, cfg Config, ps ...Projection) *Engine {
 
 // EntityTypes returns the entity types some projection reads, sorted.
 func (e *Engine) EntityTypes() []string { return e.mux.Types() }
+
+// ImageNeed says that the engine needs new images: a projection computes
+// what an item contributes from its image after the change. Removals need
+// no old image: the ledger knows what the item contributed.
+func (e *Engine) ImageNeed() pipeline.ImageNeed {
+	return pipeline.ImageNeed{Images: pipeline.NewImages, Why: "the projections compute what an item contributes from its new image"}
+}
+
+// errNoNewImage is an insert or a modify without its new image.
+var errNoNewImage = errors.New("no new image: the projections need the stream to carry new images (NEW_IMAGE or NEW_AND_OLD_IMAGES)")
 
 // Stats are the engine's running totals.
 type Stats struct {
@@ -244,7 +254,11 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 	for _, it := range items {
 		c := it.newest
 		var err error
-		if !it.touches {
+		if c.Kind != pipeline.Remove && c.New == nil {
+			// Nothing to compute its contributions from; applying it as a
+			// removal would retract what the item contributes.
+			err = fmt.Errorf("%v of item %s: %w", c.Kind, pipeline.KeyString(c.Keys), errNoNewImage)
+		} else if !it.touches {
 			// Apply the unknown-type policy to the newest image: log and
 			// skip, or fail.
 			_, err = e.mux.Lookup(ctx, c, c.Image(), c.EntityType())

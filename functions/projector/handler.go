@@ -23,5 +23,13 @@ func newProcessor(ctx context.Context, cfg Config, st projenv.Store, log *slog.L
 	}
 	return pipeline.NewStreamsProcessor(engine, pipeline.Config{
 		Options: cfg.Decode, Permanent: cfg.Permanent, Logger: log, Metrics: metrics,
+		Need: filterNeed,
 	}), nil
 }
+
+// filterNeed is what the function's event source mapping filter asks of the
+// stream: it matches records by the entity type of their new or old image,
+// so a removal, or a change out of a projected type, reaches the function
+// only with its old image.
+var filterNeed = pipeline.ImageNeed{Images: pipeline.OldImages,
+	Why: "the projector's filter criteria match removals and type changes by the item's old image: without it they never reach the function, and what the item contributed is never retracted"}

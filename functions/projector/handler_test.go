@@ -66,3 +66,35 @@ func TestRefusesSubsetTable(t *testing.T) {
 		t.Errorf("a season-standings table: %v, want ErrProjectionSet naming the table", err)
 	}
 }
+
+// TestRefusesViewTypes: the function's filter criteria match removals and
+// type changes by their old image, and its projections need new images: a
+// stream of any view type but NEW_AND_OLD_IMAGES fails the invocation, at
+// its first record and before anything is applied.
+func TestRefusesViewTypes(t *testing.T) {
+	ctx := context.Background()
+	for _, view := range []string{"keys-only", "new-image", "old-image", "new-and-old-images"} {
+		t.Run(view, func(t *testing.T) {
+			st := boltstoretest.Open(t)
+			p, err := newProcessor(ctx, Config{Table: "local"}, st, quiet(), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			event, err := os.ReadFile(filepath.Join("..", "..", "pipeline", "testdata", "streams", "view-"+view+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Invoke(ctx, event)
+			v, _ := projections.ReadView(ctx, st)
+			if view == "new-and-old-images" {
+				if err != nil || string(out) != `{"batchItemFailures":[]}` || len(v.Aggregates) == 0 {
+					t.Fatalf("%s %v, %d aggregates", out, err, len(v.Aggregates))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "NEW_AND_OLD_IMAGES is needed") || len(v.Aggregates) != 0 {
+				t.Fatalf("%s %v, %d aggregates; want the invocation refused", out, err, len(v.Aggregates))
+			}
+		})
+	}
+}

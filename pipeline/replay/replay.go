@@ -234,6 +234,11 @@ func (r *Replay) handle(ctx context.Context, shard string, recs []shardread.Reco
 		changes = append(changes, recs[i].Change)
 		at = append(at, i)
 	}
+	if i, err := pipeline.CheckViews(changes, pipeline.NeedOf(r.cfg.Handler)); err != nil {
+		// A stream whose view type cannot give the projections what they
+		// need: stop at its first record rather than apply it wrongly.
+		return &pipeline.BatchError{Index: at[i], Err: err}
+	}
 	if i, err := r.apply(ctx, shard, recs, changes, at, 0); err != nil {
 		return &pipeline.BatchError{Index: at[i], Err: err}
 	}

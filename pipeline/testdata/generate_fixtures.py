@@ -286,6 +286,31 @@ def build_mentions_kinesis():
     write("streams/mentions-kinesis.json", pretty({"Records": recs}))
 
 
+def build_view_types():
+    # The same three changes (INSERT Order v1, MODIFY Order v1 -> v2, REMOVE
+    # Player) on a stream of each StreamViewType, with the images that view
+    # type carries (the Developer Guide's "Change data capture for DynamoDB
+    # Streams": KEYS_ONLY the key attributes only, NEW_IMAGE the item after
+    # the change, OLD_IMAGE before it, NEW_AND_OLD_IMAGES both).
+    o1 = order(1, "PENDING")
+    o2 = order(2, "PAID", paidAt=S("2026-11-30T10:15:42Z"), paymentRef=S("pay_7Hq2Lx9c"))
+    pl = player()
+    for view, name in [("KEYS_ONLY", "keys-only"), ("NEW_IMAGE", "new-image"),
+                       ("OLD_IMAGE", "old-image"), ("NEW_AND_OLD_IMAGES", "new-and-old-images")]:
+        new = view in ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
+        old = view in ("OLD_IMAGE", "NEW_AND_OLD_IMAGES")
+        recs = [
+            stream_record("INSERT", SEQ[0], T_1015, new=o1 if new else None, keys=keys_of(o1), view=view,
+                          size=exact_size(keys_of(o1)) + (exact_size(o1) if new else 0)),
+            stream_record("MODIFY", SEQ[1], T_1015 + 42, new=o2 if new else None, old=o1 if old else None,
+                          keys=keys_of(o1), view=view,
+                          size=exact_size(keys_of(o1)) + (exact_size(o2) if new else 0) + (exact_size(o1) if old else 0)),
+            stream_record("REMOVE", SEQ[2], T_1015 + 97, old=pl if old else None, keys=keys_of(pl), view=view,
+                          size=exact_size(keys_of(pl)) + (exact_size(pl) if old else 0)),
+        ]
+        write(f"streams/view-{name}.json", pretty({"Records": recs}))
+
+
 def build_all_types():
     esc_in = 'She said "hi" \\ C:\\tmp\\x\nline 2 caf@@E9@@ @@EMOJI@@ a@@SOL@@b\ttab'
     img = {
@@ -990,6 +1015,7 @@ def main():
     build_streams()
     build_all_types()
     build_mentions_kinesis()
+    build_view_types()
     build_kinesis()
     build_plain_text_kinesis()
     build_ion_export()

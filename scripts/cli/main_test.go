@@ -168,6 +168,19 @@ func TestFailuresNamedOnce(t *testing.T) {
 	}
 }
 
+// process runs the projector's handler, which needs new images: a stream
+// of old images only is refused, and nothing is written.
+func TestProcessRefusesViewType(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "process", "--store", dir, fixtures+"streams/view-old-image.json")
+	if code != 1 || !strings.Contains(stderr, "the stream's view type is OLD_IMAGE, which cannot give a correct result: NEW_IMAGE or NEW_AND_OLD_IMAGES is needed") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if code, out, _ := runCLI(t, "aggregates", "--store", dir, "--json"); code != 0 || out != "" {
+		t.Errorf("aggregates after the refusal: exit %d\n%s", code, out)
+	}
+}
+
 func TestProcessAggregatesLeaderboard(t *testing.T) {
 	dir := t.TempDir()
 	code, out, stderr := runCLI(t, "process", "--store", dir, "--events", fixtures+"streams/event.json", "--events", fixtures+"kinesis/event-ms.json")
