@@ -209,6 +209,9 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 	chunks := e.chunks(items)
 	for k, chunk := range chunks {
 		if err := e.commit(ctx, chunk); err != nil {
+			if errors.As(err, new(*RangeError)) {
+				return e.isolate(ctx, chunks[k:])
+			}
 			// Every item of an earlier chunk is applied; the first change not
 			// applied is the earliest first change of this chunk or a later one.
 			first := chunk[0].first
@@ -219,6 +222,30 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 			}
 			return &pipeline.BatchError{Index: first, Err: err}
 		}
+	}
+	return nil
+}
+
+// isolate commits the items of chunks one at a time, in order of first
+// change, after a transaction failed because an aggregate value would leave
+// DynamoDB's number range: the first item that fails so alone is the one
+// whose contribution overflows, a permanent failure of its first change,
+// and every change before it is applied.
+func (e *Engine) isolate(ctx context.Context, chunks [][]*item) error {
+	var items []*item
+	for _, c := range chunks {
+		items = append(items, c...)
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].first < items[j].first })
+	for _, it := range items {
+		err := e.commit(ctx, []*item{it})
+		if err == nil {
+			continue
+		}
+		if errors.As(err, new(*RangeError)) {
+			err = pipeline.Permanent(fmt.Errorf("item %s: %w", pipeline.KeyString(it.newest.Keys), err))
+		}
+		return &pipeline.BatchError{Index: it.first, Err: err}
 	}
 	return nil
 }

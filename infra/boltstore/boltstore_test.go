@@ -10,10 +10,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/projections/storetest"
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/storetest"
 )
 
 // openTemp opens a store in a fresh temporary directory, closed when the
@@ -218,6 +218,27 @@ func TestInvalidTxRejected(t *testing.T) {
 	})
 	if big != nines {
 		t.Errorf("aggregate BIG = %s after a rejected add, want %s", big, nines)
+	}
+}
+
+// A sum out of DynamoDB's number range fails the Tx with a
+// *projections.RangeError naming the aggregate and the value, as the
+// engine needs to find the change at fault.
+func TestSumOutOfRangeIsARangeError(t *testing.T) {
+	s := openTemp(t, WithoutSync())
+	ref := projections.AggregateRef{Projection: "p", Key: "BIG", Shard: 2}
+	add := func(v string) error {
+		return s.Commit(t.Context(), &projections.Tx{Adds: []projections.Add{{Ref: ref, Values: map[string]decimal.Decimal{"n": decimal.MustParse(v)}}}})
+	}
+	if err := add(strings.Repeat("9", 38)); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"0.1", "9.9999999999999999999999999999999999999E+125"} {
+		err := add(v)
+		var re *projections.RangeError
+		if !errors.As(err, &re) || re.Ref != ref || re.Name != "n" {
+			t.Errorf("adding %s: %v, want a *projections.RangeError on %v value n", v, err, ref)
+		}
 	}
 }
 

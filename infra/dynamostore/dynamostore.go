@@ -54,10 +54,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/decimal"
 )
 
 // Attribute names and key prefixes of the table layout.
@@ -491,6 +491,7 @@ const (
 	reasonTransactionConflict           = "TransactionConflict"
 	reasonThrottlingError               = "ThrottlingError"
 	reasonProvisionedThroughputExceeded = "ProvisionedThroughputExceeded"
+	reasonValidationError               = "ValidationError"
 )
 
 // commitErr maps a TransactWriteItems error to the Store contract.
@@ -522,6 +523,20 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 			conflict.Current[key] = entry
 		case reasonTransactionConflict, reasonThrottlingError, reasonProvisionedThroughputExceeded:
 			contention = true
+		case reasonValidationError:
+			// On an aggregate's ADD, the only value that can be invalid is
+			// the sum ("Number overflow", "more than 38 significant
+			// digits"): the values sent are valid numbers.
+			if a := i - len(tx.Ledgers); a >= 0 && a < len(tx.Adds) {
+				add := tx.Adds[a]
+				names := make([]string, 0, len(add.Values))
+				for n := range add.Values {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				return &projections.RangeError{Ref: add.Ref, Name: strings.Join(names, ", "),
+					Err: fmt.Errorf("dynamostore: commit to table %q, %s: %s: %w", s.table, txDescription(tx), aws.ToString(reason.Message), err)}
+			}
 		}
 	}
 	switch {

@@ -311,6 +311,24 @@ def build_view_types():
         write(f"streams/view-{name}.json", pretty({"Records": recs}))
 
 
+def build_overflowing_sum():
+    # Three paid orders: the first's total has 38 significant digits, the
+    # largest precision DynamoDB keeps, and the second's 0.5 on the same day
+    # makes the day's revenue need 39: DynamoDB refuses that sum. The third,
+    # on another day, is fine.
+    def paid(user, oid, day, total, seq, t):
+        img = sort_image({"PK": S("USER#" + user), "SK": S(f"ORDER#{day}#{oid}"), "EntityType": S("Order"),
+                          "version": N("1"), "orderId": S(oid), "userId": S(user), "status": S("PAID"),
+                          "total": N(total), "currency": S("EUR"), "orderDate": S(day), "itemCount": N("1")})
+        return stream_record("INSERT", seq, t, new=img, size=exact_size(keys_of(img)) + exact_size(img))
+    recs = [
+        paid("u42", "o1001", "2026-11-30", "12345678901234567890123456789012345678", "4421588000000000017450443001", T_1015),
+        paid("u43", "o1002", "2026-11-30", "0.5", "4421588100000000017450443002", T_1015 + 1),
+        paid("u44", "o1003", "2026-12-01", "7", "4421588200000000017450443003", T_1015 + 2),
+    ]
+    write("streams/overflowing-sum.json", pretty({"Records": recs}))
+
+
 def build_all_types():
     esc_in = 'She said "hi" \\ C:\\tmp\\x\nline 2 caf@@E9@@ @@EMOJI@@ a@@SOL@@b\ttab'
     img = {
@@ -1016,6 +1034,7 @@ def main():
     build_all_types()
     build_mentions_kinesis()
     build_view_types()
+    build_overflowing_sum()
     build_kinesis()
     build_plain_text_kinesis()
     build_ion_export()
