@@ -135,8 +135,13 @@ func newProcessor(h BatchHandler, cfg Config, src Source, decode func([]byte, Op
 type Result struct {
 	// Records is how many records the event held.
 	Records int
-	// Applied is how many were handled successfully (skipped ones included).
+	// Applied is how many were handled successfully by a handler that reads
+	// them.
 	Applied int
+	// Skipped is how many were handled successfully but skipped: no
+	// handler reads their entity type (none, or one nothing is registered
+	// for; only known for a handler that lists its types, EntityTypes).
+	Skipped int
 	// Failed lists the records that failed, in order: the first stopped the
 	// batch (unless skipped under SkipPermanent).
 	Failed []Failure
@@ -266,13 +271,22 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 
 	rest := changes[:stop]
 	var handlerFailure *Failure
+	read := p.reads()
+	done := func(cs []Change) {
+		for i := range cs {
+			if read != nil && !Touches(&cs[i], read) {
+				res.Skipped++
+				stats.add(cs[i].EntityType(), "Skipped")
+				continue
+			}
+			res.Applied++
+			stats.add(cs[i].EntityType(), "Processed")
+		}
+	}
 	for len(rest) > 0 {
 		err := p.handle(ctx, rest)
 		if err == nil {
-			res.Applied += len(rest)
-			for i := range rest {
-				stats.add(rest[i].EntityType(), "Processed")
-			}
+			done(rest)
 			break
 		}
 		idx := 0
@@ -282,10 +296,7 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		}
 		c := &rest[idx]
 		f := Failure{Index: c.Position.Index, Shard: c.Position.Shard, SequenceNumber: c.Position.SequenceNumber, EntityType: c.EntityType(), Err: err}
-		for i := range rest[:idx] {
-			stats.add(rest[i].EntityType(), "Processed")
-		}
-		res.Applied += idx
+		done(rest[:idx])
 		if p.cfg.Permanent == SkipPermanent && errors.Is(err, ErrPermanent) {
 			f.Skipped = true
 			res.Failed = append(res.Failed, f)
@@ -319,6 +330,24 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 	return res, nil
 }
 
+// entityTyper is a handler that lists the entity types it reads, as the
+// projection engine does.
+type entityTyper interface{ EntityTypes() []string }
+
+// reads returns whether the handler reads an entity type, or nil when it
+// does not say.
+func (p *Processor) reads() func(string) bool {
+	et, ok := p.h.(entityTyper)
+	if !ok {
+		return nil
+	}
+	types := map[string]bool{}
+	for _, t := range et.EntityTypes() {
+		types[t] = true
+	}
+	return func(t string) bool { return types[t] }
+}
+
 // handle calls the batch handler, turning a panic into a failure of the
 // batch's first change.
 func (p *Processor) handle(ctx context.Context, changes []Change) (err error) {
@@ -342,8 +371,9 @@ func (p *Processor) logFailure(ctx context.Context, log *slog.Logger, f Failure)
 }
 
 // batchStats counts records per entity type for the metrics: Records
-// received, Processed (applied), Skipped (permanent failures skipped under
-// SkipPermanent) and Failed (the record that stopped the batch).
+// received, Processed (applied), Skipped (records no handler reads, and
+// permanent failures skipped under SkipPermanent) and Failed (the record
+// that stopped the batch).
 type batchStats map[string]map[string]float64
 
 func newBatchStats() batchStats { return batchStats{} }
@@ -365,6 +395,7 @@ func (p *Processor) emit(ctx context.Context, log *slog.Logger, stats batchStats
 		slog.String("source", p.source.String()),
 		slog.Int("records", res.Records),
 		slog.Int("applied", res.Applied),
+		slog.Int("skipped", res.Skipped),
 		slog.Int("failed", len(res.Failed)),
 		slog.String("report", res.Report),
 		slog.Duration("duration", d))

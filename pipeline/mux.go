@@ -136,6 +136,15 @@ func (m *Mux[H]) Skipped() map[string]int64 {
 	return out
 }
 
+// Touches reports whether a change can matter to a handler that reads the
+// entity types read says it reads: its new or old image has such a type,
+// or it is a removal without an old image (only a ledger knows what the
+// item was). A change that touches nothing is skipped.
+func Touches(c *Change, read func(entityType string) bool) bool {
+	return (c.New != nil && read(c.NewType)) || (c.Old != nil && read(c.OldType)) ||
+		(c.Kind == Remove && c.Old == nil)
+}
+
 // Dispatch returns a Handler that routes each change through m. A change
 // whose old and new images have different entity types goes to both: the old
 // type's handlers get it as a removal of the old image (retract), the new

@@ -326,10 +326,7 @@ func indexOf(changes []pipeline.Change, c *pipeline.Change) int {
 // touches reports whether a change can matter to any projection: its new or
 // old image has a projected type, or it is a removal without an old image
 // (only the ledger knows what the item contributed).
-func (e *Engine) touches(c *pipeline.Change) bool {
-	return (c.New != nil && e.mux.Has(c.NewType)) || (c.Old != nil && e.mux.Has(c.OldType)) ||
-		(c.Kind == pipeline.Remove && c.Old == nil)
-}
+func (e *Engine) touches(c *pipeline.Change) bool { return pipeline.Touches(c, e.mux.Has) }
 
 // contributions computes what the change's new image contributes to every
 // projection of its type. A removal contributes nothing.

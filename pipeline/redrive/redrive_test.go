@@ -236,3 +236,24 @@ func TestUnreadablePayload(t *testing.T) {
 		}
 	}
 }
+
+// Records no projection reads (the Integration) are counted as skipped,
+// not applied.
+func TestSkippedRecordsCounted(t *testing.T) {
+	dir := t.TempDir()
+	event, err := os.ReadFile(filepath.Join("..", "testdata", "streams", "mentions-kinesis.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := map[string]any{"shardId": "shardId-00000001796000000000-abcdef12", "startSequenceNumber": "4421587000000000017450442001", "endSequenceNumber": "4421587100000000017450442002", "batchSize": 2, "streamArn": "arn:aws:dynamodb:eu-west-1:111122223333:table/app/stream/2026-11-01T00:00:00.000"}
+	if err := os.WriteFile(filepath.Join(dir, "obj"), record(t, "DDBStreamBatchInfo", info, event, "r-skip", 3, "2026-11-30T10:15:42.123Z"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := redrive.Run(context.Background(), redrive.Dir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 2 || rep.Applied != 1 || rep.Skipped != 1 || rep.Done != 1 {
+		t.Fatalf("report %+v; want 1 applied and 1 skipped", rep)
+	}
+}

@@ -136,7 +136,7 @@ func TestDecodeLargestItems(t *testing.T) {
 // whose items mention kinesis everywhere is processed as a Streams event.
 func TestFormatFromStructure(t *testing.T) {
 	code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), fixtures+"streams/mentions-kinesis.json")
-	if code != 0 || !strings.Contains(out, "mentions-kinesis.json: 2 records") {
+	if code != 0 || !strings.Contains(out, "mentions-kinesis.json: 2 records, 1 applied, 1 skipped (no projection reads their entity type), 0 failed") {
 		t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
 	}
 	code, out, stderr = runCLI(t, "decode", fixtures+"streams/mentions-kinesis.json")
@@ -187,7 +187,7 @@ func TestProcessAggregatesLeaderboard(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, `event.json: 4 records, 4 applied, 0 failed; response {"batchItemFailures":[]}`) {
+	if !strings.Contains(out, `event.json: 4 records, 4 applied, 0 skipped (no projection reads their entity type), 0 failed; response {"batchItemFailures":[]}`) {
 		t.Errorf("process output:\n%s", out)
 	}
 	// Processing the same events again changes nothing.

@@ -90,7 +90,7 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "%s: %d records, %d applied, %d failed; response %s\n", name, res.Records, res.Applied, len(res.Failed), resp)
+		fmt.Fprintf(e.stdout, "%s: %d records, %d applied, %d skipped (no projection reads their entity type), %d failed; response %s\n", name, res.Records, res.Applied, res.Skipped, len(res.Failed), resp)
 		for _, f := range res.Failed {
 			fmt.Fprintf(e.stderr, "%s: %s\n", name, f)
 		}

@@ -85,7 +85,7 @@ func runRedrive(ctx context.Context, e *env, args []string) error {
 	}})
 	s := engine.Stats()
 	fmt.Fprintf(out, "objects:  %d read, %d fully applied, %d without a payload or unreadable (%.1fs)\n", rep.Objects, rep.Done, rep.Unreadable, time.Since(t0).Seconds())
-	fmt.Fprintf(out, "records:  %d; %d handled, %d failed again\n", rep.Records, rep.Applied, rep.Failed)
+	fmt.Fprintf(out, "records:  %d; %d applied, %d skipped (no projection reads their entity type), %d failed again\n", rep.Records, rep.Applied, rep.Skipped, rep.Failed)
 	if dry != nil {
 		txs, actions := dry.Counts()
 		fmt.Fprintf(out, "would apply: %d item states in %d transactions (%d write actions)\n", s.Items, txs, actions)
@@ -154,8 +154,8 @@ func printRedriven(e *env, r redrive.ObjectResult) {
 	case len(r.Failed) > 0:
 		status = fmt.Sprintf("%d failed again", len(r.Failed))
 	}
-	fmt.Fprintf(e.stdout, "%s: %s %s shard %s, %d records (%s): %d handled, %s\n",
-		r.Key, inv.Source, inv.Condition, inv.Batch.ShardID, r.Records, inv.Timestamp.UTC().Format(time.RFC3339), r.Applied, status)
+	fmt.Fprintf(e.stdout, "%s: %s %s shard %s, %d records (%s): %d applied, %d skipped, %s\n",
+		r.Key, inv.Source, inv.Condition, inv.Batch.ShardID, r.Records, inv.Timestamp.UTC().Format(time.RFC3339), r.Applied, r.Skipped, status)
 	for _, f := range r.Failed {
 		fmt.Fprintf(e.stderr, "%s: %s\n", r.Key, f)
 	}
