@@ -87,6 +87,11 @@ type Config struct {
 	// Function names the function in metric dimensions. Default: the Lambda
 	// function name from the environment, or "local".
 	Function string
+	// EntityTypes are the entity types the per-type metrics name; records
+	// of any other type are counted under "(other)", so that whoever writes
+	// items cannot create custom metrics. Default: the handler's
+	// EntityTypes(), if it has that method (the projection engine does).
+	EntityTypes []string
 	// Need is what the stream's records must carry besides what the
 	// handler needs (NeedOf): the projector's filter criteria, for one,
 	// need old images. A batch from a stream whose view type cannot give
@@ -102,6 +107,11 @@ type Processor struct {
 	cfg    Config
 	source Source
 	decode func([]byte, Options) ([]Change, error)
+	// reads says whether the handler reads an entity type; nil when the
+	// handler does not say (EntityTypes).
+	reads func(string) bool
+	// named are the entity types the metrics name.
+	named map[string]bool
 }
 
 // NewStreamsProcessor returns a Processor for Lambda DynamoDB Streams events.
@@ -128,7 +138,21 @@ func newProcessor(h BatchHandler, cfg Config, src Source, decode func([]byte, Op
 	if cfg.Function == "" {
 		cfg.Function = "local"
 	}
-	return &Processor{h: h, cfg: cfg, source: src, decode: decode}
+	p := &Processor{h: h, cfg: cfg, source: src, decode: decode, named: map[string]bool{}}
+	if et, ok := h.(entityTyper); ok {
+		reads := map[string]bool{}
+		for _, t := range et.EntityTypes() {
+			reads[t] = true
+		}
+		p.reads = func(t string) bool { return reads[t] }
+		if cfg.EntityTypes == nil {
+			p.named = reads
+		}
+	}
+	for _, t := range cfg.EntityTypes {
+		p.named[t] = true
+	}
+	return p
 }
 
 // Result is what one batch came to.
@@ -246,7 +270,7 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		log.LogAttrs(ctx, slog.LevelError, "stream refused", slog.String("source", p.source.String()), slog.String("error", err.Error()))
 		return res, err
 	}
-	stats := newBatchStats()
+	stats := newBatchStats(p.named)
 	for i := range changes {
 		stats.add(changes[i].EntityType(), "Records")
 	}
@@ -255,7 +279,7 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 	stop := len(changes)
 	var stopFailure *Failure
 	for _, rb := range bad {
-		f := Failure{Index: rb.Index, Shard: rb.Shard, SequenceNumber: rb.SequenceNumber, Err: rb, EntityType: "(undecodable)"}
+		f := Failure{Index: rb.Index, Shard: rb.Shard, SequenceNumber: rb.SequenceNumber, Err: rb, EntityType: undecodable}
 		stats.add(f.EntityType, "Records")
 		if p.cfg.Permanent == SkipPermanent {
 			f.Skipped = true
@@ -271,7 +295,7 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 
 	rest := changes[:stop]
 	var handlerFailure *Failure
-	read := p.reads()
+	read := p.reads
 	done := func(cs []Change) {
 		for i := range cs {
 			if read != nil && !Touches(&cs[i], read) {
@@ -334,20 +358,6 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 // projection engine does.
 type entityTyper interface{ EntityTypes() []string }
 
-// reads returns whether the handler reads an entity type, or nil when it
-// does not say.
-func (p *Processor) reads() func(string) bool {
-	et, ok := p.h.(entityTyper)
-	if !ok {
-		return nil
-	}
-	types := map[string]bool{}
-	for _, t := range et.EntityTypes() {
-		types[t] = true
-	}
-	return func(t string) bool { return types[t] }
-}
-
 // handle calls the batch handler, turning a panic into a failure of the
 // batch's first change.
 func (p *Processor) handle(ctx context.Context, changes []Change) (err error) {
@@ -373,22 +383,36 @@ func (p *Processor) logFailure(ctx context.Context, log *slog.Logger, f Failure)
 // batchStats counts records per entity type for the metrics: Records
 // received, Processed (applied), Skipped (records no handler reads, and
 // permanent failures skipped under SkipPermanent) and Failed (the record
-// that stopped the batch).
-type batchStats map[string]map[string]float64
+// that stopped the batch). The dimension's values are bounded: the named
+// types, "(none)" for a record without a type, "(undecodable)", and
+// "(other)" for every other value.
+type batchStats struct {
+	named  map[string]bool
+	byType map[string]map[string]float64
+}
 
-func newBatchStats() batchStats { return batchStats{} }
+func newBatchStats(named map[string]bool) batchStats {
+	return batchStats{named: named, byType: map[string]map[string]float64{}}
+}
 
 func (s batchStats) add(entityType, metric string) {
-	if entityType == "" {
+	switch {
+	case entityType == "":
 		entityType = "(none)"
+	case entityType == undecodable:
+	case !s.named[entityType]:
+		entityType = "(other)"
 	}
-	m := s[entityType]
+	m := s.byType[entityType]
 	if m == nil {
 		m = map[string]float64{"Records": 0, "Processed": 0, "Skipped": 0, "Failed": 0}
-		s[entityType] = m
+		s.byType[entityType] = m
 	}
 	m[metric]++
 }
+
+// undecodable is the entity type of a record that could not be decoded.
+const undecodable = "(undecodable)"
 
 func (p *Processor) emit(ctx context.Context, log *slog.Logger, stats batchStats, res Result, d time.Duration) {
 	log.LogAttrs(ctx, slog.LevelInfo, "batch done",
@@ -403,14 +427,14 @@ func (p *Processor) emit(ctx context.Context, log *slog.Logger, stats batchStats
 		return
 	}
 	now := time.Now()
-	types := make([]string, 0, len(stats))
-	for t := range stats {
+	types := make([]string, 0, len(stats.byType))
+	for t := range stats.byType {
 		types = append(types, t)
 	}
 	sort.Strings(types)
 	for _, t := range types {
 		set := emf.New(p.cfg.Namespace, map[string]string{"Function": p.cfg.Function, "EntityType": t})
-		for name, v := range stats[t] {
+		for name, v := range stats.byType[t] {
 			set.Add(name, emf.Count, v)
 		}
 		if _, err := set.WriteTo(p.cfg.Metrics, now); err != nil {

@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -43,5 +45,59 @@ func TestSkippedRecordsCounted(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s:\n%s", want, m)
 		}
+	}
+}
+
+// The per-entity-type metrics name only the types the handler reads, and
+// count every other value under one "(other)": whoever writes items cannot
+// create custom metrics (each dimension value is one) nor values longer
+// than CloudWatch allows.
+func TestMetricDimensionsBounded(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"Records":[`)
+	for i := 0; i < 60; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		typ := fmt.Sprintf("Attacker%03d", i)
+		switch {
+		case i%3 == 0:
+			typ = "Order"
+		case i == 1:
+			typ = strings.Repeat("X", 5000)
+		}
+		fmt.Fprintf(&b, `{"eventID":"e%d","eventName":"INSERT","eventSource":"aws:dynamodb","dynamodb":{"ApproximateCreationDateTime":1796033700,"Keys":{"PK":{"S":"P%d"}},"NewImage":{"PK":{"S":"P%d"},"EntityType":{"S":"%s"}},"SequenceNumber":"%d","StreamViewType":"NEW_AND_OLD_IMAGES"}}`, i, i, i, typ, 1000+i)
+	}
+	b.WriteString(`]}`)
+	for _, tc := range []struct {
+		name    string
+		handler pipeline.BatchHandler
+		types   []string
+	}{
+		{"HandlerTypes", &typed{types: []string{"Order"}}, nil},
+		{"ConfiguredTypes", &needy{}, []string{"Order"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var metrics bytes.Buffer
+			cfg := quietConfig()
+			cfg.Metrics = &metrics
+			cfg.EntityTypes = tc.types
+			if _, err := pipeline.NewStreamsProcessor(tc.handler, cfg).Process(context.Background(), b.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			records := map[string]float64{}
+			for _, line := range strings.Split(strings.TrimSpace(metrics.String()), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatal(err)
+				}
+				if et, ok := m["EntityType"].(string); ok {
+					records[et] += m["Records"].(float64)
+				}
+			}
+			if len(records) != 2 || records["Order"] != 20 || records["(other)"] != 40 {
+				t.Fatalf("records per EntityType dimension: %v; want Order 20, (other) 40", records)
+			}
+		})
 	}
 }
