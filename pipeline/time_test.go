@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -110,5 +111,23 @@ func TestGetRecordsStringTimes(t *testing.T) {
 	}
 	if !bytes.Equal(render(num), render(str)) {
 		t.Errorf("string times decode differently:\n%s\n%s", render(num), render(str))
+	}
+}
+
+// decode's JSON carries the item version as a string, as it carries the
+// images' numbers: a version past 2^53 reads back exactly with a reader
+// that parses JSON numbers as floats.
+func TestChangeJSONVersionIsExact(t *testing.T) {
+	event := bytes.Replace(streamsEvent(1), []byte(`"version":{"N":"1"}`), []byte(`"version":{"N":"9007199254740993"}`), 1)
+	changes, err := pipeline.DecodeStreamsEvent(event, pipeline.Options{})
+	if err != nil || changes[0].Version != 9007199254740993 {
+		t.Fatalf("%v, %+v", err, changes)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(changes[0].AppendJSON(nil), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["version"] != "9007199254740993" {
+		t.Errorf("version read back as %#v", got["version"])
 	}
 }
