@@ -37,6 +37,10 @@ func (f Format) String() string {
 	return "unknown"
 }
 
+// ErrShortPrefix is returned when the bytes DetectFormat was given end
+// before the format shows: more of the payload may tell.
+var ErrShortPrefix = errors.New("ends before the format shows")
+
 // ErrION is returned for an export in Amazon ION, which the decoders do not
 // read: export the table in DYNAMODB_JSON.
 var ErrION = errors.New("ION is not supported: export the table in DYNAMODB_JSON")
@@ -72,7 +76,7 @@ func DetectFormat(prefix []byte) (Format, error) {
 			if f != FormatUnknown {
 				return f, nil // decided, but for what would have followed
 			}
-			return FormatUnknown, fmt.Errorf("the first %d bytes do not show the format", len(prefix))
+			return FormatUnknown, fmt.Errorf("the first %d bytes: %w", len(prefix), ErrShortPrefix)
 		}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {

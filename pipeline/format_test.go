@@ -97,7 +97,7 @@ func TestDetectFormat(t *testing.T) {
 		{"RecordWithoutSource", `{"Records":[{"eventID":"1"}]}`, pipeline.FormatUnknown, "no eventSource, kinesis or dynamodb member"},
 		{"RecordsNotArray", `{"Records":{"eventSource":"aws:kinesis"}}`, pipeline.FormatUnknown, "Records: want an array"},
 		{"NothingKnown", `{"foo":{"kinesis":{}}}`, pipeline.FormatUnknown, "neither an event"},
-		{"CutBeforeTheFormatShows", `{"Records":[{"eventID":"0123456789`, pipeline.FormatUnknown, "do not show the format"},
+		{"CutBeforeTheFormatShows", `{"Records":[{"eventID":"0123456789`, pipeline.FormatUnknown, "the first 34 bytes: ends before the format shows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

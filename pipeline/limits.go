@@ -61,6 +61,12 @@ const (
 	// DynamoDB's streaming destination wrote: a change record, within
 	// Kinesis's record limit.
 	MaxKinesisDataBytes = min(MaxStreamsRecordBytes, MaxKinesisRecordBytes)
+	// MaxStreamsAPIBodyBytes bounds a DynamoDB Streams GetRecords response
+	// body: at most 1 MB of items' data ("GetRecords can retrieve a maximum
+	// of 1 MB of data or 1000 stream records"), grown as any images, plus
+	// the record that takes it past 1 MB, plus the other fields of up to
+	// 1,000 records.
+	MaxStreamsAPIBodyBytes = jsonPerItemByte*(1<<20) + MaxStreamsRecordBytes + 1000*(maxKeysJSONBytes+recordFieldsBytes)
 	// MaxExportLineBytes bounds one line of a DynamoDB export data file in
 	// DYNAMODB_JSON: an incremental export's line holds the keys, both
 	// images and the write time; a full export's, one image.

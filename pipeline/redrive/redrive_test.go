@@ -257,3 +257,24 @@ func TestSkippedRecordsCounted(t *testing.T) {
 		t.Fatalf("report %+v; want 1 applied and 1 skipped", rep)
 	}
 }
+
+// An object is decompressed no further than an invocation record can be
+// (one quoted Lambda event), and its payload may be no larger than a
+// Lambda event.
+func TestParseBounded(t *testing.T) {
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestSpeed)
+	zw.Write([]byte(`{"KinesisBatchInfo":{},"payload":"`))
+	block := make([]byte, 1<<20)
+	for i := 0; i < 64; i++ {
+		zw.Write(block)
+	}
+	zw.Close()
+	if _, err := redrive.Parse("bomb.gz", bomb.Bytes()); err == nil || !strings.Contains(err.Error(), "redrive: bomb.gz: decompresses to more than 18939904 bytes: not an invocation record") {
+		t.Errorf("bomb: %v", err)
+	}
+	big := `{"KinesisBatchInfo":{},"payload":{"Records":[],"pad":"` + strings.Repeat("x", 7<<20) + `"}}`
+	if _, err := redrive.Parse("big", []byte(big)); err == nil || !strings.Contains(err.Error(), "not a Lambda event, which is at most Lambda's 6291456-byte payload") {
+		t.Errorf("7 MB payload: %v", err)
+	}
+}

@@ -181,6 +181,54 @@ func TestProcessRefusesViewType(t *testing.T) {
 	}
 }
 
+// writeGzip writes n bytes of pattern, gzip-compressed, to a file.
+func writeGzip(t *testing.T, name string, head []byte, pattern byte, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	zw.Write(head)
+	block := bytes.Repeat([]byte{pattern}, 1<<20)
+	for ; n > 0; n -= len(block) {
+		zw.Write(block[:min(n, len(block))])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// A gzip bomb is decompressed no further than its format allows: a Lambda
+// event at most 6 MB, an export line at most the export's longest.
+func TestGzipBomb(t *testing.T) {
+	event := writeGzip(t, "event.json.gz", []byte(`{"Records":[{"eventSource":"aws:dynamodb","dynamodb":{"NewImage":{"s":{"S":"`), 'x', 16<<20)
+	zeros := writeGzip(t, "zeros.gz", nil, 0, pipeline.MaxStreamsAPIBodyBytes+1<<20) // past every format's limit
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"ProcessEvent", []string{"process", "--store", t.TempDir(), event}, "event.json.gz: decompresses to more than 6291456 bytes: not a streams payload (a Lambda event is at most Lambda's 6 MB payload)"},
+		{"DecodeEvent", []string{"decode", event}, "event.json.gz: decompresses to more than 6291456 bytes: not a streams payload"},
+		{"DecodeZeros", []string{"decode", zeros}, `zeros.gz: cannot tell its format (give --format): not JSON: starts with "\x00\x00`},
+		{"DecodeZerosAsKinesis", []string{"decode", "--format", "kinesis", zeros}, "zeros.gz: decompresses to more than 6291456 bytes: not a kinesis payload"},
+		{"DecodeZerosAsExport", []string{"decode", "--format", "export", zeros}, fmt.Sprintf("zeros.gz: line 1: line longer than %d bytes", pipeline.MaxExportLineBytes)},
+		{"DecodeZerosAsGetRecords", []string{"decode", "--format", "streams-api", zeros}, fmt.Sprintf("zeros.gz: decompresses to more than %d bytes: not a streams-api payload", pipeline.MaxStreamsAPIBodyBytes)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tt.args...)
+			if code != 1 || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q\nwant %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
+
 func TestProcessAggregatesLeaderboard(t *testing.T) {
 	dir := t.TempDir()
 	code, out, stderr := runCLI(t, "process", "--store", dir, "--events", fixtures+"streams/event.json", "--events", fixtures+"kinesis/event-ms.json")

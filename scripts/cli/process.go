@@ -62,24 +62,13 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 	}
 	failed := false
 	for _, name := range files {
-		data, err := readInput(e, name)
+		f, data, err := readLambdaEvent(e, name, *format)
 		if err != nil {
 			return err
 		}
-		f := *format
-		if f == "" {
-			if f, err = detectFormat(name, data); err != nil {
-				return err
-			}
-		}
-		var p *pipeline.Processor
-		switch f {
-		case "streams":
-			p = pipeline.NewStreamsProcessor(engine, cfg)
-		case "kinesis":
+		p := pipeline.NewStreamsProcessor(engine, cfg)
+		if f == "kinesis" {
 			p = pipeline.NewKinesisProcessor(engine, cfg)
-		default:
-			return fmt.Errorf("%w: %s: process takes Lambda events (streams or kinesis), not %s", errUsage, name, f)
 		}
 		// Exactly the handler the Lambda runs: bytes in, partial batch response out.
 		res, err := p.Process(ctx, data)
@@ -128,6 +117,31 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 		return errFailed
 	}
 	return nil
+}
+
+// readLambdaEvent reads a captured Lambda event, gzip-compressed or not, in
+// format ("": told from its structure), up to Lambda's payload limit.
+func readLambdaEvent(e *env, name, format string) (string, []byte, error) {
+	in, closeIn, err := openInput(e, name)
+	if err != nil {
+		return "", nil, err
+	}
+	defer closeIn()
+	var data []byte
+	if format == "" {
+		if format, data, err = detectInput(name, in); err != nil {
+			return "", nil, err
+		}
+	}
+	if format != "streams" && format != "kinesis" {
+		return "", nil, fmt.Errorf("%w: %s: process takes Lambda events (streams or kinesis), not %s", errUsage, name, format)
+	}
+	if data == nil {
+		data, err = readPayload(name, format, in)
+	} else if len(data) > pipeline.MaxLambdaPayloadBytes {
+		err = fmt.Errorf("%s: more than %d bytes: not a %s payload (%s)", name, pipeline.MaxLambdaPayloadBytes, format, payloadLimits[format].why)
+	}
+	return format, data, err
 }
 
 // openArchive returns where the archiver writes: a directory, or an S3
