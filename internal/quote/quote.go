@@ -84,10 +84,10 @@ func cutAt(head string, max int) int {
 // Printable returns s unchanged but for what a terminal would not print as
 // itself, which it escapes as in a Go string literal: control characters
 // (ESC, BEL, CR, tab, newline, the C1 controls...), invalid UTF-8 (\xff),
-// format characters such as the bidirectional overrides (\u202e), spaces
-// other than ASCII's, and the backslash itself (\\), so that the escaped
-// form cannot be mistaken for the text. It does not cut s: use it for the
-// values of tables and reports printed for people.
+// format characters such as the bidirectional overrides (\u202e) and
+// spaces other than ASCII's. A backslash stays as it is, so that a message
+// that already quotes a value (Value) reads the same. It does not cut s:
+// use it for the values of tables, reports and errors printed for people.
 func Printable(s string) string {
 	i := 0
 	for i < len(s) {
@@ -112,8 +112,6 @@ func Printable(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			b = append(b, '\\', 'x', hex[s[i]>>4], hex[s[i]&0xf])
-		case r == '\\':
-			b = append(b, '\\', '\\')
 		default:
 			q := strconv.QuoteRune(r) // 'x' with x escaped
 			b = append(b, q[1:len(q)-1]...)
@@ -130,7 +128,7 @@ func needsEscape(r rune, size int) bool {
 		return true
 	}
 	if r < utf8.RuneSelf {
-		return r < 0x20 || r == 0x7f || r == '\\'
+		return r < 0x20 || r == 0x7f
 	}
 	return !strconv.IsPrint(r)
 }

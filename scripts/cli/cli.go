@@ -21,6 +21,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // command is one subcommand.
@@ -91,15 +93,17 @@ func run(ctx context.Context, e *env, args []string) int {
 		case errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(e.stderr, "tributary %s: %v\n", c.name, err)
+			fmt.Fprintf(e.stderr, "tributary %s: %s\n", c.name, quote.Printable(err.Error()))
 			return 2
 		case errors.Is(err, errFailed):
 			return 1
 		}
-		fmt.Fprintf(e.stderr, "tributary %s: %v\n", c.name, err)
+		// Errors quote keys and values of items: escape what a terminal
+		// would interpret.
+		fmt.Fprintf(e.stderr, "tributary %s: %s\n", c.name, quote.Printable(err.Error()))
 		return 1
 	}
-	fmt.Fprintf(e.stderr, "tributary: unknown command %q\n\n", args[0])
+	fmt.Fprintf(e.stderr, "tributary: unknown command %s\n\n", quote.Value(args[0]))
 	usage(e.stderr)
 	return 2
 }

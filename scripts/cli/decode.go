@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/tributary/tributary/internal/limitio"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 )
@@ -81,9 +82,9 @@ func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline
 		}
 		for _, r := range de.Records {
 			if r.File != "" { // an export line's error names its file
-				fmt.Fprintln(e.stderr, r)
+				fmt.Fprintln(e.stderr, quote.Printable(r.Error()))
 			} else {
-				fmt.Fprintf(e.stderr, "%s: %v\n", name, r)
+				fmt.Fprintf(e.stderr, "%s: %s\n", name, quote.Printable(r.Error()))
 			}
 		}
 		bad += len(de.Records)

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/pipeline/archive"
-
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -81,7 +81,7 @@ func runProcess(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "%s: %d records, %d applied, %d skipped (no projection reads their entity type), %d failed; response %s\n", name, res.Records, res.Applied, res.Skipped, len(res.Failed), resp)
 		for _, f := range res.Failed {
-			fmt.Fprintf(e.stderr, "%s: %s\n", name, f)
+			fmt.Fprintf(e.stderr, "%s: %s\n", name, quote.Printable(f.String()))
 		}
 		if res.Report != "" {
 			failed = true
