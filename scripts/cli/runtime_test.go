@@ -40,9 +40,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline/export/exportgen"
-	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/projections"
 )
 
