@@ -21,7 +21,7 @@ func gz(t testing.TB, data []byte) []byte {
 func bomb(t testing.TB, n int) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
 	block := make([]byte, 1<<20)
 	for ; n > 0; n -= len(block) {
 		zw.Write(block[:min(n, len(block))])
@@ -44,7 +44,7 @@ func TestReadAll(t *testing.T) {
 		{"PlainOver", event, len(event) - 1, nil, "more than 13 bytes"},
 		{"Gzip", gz(t, event), 100, event, ""},
 		{"GzipOver", gz(t, event), 10, nil, "decompresses to more than 10 bytes"},
-		{"Bomb", bomb(t, 256<<20), 6 << 20, nil, "decompresses to more than 6291456 bytes"},
+		{"Bomb", bomb(t, 64<<20), 6 << 20, nil, "decompresses to more than 6291456 bytes"},
 		{"Truncated", gz(t, event)[:20], 100, nil, "corrupt gzip: truncated"},
 		{"BadHeader", []byte{0x1f, 0x8b, 0, 0}, 100, nil, "corrupt gzip"},
 		{"BadChecksum", func() []byte { b := gz(t, event); b[len(b)-8] ^= 0xff; return b }(), 100, nil, "corrupt gzip: gzip: invalid checksum"},
