@@ -1,17 +1,17 @@
 package pipeline
 
 import (
-	"fmt"
-
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	dstypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // FromStreamsRecord converts a record read with the DynamoDB Streams API
 // (GetRecords) into a Change. stream and shard fill in the Position, which
 // the record does not carry. The error is a *RecordError.
 func FromStreamsRecord(r dstypes.Record, stream, shard string, opts Options) (Change, error) {
-	d := newDec(opts)
+	d := newDec(opts, MaxStreamsRecordBytes)
 	c := Change{Position: Position{Source: SourceStreams, Stream: stream, Shard: shard}}
 	c.EventID = deref(r.EventID)
 	c.Region = deref(r.AwsRegion)
@@ -28,7 +28,7 @@ func FromStreamsRecord(r dstypes.Record, stream, shard string, opts Options) (Ch
 	}
 	c.Position.SequenceNumber = deref(sr.SequenceNumber)
 	if !allDigits(c.Position.SequenceNumber) {
-		return fail(&FieldError{Path: "dynamodb.SequenceNumber", Msg: fmt.Sprintf("%q is not a sequence number", c.Position.SequenceNumber)})
+		return fail(&FieldError{Path: "dynamodb.SequenceNumber", Msg: quote.Value(c.Position.SequenceNumber) + " is not a sequence number"})
 	}
 	if sr.ApproximateCreationDateTime != nil {
 		c.Time, c.Precision = sr.ApproximateCreationDateTime.UTC(), Second

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // FieldError is a record that is well-formed JSON but not a valid change: a
@@ -54,10 +56,17 @@ type dec struct {
 	recErr *FieldError
 	names  map[string]string
 	opts   Options
+	// api is set for a GetRecords body, whose times may be strings.
+	api bool
+	// exact counts the bytes of attribute names, strings and binaries of
+	// the image being read: the part of its size DynamoDB counts byte for
+	// byte.
+	exact int
 }
 
-func newDec(opts Options) *dec {
-	d := &dec{opts: opts.withDefaults(), names: make(map[string]string, 32)}
+// newDec returns a decoder; limit is the format's record limit.
+func newDec(opts Options, limit int) *dec {
+	d := &dec{opts: opts.withDefaults(limit), names: make(map[string]string, 32)}
 	d.s.ar = &d.ar
 	return d
 }
@@ -84,7 +93,7 @@ func (d *dec) pathString() string {
 		if i > 0 {
 			b.WriteByte('.')
 		}
-		b.Write(p.name)
+		b.WriteString(quote.Short(string(p.name))) // attribute names are up to 64 KB
 	}
 	return b.String()
 }
@@ -107,6 +116,21 @@ func (d *dec) intern(b []byte) string {
 	return s
 }
 
+// image reads an item image (NewImage, OldImage, Item, Keys) and checks it
+// against DynamoDB's item limit: its attribute names, strings and binaries
+// alone, which DynamoDB counts byte for byte, cannot exceed MaxItemBytes
+// in an item that exists. (Numbers, lists and maps add to the size by
+// rules the Developer Guide calls approximate, so they are not counted:
+// the check never refuses a real item.)
+func (d *dec) image() Item {
+	d.exact = 0
+	m := d.item(0)
+	if d.exact > MaxItemBytes {
+		d.semantic("%d bytes of attribute names, strings and binaries: more than DynamoDB's item limit of %d", d.exact, MaxItemBytes)
+	}
+	return m
+}
+
 // item reads a map of attribute values (an image, Keys, or an M value).
 func (d *dec) item(depth int) Item {
 	s := &d.s
@@ -123,6 +147,7 @@ func (d *dec) item(depth int) Item {
 			return nil
 		}
 		name := d.intern(k)
+		d.exact += len(name)
 		d.push(k)
 		if v := d.value(depth); v != nil {
 			m[name] = v
@@ -178,6 +203,7 @@ func (d *dec) typed(k []byte, depth int) types.AttributeValue {
 		}
 		v := d.ss.alloc()
 		v.Value = s.str()
+		d.exact += len(v.Value)
 		return v
 	case "N":
 		num, ok := d.num()
@@ -243,7 +269,7 @@ func (d *dec) typed(k []byte, depth int) types.AttributeValue {
 		}
 		return &types.AttributeValueMemberL{Value: l}
 	}
-	d.semantic("unknown attribute type %q", k)
+	d.semantic("unknown attribute type %s", quote.Bytes(k))
 	s.skip()
 	return nil
 }
@@ -283,6 +309,7 @@ func (d *dec) bin() ([]byte, bool) {
 		d.semantic("invalid base64: %v", err)
 		return nil, false
 	}
+	d.exact += n
 	return out[:n:n], true
 }
 
@@ -308,6 +335,7 @@ func (d *dec) set(t byte, depth int) types.AttributeValue {
 				s.skip()
 			} else {
 				ss = append(ss, s.str())
+				d.exact += len(ss[len(ss)-1])
 			}
 		case 'N':
 			if v, ok := d.num(); ok {
@@ -340,7 +368,7 @@ func (d *dec) set(t byte, depth int) types.AttributeValue {
 // optional fraction, an optional exponent, at most 38 significant digits, and
 // a magnitude DynamoDB can store (1E-130 to under 1E+126).
 func checkNumber(b []byte) error {
-	bad := func(why string) error { return fmt.Errorf("%q is not a number: %s", b, why) }
+	bad := func(why string) error { return fmt.Errorf("%s is not a number: %s", quote.Bytes(b), why) }
 	i := 0
 	if i < len(b) && (b[i] == '-' || b[i] == '+') {
 		i++

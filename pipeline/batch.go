@@ -4,16 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // BatchHandler applies a batch of changes, in order.
@@ -66,6 +69,16 @@ type Config struct {
 	// Function names the function in metric dimensions. Default: the Lambda
 	// function name from the environment, or "local".
 	Function string
+	// EntityTypes are the entity types the per-type metrics name; records
+	// of any other type are counted under "(other)", so that whoever writes
+	// items cannot create custom metrics. Default: the handler's
+	// EntityTypes(), if it has that method (the projection engine does).
+	EntityTypes []string
+	// Need is what the stream's records must carry besides what the
+	// handler needs (NeedOf): the projector's filter criteria, for one,
+	// need old images. A batch from a stream whose view type cannot give
+	// them is refused whole (a *ViewError).
+	Need ImageNeed
 }
 
 // Processor runs Lambda stream events through a BatchHandler with Lambda's
@@ -76,6 +89,11 @@ type Processor struct {
 	cfg    Config
 	source Source
 	decode func([]byte, Options) ([]Change, error)
+	// reads says whether the handler reads an entity type; nil when the
+	// handler does not say (EntityTypes).
+	reads func(string) bool
+	// named are the entity types the metrics name.
+	named map[string]bool
 }
 
 // NewStreamsProcessor returns a Processor for Lambda DynamoDB Streams events.
@@ -102,15 +120,34 @@ func newProcessor(h BatchHandler, cfg Config, src Source, decode func([]byte, Op
 	if cfg.Function == "" {
 		cfg.Function = "local"
 	}
-	return &Processor{h: h, cfg: cfg, source: src, decode: decode}
+	p := &Processor{h: h, cfg: cfg, source: src, decode: decode, named: map[string]bool{}}
+	if et, ok := h.(entityTyper); ok {
+		reads := map[string]bool{}
+		for _, t := range et.EntityTypes() {
+			reads[t] = true
+		}
+		p.reads = func(t string) bool { return reads[t] }
+		if cfg.EntityTypes == nil {
+			p.named = reads
+		}
+	}
+	for _, t := range cfg.EntityTypes {
+		p.named[t] = true
+	}
+	return p
 }
 
 // Result is what one batch came to.
 type Result struct {
 	// Records is how many records the event held.
 	Records int
-	// Applied is how many were handled successfully (skipped ones included).
+	// Applied is how many were handled successfully by a handler that reads
+	// them.
 	Applied int
+	// Skipped is how many were handled successfully but skipped: no
+	// handler reads their entity type (none, or one nothing is registered
+	// for; only known for a handler that lists its types, EntityTypes).
+	Skipped int
 	// Failed lists the records that failed, in order: the first stopped the
 	// batch (unless skipped under SkipPermanent).
 	Failed []Failure
@@ -127,6 +164,32 @@ type Failure struct {
 	EntityType     string
 	Err            error
 	Skipped        bool // skipped under SkipPermanent rather than reported
+}
+
+// String describes the failure for people, naming the record once: a
+// record that could not be decoded as its *RecordError does ("record 1
+// (seq …, event …): path: msg"), any other as "record 1 (seq …, entity
+// type Order): err".
+func (f Failure) String() string {
+	var re *RecordError
+	if errors.As(f.Err, &re) && re.Index == f.Index {
+		return re.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "record %d (", f.Index)
+	if f.SequenceNumber != "" {
+		b.WriteString("seq " + quote.ID(f.SequenceNumber) + ", ")
+	}
+	if f.EntityType == "" {
+		b.WriteString("no entity type")
+	} else {
+		b.WriteString("entity type " + quote.Short(f.EntityType))
+	}
+	b.WriteString("): ")
+	if f.Err != nil {
+		b.WriteString(f.Err.Error())
+	}
+	return b.String()
 }
 
 // Invoke implements lambda.Handler: it decodes the event, processes it and
@@ -160,7 +223,10 @@ func (p *Processor) Response(res Result) ([]byte, error) {
 
 // Process decodes a Lambda event and applies its records in order. Records
 // up to the first failure are applied; the failure's sequence number is
-// Result.Report. The error is non-nil only for a payload that is not an event.
+// Result.Report. The error is non-nil only for a payload that is not an
+// event (ErrNotEvent), a stream whose view type cannot give what the
+// handler needs (a *ViewError: nothing is applied), and a failed record
+// without a sequence number to report.
 func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error) {
 	start := time.Now()
 	log := p.cfg.Logger
@@ -179,7 +245,14 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		bad = de.Records
 	}
 	res := Result{Records: len(changes) + len(bad)}
-	stats := newBatchStats()
+	if _, err := CheckViews(changes, NeedOf(p.h), p.cfg.Need); err != nil {
+		// No record of this stream can be handled correctly: fail the
+		// invocation, so that the records wait, retried, until the stream
+		// is fixed or they age out to the on-failure destination.
+		log.LogAttrs(ctx, slog.LevelError, "stream refused", slog.String("source", p.source.String()), slog.String("error", err.Error()))
+		return res, err
+	}
+	stats := newBatchStats(p.named)
 	for i := range changes {
 		stats.add(changes[i].EntityType(), "Records")
 	}
@@ -188,7 +261,7 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 	stop := len(changes)
 	var stopFailure *Failure
 	for _, rb := range bad {
-		f := Failure{Index: rb.Index, SequenceNumber: rb.SequenceNumber, Err: rb, EntityType: "(undecodable)"}
+		f := Failure{Index: rb.Index, Shard: rb.Shard, SequenceNumber: rb.SequenceNumber, Err: rb, EntityType: undecodable}
 		stats.add(f.EntityType, "Records")
 		if p.cfg.Permanent == SkipPermanent {
 			f.Skipped = true
@@ -204,13 +277,22 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 
 	rest := changes[:stop]
 	var handlerFailure *Failure
+	read := p.reads
+	done := func(cs []Change) {
+		for i := range cs {
+			if read != nil && !Touches(&cs[i], read) {
+				res.Skipped++
+				stats.add(cs[i].EntityType(), "Skipped")
+				continue
+			}
+			res.Applied++
+			stats.add(cs[i].EntityType(), "Processed")
+		}
+	}
 	for len(rest) > 0 {
 		err := p.handle(ctx, rest)
 		if err == nil {
-			res.Applied += len(rest)
-			for i := range rest {
-				stats.add(rest[i].EntityType(), "Processed")
-			}
+			done(rest)
 			break
 		}
 		idx := 0
@@ -220,10 +302,7 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		}
 		c := &rest[idx]
 		f := Failure{Index: c.Position.Index, Shard: c.Position.Shard, SequenceNumber: c.Position.SequenceNumber, EntityType: c.EntityType(), Err: err}
-		for i := range rest[:idx] {
-			stats.add(rest[i].EntityType(), "Processed")
-		}
-		res.Applied += idx
+		done(rest[:idx])
 		if p.cfg.Permanent == SkipPermanent && errors.Is(err, ErrPermanent) {
 			f.Skipped = true
 			res.Failed = append(res.Failed, f)
@@ -246,12 +325,20 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 		if res.Report == "" {
 			// Without a sequence number the record cannot be named: fail the
 			// whole invocation so that Lambda retries and bisects it.
+			var re *RecordError
+			if errors.As(stopFailure.Err, &re) {
+				return res, re
+			}
 			return res, &RecordError{Index: stopFailure.Index, Err: stopFailure.Err}
 		}
 	}
 	p.emit(ctx, log, stats, res, time.Since(start))
 	return res, nil
 }
+
+// entityTyper is a handler that lists the entity types it reads, as the
+// projection engine does.
+type entityTyper interface{ EntityTypes() []string }
 
 // handle calls the batch handler, turning a panic into a failure of the
 // batch's first change.
@@ -274,35 +361,51 @@ func (p *Processor) logFailure(ctx context.Context, log *slog.Logger, f Failure)
 		slog.Int("index", f.Index),
 		slog.String("shard", f.Shard),
 		slog.String("seq", f.SequenceNumber),
-		slog.String("entityType", f.EntityType),
+		slog.String("entityType", quote.Short(f.EntityType)),
 		slog.Bool("permanent", errors.Is(f.Err, ErrPermanent)),
 		slog.String("error", f.Err.Error()))
 }
 
 // batchStats counts records per entity type for the metrics: Records
-// received, Processed (applied), Skipped (permanent failures skipped under
-// SkipPermanent) and Failed (the record that stopped the batch).
-type batchStats map[string]map[string]float64
+// received, Processed (applied), Skipped (records no handler reads, and
+// permanent failures skipped under SkipPermanent) and Failed (the record
+// that stopped the batch). The dimension's values are bounded: the named
+// types, "(none)" for a record without a type, "(undecodable)", and
+// "(other)" for every other value.
+type batchStats struct {
+	named  map[string]bool
+	byType map[string]map[string]float64
+}
 
-func newBatchStats() batchStats { return batchStats{} }
+func newBatchStats(named map[string]bool) batchStats {
+	return batchStats{named: named, byType: map[string]map[string]float64{}}
+}
 
 func (s batchStats) add(entityType, metric string) {
-	if entityType == "" {
+	switch {
+	case entityType == "":
 		entityType = "(none)"
+	case entityType == undecodable:
+	case !s.named[entityType]:
+		entityType = "(other)"
 	}
-	m := s[entityType]
+	m := s.byType[entityType]
 	if m == nil {
 		m = map[string]float64{"Records": 0, "Processed": 0, "Skipped": 0, "Failed": 0}
-		s[entityType] = m
+		s.byType[entityType] = m
 	}
 	m[metric]++
 }
+
+// undecodable is the entity type of a record that could not be decoded.
+const undecodable = "(undecodable)"
 
 func (p *Processor) emit(ctx context.Context, log *slog.Logger, stats batchStats, res Result, d time.Duration) {
 	log.LogAttrs(ctx, slog.LevelInfo, "batch done",
 		slog.String("source", p.source.String()),
 		slog.Int("records", res.Records),
 		slog.Int("applied", res.Applied),
+		slog.Int("skipped", res.Skipped),
 		slog.Int("failed", len(res.Failed)),
 		slog.String("report", res.Report),
 		slog.Duration("duration", d))
@@ -310,14 +413,14 @@ func (p *Processor) emit(ctx context.Context, log *slog.Logger, stats batchStats
 		return
 	}
 	now := time.Now()
-	types := make([]string, 0, len(stats))
-	for t := range stats {
+	types := make([]string, 0, len(stats.byType))
+	for t := range stats.byType {
 		types = append(types, t)
 	}
 	sort.Strings(types)
 	for _, t := range types {
 		set := emf.New(p.cfg.Namespace, map[string]string{"Function": p.cfg.Function, "EntityType": t})
-		for name, v := range stats[t] {
+		for name, v := range stats.byType[t] {
 			set.Add(name, emf.Count, v)
 		}
 		if _, err := set.WriteTo(p.cfg.Metrics, now); err != nil {

@@ -199,7 +199,7 @@ func TestKinesisResponse(t *testing.T) {
 
 func TestMetricsAndLogs(t *testing.T) {
 	var logs, metrics bytes.Buffer
-	cfg := pipeline.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: &metrics, Function: "projector"}
+	cfg := pipeline.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: &metrics, Function: "projector", EntityTypes: []string{"Order"}}
 	p := pipeline.NewStreamsProcessor(&recorder{failAt: map[string]error{"1001": errors.New("boom")}}, cfg)
 	if _, err := p.Process(context.Background(), streamsEvent(3)); err != nil {
 		t.Fatal(err)

@@ -142,6 +142,10 @@ type Change struct {
 	// Time is the approximate creation time of the change, exact to Precision.
 	Time      time.Time
 	Precision Precision
+	// View is the view type of the stream the change was read from, which
+	// says which images it can carry (ViewUnknown when the source does not
+	// say).
+	View View
 	// EventID is the source's event ID (a UUID for Kinesis, a hex ID for Streams).
 	EventID string
 	// TTL is true for a removal made by DynamoDB's time to live.

@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -30,14 +31,43 @@ func TestCompareSequenceNumbers(t *testing.T) {
 func TestItemSize(t *testing.T) {
 	item := pipeline.Item{
 		"PK":    &types.AttributeValueMemberS{Value: "USER#u42"},           // 2 + 8
-		"total": &types.AttributeValueMemberN{Value: "120.50"},             // 5 + (4+1)/2+1 = 3
+		"total": &types.AttributeValueMemberN{Value: "120.50"},             // 5 + (4+1)/2+1 = 3 (1205: the trailing zero is trimmed)
 		"ok":    &types.AttributeValueMemberBOOL{Value: true},              // 2 + 1
 		"tags":  &types.AttributeValueMemberSS{Value: []string{"a", "bc"}}, // 4 + 3
 		"m": &types.AttributeValueMemberM{Value: pipeline.Item{ // 1 + 3 + (1 + 1 + 1)
 			"k": &types.AttributeValueMemberNULL{Value: true},
 		}},
 	}
-	if got, want := pipeline.ItemSize(item), 10+8+3+7+8; got != want {
+	if got, want := pipeline.ItemSize(item), 10+8+3+7+7; got != want {
 		t.Errorf("ItemSize = %d, want %d", got, want)
+	}
+}
+
+// A number's size counts its significant digits, whichever way it is
+// written: DynamoDB writes 1E+100 as 1 and 100 zeros, and counts 2 bytes.
+func TestNumberSize(t *testing.T) {
+	tests := []struct {
+		name, n string
+		want    int
+	}{
+		{"Zero", "0", 1},
+		{"OneDigit", "7", 2},
+		{"TwoDigits", "42", 2},
+		{"TrailingZero", "120", 2}, // 12: the trailing zero is trimmed
+		{"ThreeDigits", "123", 3},
+		{"Fraction", "120.50", 3},
+		{"LeadingZeros", "0.000125", 3},
+		{"Exponent", "1E+100", 2},
+		{"PlainLarge", "1" + strings.Repeat("0", 100), 2},
+		{"PlainSmall", "-0." + strings.Repeat("0", 129) + "12", 2},
+		{"ThirtyEightDigits", "12345678901234567890123456789012345678", 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			item := pipeline.Item{"n": &types.AttributeValueMemberN{Value: tt.n}}
+			if got := pipeline.ItemSize(item) - 1; got != tt.want {
+				t.Errorf("size of %s = %d, want %d", tt.n, got, tt.want)
+			}
+		})
 	}
 }

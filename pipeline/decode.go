@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // Options configures decoding. The zero value is ready to use.
@@ -22,8 +25,13 @@ type Options struct {
 	// KeyAttributes names the table's key attributes, used where a source
 	// gives whole items but no keys (full export lines). Default PK, SK.
 	KeyAttributes []string
-	// MaxRecordBytes rejects a record whose JSON is larger. Default 1 MiB:
-	// a DynamoDB item is at most 400 KB, so a record with both images fits.
+	// MaxRecordBytes rejects a record whose JSON is larger: a record of a
+	// Lambda event, the data of a Kinesis record, an export line. The
+	// default, and the most it can be, is the format's limit, which no
+	// record AWS writes exceeds: MaxLambdaRecordBytes for the records of
+	// Lambda events, MaxStreamsRecordBytes for those of a Streams GetRecords
+	// response, MaxKinesisDataBytes for a Kinesis record's data,
+	// MaxExportLineBytes for export lines.
 	MaxRecordBytes int
 }
 
@@ -31,10 +39,10 @@ type Options struct {
 const (
 	DefaultTypeAttribute    = "EntityType"
 	DefaultVersionAttribute = "version"
-	DefaultMaxRecordBytes   = 1 << 20
 )
 
-func (o Options) withDefaults() Options {
+// withDefaults fills in the defaults; limit is the format's record limit.
+func (o Options) withDefaults(limit int) Options {
 	if o.TypeAttribute == "" {
 		o.TypeAttribute = DefaultTypeAttribute
 	}
@@ -44,8 +52,8 @@ func (o Options) withDefaults() Options {
 	if len(o.KeyAttributes) == 0 {
 		o.KeyAttributes = []string{"PK", "SK"}
 	}
-	if o.MaxRecordBytes <= 0 {
-		o.MaxRecordBytes = DefaultMaxRecordBytes
+	if o.MaxRecordBytes <= 0 || o.MaxRecordBytes > limit {
+		o.MaxRecordBytes = limit
 	}
 	return o
 }
@@ -56,26 +64,36 @@ type RecordError struct {
 	Index          int    // place in the batch, from 0
 	SequenceNumber string // when the record's sequence number could be read
 	EventID        string // when it could be read
-	Err            error  // usually a *FieldError
+	Shard          string // when the record says it (a Kinesis event ID does)
+	// File and Line name an export line (Index is Line-1).
+	File string
+	Line int
+	Err  error // usually a *FieldError
 }
 
+// Error names the record once: "record 1 (seq 4421…, event 9f…): path:
+// msg", or for an export line "data.json line 2: path: msg".
 func (e *RecordError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("%s line %d: %v", e.File, e.Line, e.Err)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "record %d", e.Index)
-	if e.SequenceNumber != "" || e.EventID != "" {
-		b.WriteString(" (")
+	var ids []string
+	switch {
+	case e.Shard != "" && e.EventID == e.Shard+":"+e.SequenceNumber:
+		// A Kinesis event ID is the shard and the sequence number.
+		ids = append(ids, "shard "+quote.ID(e.Shard), "seq "+quote.ID(e.SequenceNumber))
+	default:
 		if e.SequenceNumber != "" {
-			b.WriteString("seq ")
-			b.WriteString(e.SequenceNumber)
+			ids = append(ids, "seq "+quote.ID(e.SequenceNumber))
 		}
 		if e.EventID != "" {
-			if e.SequenceNumber != "" {
-				b.WriteString(", ")
-			}
-			b.WriteString("event ")
-			b.WriteString(e.EventID)
+			ids = append(ids, "event "+quote.ID(e.EventID))
 		}
-		b.WriteString(")")
+	}
+	if len(ids) > 0 {
+		b.WriteString(" (" + strings.Join(ids, ", ") + ")")
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Err.Error())
@@ -118,7 +136,7 @@ func (e *DecodeError) Unwrap() []error {
 // A payload that is not valid JSON, or not an event, gives no changes and a
 // plain error.
 func DecodeStreamsEvent(data []byte, opts Options) ([]Change, error) {
-	d := newDec(opts)
+	d := newDec(opts, MaxLambdaRecordBytes)
 	return d.event(data, d.streamsRecord)
 }
 
@@ -128,7 +146,7 @@ func DecodeStreamsEvent(data []byte, opts Options) ([]Change, error) {
 // times). Position.SequenceNumber is the Kinesis sequence number, which
 // Lambda's partial batch response names. Errors are as for DecodeStreamsEvent.
 func DecodeKinesisEvent(data []byte, opts Options) ([]Change, error) {
-	d := newDec(opts)
+	d := newDec(opts, MaxLambdaRecordBytes)
 	return d.event(data, d.kinesisRecord)
 }
 
@@ -137,7 +155,8 @@ func DecodeKinesisEvent(data []byte, opts Options) ([]Change, error) {
 // captured from the API. stream and shard fill in the Position, which the body
 // does not carry. Errors are as for DecodeStreamsEvent.
 func DecodeStreamsAPIResponse(data []byte, stream, shard string, opts Options) ([]Change, error) {
-	d := newDec(opts)
+	d := newDec(opts, MaxStreamsRecordBytes)
+	d.api = true
 	changes, err := d.event(data, d.streamsRecord)
 	for i := range changes {
 		if changes[i].Position.Stream == "" {
@@ -156,9 +175,9 @@ func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
 	s.reset(data)
 	if c := s.peek(); c != '{' {
 		if c == 0 {
-			return nil, errors.New("pipeline: event is empty")
+			return nil, notEvent(errors.New("pipeline: event is empty"))
 		}
-		return nil, fmt.Errorf("pipeline: event: want a JSON object, got %s", s.kind())
+		return nil, notEvent(errors.New("pipeline: event: " + notObject(data)))
 	}
 	var (
 		changes []Change
@@ -177,7 +196,7 @@ func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
 			continue
 		}
 		if s.peek() != '[' {
-			return nil, fmt.Errorf("pipeline: event: Records: want array, got %s", s.kind())
+			return nil, notEvent(fmt.Errorf("pipeline: event: Records: want array, got %s", s.kind()))
 		}
 		s.pos++
 		changes = make([]Change, 0, estimateRecords(len(data)))
@@ -197,17 +216,17 @@ func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
 				d.recErr = &FieldError{Msg: fmt.Sprintf("record is %d bytes, over the limit of %d", s.pos-start, d.opts.MaxRecordBytes)}
 			}
 			if d.recErr != nil {
-				bad = append(bad, &RecordError{Index: idx, SequenceNumber: seq, EventID: id, Err: d.recErr})
+				bad = append(bad, &RecordError{Index: idx, SequenceNumber: seq, EventID: id, Shard: c.Position.Shard, Err: d.recErr})
 				changes = changes[:len(changes)-1]
 			}
 		}
 	}
 	s.end()
 	if s.err != nil {
-		return nil, fmt.Errorf("pipeline: event: %w", s.err)
+		return nil, notEvent(fmt.Errorf("pipeline: event: %w", s.err))
 	}
 	if !seen {
-		return nil, errors.New("pipeline: event: no Records member")
+		return nil, notEvent(errors.New("pipeline: event: no Records member"))
 	}
 	if bad != nil {
 		return changes, &DecodeError{Records: bad}
@@ -300,24 +319,25 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 	s.pos++
 	var rawTime []byte
 	var precision string
+	timeString := false
 	for n := 0; s.next('}', &n); {
 		k := s.key()
 		d.push(k)
 		switch string(k) {
 		case "Keys":
-			c.Keys = d.item(0)
+			c.Keys = d.image()
 		case "NewImage":
 			if !s.isNull() {
-				c.New = d.item(0)
+				c.New = d.image()
 			}
 		case "OldImage":
 			if !s.isNull() {
-				c.Old = d.item(0)
+				c.Old = d.image()
 			}
 		case "SequenceNumber":
 			seq = d.optString()
 			if seq != "" && !allDigits(seq) {
-				d.semantic("%q is not a sequence number", seq)
+				d.semantic("%s is not a sequence number", quote.Value(seq))
 			}
 		case "SizeBytes":
 			if s.peek() == '"' || s.peek() == '{' || s.peek() == '[' {
@@ -333,11 +353,26 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 		case "StreamViewType":
 			viewType = d.optString()
 		case "ApproximateCreationDateTime":
-			if s.peek() == '"' || s.peek() == '{' || s.peek() == '[' || s.peek() == 't' || s.peek() == 'f' {
+			switch s.peek() {
+			case '"':
+				if !d.api {
+					// A Lambda event's time is a JSON number; so is one the
+					// streaming destination writes.
+					d.semantic("want a number of %s, got a string: Lambda writes a JSON number", unitName(unit))
+					s.skip()
+					break
+				}
+				// A GetRecords body read back from the AWS CLI or the API
+				// reference has it as a string, which boto3 and the AWS SDK
+				// for JavaScript read too.
+				rawTime, timeString = append(rawTime[:0], s.strBytes()...), true
+			case '{', '[', 't', 'f':
 				d.semantic("want number, got %s", s.kind())
 				s.skip()
-			} else if !s.isNull() {
-				rawTime = append(rawTime[:0], s.number()...)
+			default:
+				if !s.isNull() {
+					rawTime = append(rawTime[:0], s.number()...)
+				}
 			}
 		case "ApproximateCreationDateTimePrecision":
 			precision = d.optString()
@@ -352,50 +387,127 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 	switch precision {
 	case "", "MILLISECOND", "MICROSECOND":
 	default:
-		d.semanticAt(d.pathString()+".ApproximateCreationDateTimePrecision", fmt.Sprintf("unknown precision %q", precision))
+		d.semanticAt(d.pathString()+".ApproximateCreationDateTimePrecision", "unknown precision "+quote.Value(precision))
 		return seq, viewType
 	}
 	if rawTime != nil {
 		d.push([]byte("ApproximateCreationDateTime"))
-		d.setTime(c, rawTime, unit, precision)
+		if timeString {
+			d.setTimeString(c, rawTime)
+		} else {
+			d.setTime(c, rawTime, unit, precision)
+		}
 		d.pop()
 	}
 	return seq, viewType
 }
 
+func unitName(p Precision) string {
+	switch p {
+	case Second:
+		return "seconds"
+	case Millisecond:
+		return "milliseconds"
+	}
+	return "microseconds"
+}
+
+// Epoch times AWS writes have these many digits: 10 in seconds, 13 in
+// milliseconds, 16 in microseconds, from 2001-09-09 to 2286-11-20 (DynamoDB
+// Streams started in 2014, Kinesis destinations in 2020).
+const (
+	minEpochSeconds = 1e9
+	maxEpochSeconds = 1e10
+)
+
+// digitsUnit names the unit an epoch time of n integer digits is in.
+func digitsUnit(n int) string {
+	switch n {
+	case 10:
+		return "a time in seconds"
+	case 13:
+		return "a time in milliseconds"
+	case 16:
+		return "a time in microseconds"
+	case 19:
+		return "a time in nanoseconds"
+	}
+	return "no epoch time of this century"
+}
+
 // setTime interprets ApproximateCreationDateTime. Streams gives epoch seconds
 // (an integer from Lambda, possibly fractional from the API); Kinesis gives
-// milliseconds, or microseconds when the precision says MICROSECOND.
+// milliseconds, or microseconds when the precision says MICROSECOND. A time
+// of any other size is in a unit the source does not write (a Kinesis time
+// in seconds would otherwise land in 1970) and is refused, saying what it
+// looks like.
 func (d *dec) setTime(c *Change, raw []byte, unit Precision, precision string) {
 	if unit == Second {
 		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || f < 0 || f > 1e11 {
-			d.semantic("%s is not an epoch time in seconds", raw)
+		if err != nil || f < minEpochSeconds || f >= maxEpochSeconds {
+			why := "not a time from 2001 to 2286"
+			if err == nil && f >= 1 && f < 1e20 {
+				why = fmt.Sprintf("it has %d digits, %s", len(strconv.FormatFloat(math.Floor(f), 'f', 0, 64)), digitsUnit(len(strconv.FormatFloat(math.Floor(f), 'f', 0, 64))))
+			}
+			d.semantic("%s is not a time in seconds: %s", quote.Short(string(raw)), why)
 			return
 		}
-		sec, frac := math.Modf(f)
-		c.Time = time.Unix(int64(sec), int64(math.Round(frac*1e3))*int64(time.Millisecond)).UTC()
-		c.Precision = Second
-		if frac != 0 {
-			c.Precision = Millisecond
-		}
+		d.setSeconds(c, f)
 		return
 	}
 	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || v < 0 {
-		d.semantic("%s is not a non-negative integer epoch time", raw)
+		if _, ferr := strconv.ParseFloat(string(raw), 64); ferr == nil && !bytes.HasPrefix(raw, []byte("-")) {
+			d.semantic("%s is not an integer: the streaming destination writes whole milliseconds or microseconds", quote.Short(string(raw)))
+			return
+		}
+		d.semantic("%s is not a non-negative integer epoch time", quote.Short(string(raw)))
 		return
 	}
-	switch precision {
-	case "MICROSECOND":
+	digits := len(strconv.FormatInt(v, 10))
+	switch {
+	case precision == "MICROSECOND" && digits == 16, precision == "" && digits == 16:
 		c.Time, c.Precision = time.UnixMicro(v).UTC(), Microsecond
+	case precision != "MICROSECOND" && digits == 13:
+		c.Time, c.Precision = time.UnixMilli(v).UTC(), Millisecond
+	case precision == "MICROSECOND":
+		d.semantic("%d has %d digits, not the 16 of a time in microseconds (ApproximateCreationDateTimePrecision MICROSECOND): %s", v, digits, digitsUnit(digits))
+	case precision == "MILLISECOND":
+		d.semantic("%d has %d digits, not the 13 of a time in milliseconds (ApproximateCreationDateTimePrecision MILLISECOND): %s", v, digits, digitsUnit(digits))
+	case digits == 10:
+		d.semantic("%d has 10 digits, a time in seconds (%s); the Kinesis streaming destination writes milliseconds (13 digits) or, with ApproximateCreationDateTimePrecision MICROSECOND, microseconds (16)",
+			v, time.Unix(v, 0).UTC().Format(time.RFC3339))
 	default:
-		// Without a stated precision, 16 digits can only be microseconds.
-		if precision == "" && v >= 1e15 {
-			c.Time, c.Precision = time.UnixMicro(v).UTC(), Microsecond
-		} else {
-			c.Time, c.Precision = time.UnixMilli(v).UTC(), Millisecond
-		}
+		d.semantic("%d has %d digits, %s: the Kinesis streaming destination writes milliseconds (13 digits) or, with ApproximateCreationDateTimePrecision MICROSECOND, microseconds (16)", v, digits, digitsUnit(digits))
+	}
+}
+
+// setSeconds sets an epoch time in seconds, to the millisecond.
+func (d *dec) setSeconds(c *Change, f float64) {
+	sec, frac := math.Modf(f)
+	c.Time = time.Unix(int64(sec), int64(math.Round(frac*1e3))*int64(time.Millisecond)).UTC()
+	c.Precision = Second
+	if frac != 0 {
+		c.Precision = Millisecond
+	}
+}
+
+// setTimeString interprets a GetRecords time written as a string: epoch
+// seconds ("1.46480646E9", as in the API reference's example) or ISO 8601
+// ("2026-11-30T10:36:00+00:00", as the AWS CLI prints it).
+func (d *dec) setTimeString(c *Change, raw []byte) {
+	if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
+		d.setTime(c, raw, Second, "")
+		return
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(raw))
+	if err != nil {
+		d.semantic("%s is neither a number of seconds nor an ISO 8601 time", quote.Bytes(raw))
+		return
+	}
+	c.Time, c.Precision = t.UTC(), Second
+	if t.Nanosecond() != 0 {
+		c.Time, c.Precision = t.UTC().Truncate(time.Millisecond), Millisecond
 	}
 }
 
@@ -413,13 +525,19 @@ func (d *dec) finish(c *Change, name, viewType, ddb string) {
 		d.semanticAt("eventName", "missing")
 		return
 	default:
-		d.semanticAt("eventName", fmt.Sprintf("unknown event name %q", name))
+		d.semanticAt("eventName", "unknown event name "+quote.Value(name))
 		return
 	}
 	if len(c.Keys) == 0 {
 		d.semanticAt(ddb+".Keys", "missing")
 		return
 	}
+	view, ok := parseView(viewType)
+	if !ok {
+		d.semanticAt(ddb+".StreamViewType", "unknown StreamViewType "+quote.Value(viewType)+": want KEYS_ONLY, NEW_IMAGE, OLD_IMAGE or NEW_AND_OLD_IMAGES")
+		return
+	}
+	c.View = view
 	newView := viewType == "NEW_IMAGE" || viewType == "NEW_AND_OLD_IMAGES"
 	switch {
 	case c.Kind != Remove && c.New == nil && newView:
@@ -466,7 +584,7 @@ func (d *dec) derive(c *Change, prefix string) {
 	}
 	v, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil || v < 0 {
-		d.semanticAt(where+".N", fmt.Sprintf("version %q is not a non-negative integer", n.Value))
+		d.semanticAt(where+".N", fmt.Sprintf("version %s is not a non-negative integer", quote.Value(n.Value)))
 		return
 	}
 	c.Version, c.HasVersion = v, true

@@ -119,8 +119,9 @@ func scalarString(av types.AttributeValue) string {
 func ItemKey(keys Item) string { return string(AppendItem(nil, keys)) }
 
 // MarshalJSON renders the change as one JSON object, the form
-// `tributary decode` prints: images in DynamoDB JSON, the time in RFC 3339 at
-// the source's precision.
+// `tributary decode` prints: images in DynamoDB JSON, the version as a
+// string (as the images' numbers are), the time in RFC 3339 at the source's
+// precision.
 func (c Change) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), nil }
 
 // AppendJSON appends the MarshalJSON form of c to buf.
@@ -151,8 +152,12 @@ func (c *Change) AppendJSON(buf []byte) []byte {
 		buf = jsonstr.Quote(buf, c.NewType)
 	}
 	if c.HasVersion {
+		// A string, as the images' numbers are: a reader that parses JSON
+		// numbers as floats would round a version past 2^53.
 		field("version")
+		buf = append(buf, '"')
 		buf = strconv.AppendInt(buf, c.Version, 10)
+		buf = append(buf, '"')
 	}
 	field("source")
 	buf = jsonstr.Quote(buf, c.Position.Source.String())

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // ErrPermanent matches errors that retrying cannot fix: a record that cannot
@@ -26,6 +28,19 @@ func (e permanentError) Error() string        { return e.err.Error() }
 func (e permanentError) Unwrap() error        { return e.err }
 func (e permanentError) Is(target error) bool { return target == ErrPermanent }
 
+// ErrNotEvent matches the error of a payload that is not an event at all
+// (not JSON, not an object, no Records array): none of it can be decoded.
+var ErrNotEvent = errors.New("not an event")
+
+// notEvent marks err as ErrNotEvent, keeping its message.
+func notEvent(err error) error { return notEventError{err} }
+
+type notEventError struct{ err error }
+
+func (e notEventError) Error() string        { return e.err.Error() }
+func (e notEventError) Unwrap() error        { return e.err }
+func (e notEventError) Is(target error) bool { return target == ErrNotEvent }
+
 // BatchError reports where a batch stopped: every change before Index was
 // applied durably; the change at Index failed with Err, and none after it is
 // claimed.
@@ -48,7 +63,7 @@ func (e *UnknownTypeError) Error() string {
 	if e.Type == "" {
 		return "item " + e.Key + ": no entity type"
 	}
-	return fmt.Sprintf("item %s: no handler for entity type %q", e.Key, e.Type)
+	return fmt.Sprintf("item %s: no handler for entity type %s", e.Key, quote.Value(e.Type))
 }
 
 // Is makes UnknownTypeError match ErrPermanent.

@@ -20,7 +20,7 @@ type ExportDecoder struct {
 
 // NewExportDecoder returns a decoder for export lines.
 func NewExportDecoder(opts Options) *ExportDecoder {
-	return &ExportDecoder{d: newDec(opts)}
+	return &ExportDecoder{d: newDec(opts, MaxExportLineBytes)}
 }
 
 // Decode decodes one line. A full-export line becomes an Insert of the item
@@ -36,7 +36,7 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 	d.path = d.path[:0]
 	c := Change{Position: Position{Source: SourceExport, Stream: file, Index: line - 1}}
 	fail := func(err error) (Change, error) {
-		return Change{}, &RecordError{Index: line - 1, Err: fmt.Errorf("%s line %d: %w", file, line, err)}
+		return Change{}, &RecordError{Index: line - 1, File: file, Line: line, Err: err}
 	}
 	if len(data) > d.opts.MaxRecordBytes {
 		return fail(&FieldError{Msg: fmt.Sprintf("line is %d bytes, over the limit of %d", len(data), d.opts.MaxRecordBytes)})
@@ -45,7 +45,7 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 		if s.peek() == 0 {
 			return fail(errors.New("empty line"))
 		}
-		return fail(fmt.Errorf("want a JSON object, got %s", s.kind()))
+		return fail(errors.New(notObject(data)))
 	}
 	s.pos++
 	var micros []byte
@@ -56,16 +56,16 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 		switch string(k) {
 		case "Item":
 			full = true
-			c.New = d.item(0)
+			c.New = d.image()
 		case "Keys":
-			c.Keys = d.item(0)
+			c.Keys = d.image()
 		case "NewImage":
 			if !s.isNull() {
-				c.New = d.item(0)
+				c.New = d.image()
 			}
 		case "OldImage":
 			if !s.isNull() {
-				c.Old = d.item(0)
+				c.Old = d.image()
 			}
 		case "Metadata":
 			if s.peek() != '{' {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
@@ -114,7 +115,7 @@ func (d *dec) payload(c *Change, data []byte, prefix string) {
 	s.reset(data)
 	d.path = append(d.path[:0], pathElem{name: []byte(prefix)})
 	if s.peek() != '{' {
-		d.semantic("want a JSON object, got %s", s.kind())
+		d.semantic("%s", notObject(data))
 		return
 	}
 	s.pos++
@@ -177,13 +178,17 @@ func (d *dec) payload(c *Change, data []byte, prefix string) {
 // from a stream fed by DynamoDB's Kinesis streaming destination. stream and
 // shard fill in the Position. The error is a *RecordError.
 func FromKinesisRecord(r ktypes.Record, stream, shard string, opts Options) (Change, error) {
-	d := newDec(opts)
+	d := newDec(opts, MaxKinesisDataBytes)
 	var c Change
 	c.Position = Position{Source: SourceKinesis, Stream: stream, Shard: shard}
 	if r.SequenceNumber != nil {
 		c.Position.SequenceNumber = *r.SequenceNumber
 	}
-	d.payload(&c, r.Data, "data")
+	if len(r.Data) > d.opts.MaxRecordBytes {
+		d.semanticAt("data", fmt.Sprintf("%d bytes, over the limit of %d", len(r.Data), d.opts.MaxRecordBytes))
+	} else {
+		d.payload(&c, r.Data, "data")
+	}
 	if d.recErr != nil {
 		return Change{}, &RecordError{SequenceNumber: c.Position.SequenceNumber, EventID: c.EventID, Err: d.recErr}
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // UnknownPolicy says what to do with a change whose image has no entity type,
@@ -96,7 +98,7 @@ func (m *Mux[H]) Lookup(ctx context.Context, c *Change, img Item, entityType str
 	if entityType == "" {
 		msg = "skipping change: item has no entity type"
 	}
-	log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("entityType", entityType),
+	log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("entityType", quote.Short(entityType)),
 		slog.String("key", KeyString(c.Keys)), slog.String("seq", c.Position.SequenceNumber))
 	return nil, nil
 }
@@ -120,6 +122,15 @@ func (m *Mux[H]) Skipped() map[string]int64 {
 		out[k] = v
 	}
 	return out
+}
+
+// Touches reports whether a change can matter to a handler that reads the
+// entity types read says it reads: its new or old image has such a type,
+// or it is a removal without an old image (only a ledger knows what the
+// item was). A change that touches nothing is skipped.
+func Touches(c *Change, read func(entityType string) bool) bool {
+	return (c.New != nil && read(c.NewType)) || (c.Old != nil && read(c.OldType)) ||
+		(c.Kind == Remove && c.Old == nil)
 }
 
 // KeyString renders an item's keys for logs and errors: name=value pairs in

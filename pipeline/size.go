@@ -60,4 +60,12 @@ func valueSize(av types.AttributeValue) int {
 	return 1 // BOOL, NULL
 }
 
-func numberSize(s string) int { return (len(strings.TrimLeft(s, "-0."))+1)/2 + 1 }
+// numberSize is a number's size: one byte per two significant digits
+// (leading and trailing zeros trimmed, the exponent not counted), plus one.
+func numberSize(s string) int {
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.Trim(s, "+-0.")
+	return (len(s)-strings.Count(s, ".")+1)/2 + 1
+}

@@ -110,6 +110,16 @@ func New(store Store, cfg Config, ps ...Projection) *Engine {
 // EntityTypes returns the entity types some projection reads, sorted.
 func (e *Engine) EntityTypes() []string { return e.mux.Types() }
 
+// ImageNeed says that the engine needs new images: a projection computes
+// what an item contributes from its image after the change. Removals need
+// no old image: the ledger knows what the item contributed.
+func (e *Engine) ImageNeed() pipeline.ImageNeed {
+	return pipeline.ImageNeed{Images: pipeline.NewImages, Why: "the projections compute what an item contributes from its new image"}
+}
+
+// errNoNewImage is an insert or a modify without its new image.
+var errNoNewImage = errors.New("no new image: the projections need the stream to carry new images (NEW_IMAGE or NEW_AND_OLD_IMAGES)")
+
 // Stats are the engine's running totals.
 type Stats struct {
 	Changes      int64 // changes handed to the engine
@@ -204,6 +214,9 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 	chunks := e.chunks(items)
 	for k, chunk := range chunks {
 		if err := e.commit(ctx, chunk); err != nil {
+			if errors.As(err, new(*RangeError)) {
+				return e.isolate(ctx, chunks[k:])
+			}
 			// Every item of an earlier chunk is applied; the first change not
 			// applied is the earliest first change of this chunk or a later one.
 			first := chunk[0].first
@@ -214,6 +227,30 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 			}
 			return &pipeline.BatchError{Index: first, Err: err}
 		}
+	}
+	return nil
+}
+
+// isolate commits the items of chunks one at a time, in order of first
+// change, after a transaction failed because an aggregate value would leave
+// DynamoDB's number range: the first item that fails so alone is the one
+// whose contribution overflows, a permanent failure of its first change,
+// and every change before it is applied.
+func (e *Engine) isolate(ctx context.Context, chunks [][]*item) error {
+	var items []*item
+	for _, c := range chunks {
+		items = append(items, c...)
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].first < items[j].first })
+	for _, it := range items {
+		err := e.commit(ctx, []*item{it})
+		if err == nil {
+			continue
+		}
+		if errors.As(err, new(*RangeError)) {
+			err = pipeline.Permanent(fmt.Errorf("item %s: %w", pipeline.KeyString(it.newest.Keys), err))
+		}
+		return &pipeline.BatchError{Index: it.first, Err: err}
 	}
 	return nil
 }
@@ -249,7 +286,11 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 	for _, it := range items {
 		c := it.newest
 		var err error
-		if !it.touches {
+		if c.Kind != pipeline.Remove && c.New == nil {
+			// Nothing to compute its contributions from; applying it as a
+			// removal would retract what the item contributes.
+			err = fmt.Errorf("%v of item %s: %w", c.Kind, pipeline.KeyString(c.Keys), errNoNewImage)
+		} else if !it.touches {
 			// Apply the unknown-type policy to the newest image: log and
 			// skip, or fail.
 			_, err = e.mux.Lookup(ctx, c, c.Image(), c.EntityType())
@@ -290,10 +331,7 @@ func indexOf(changes []pipeline.Change, c *pipeline.Change) int {
 // touches reports whether a change can matter to any projection: its new or
 // old image has a projected type, or it is a removal without an old image
 // (only the ledger knows what the item contributed).
-func (e *Engine) touches(c *pipeline.Change) bool {
-	return (c.New != nil && e.mux.Has(c.NewType)) || (c.Old != nil && e.mux.Has(c.OldType)) ||
-		(c.Kind == pipeline.Remove && c.Old == nil)
-}
+func (e *Engine) touches(c *pipeline.Change) bool { return pipeline.Touches(c, e.mux.Has) }
 
 // contributions computes what the change's new image contributes to every
 // projection of its type. A removal contributes nothing.

@@ -380,3 +380,30 @@ func TestWriteUnitsComeFromTheStore(t *testing.T) {
 		})
 	}
 }
+
+// An insert or a modify without a new image (from a record that does not
+// say its view type) is refused as permanent: applied, it would retract
+// what the item contributes. The engine says it needs new images.
+func TestChangeWithoutNewImage(t *testing.T) {
+	ctx := context.Background()
+	st := boltstoretest.Open(t)
+	e := newEngine(st)
+	if need := e.ImageNeed(); need.Images != pipeline.NewImages || need.Why == "" {
+		t.Fatalf("ImageNeed = %+v", need)
+	}
+	o := order("u1", "o1", "PAID", "120.50", 1)
+	insert := pipeline.Change{Kind: pipeline.Insert, Keys: keysOf(o), New: o, NewType: "Order", Version: 1, HasVersion: true}
+	if err := e.HandleBatch(ctx, []pipeline.Change{insert}); err != nil {
+		t.Fatal(err)
+	}
+	before := mustView(t, st)
+	modify := pipeline.Change{Kind: pipeline.Modify, Keys: keysOf(o), Version: 2, HasVersion: true}
+	err := e.HandleBatch(ctx, []pipeline.Change{modify})
+	var be *pipeline.BatchError
+	if !errors.As(err, &be) || be.Index != 0 || !errors.Is(err, pipeline.ErrPermanent) || !strings.Contains(err.Error(), "no new image") {
+		t.Fatalf("err = %v; want a permanent failure of change 0 saying it has no new image", err)
+	}
+	if d := projections.Diff(mustView(t, st), before); len(d) > 0 {
+		t.Errorf("the refused change moved aggregates: %v", d)
+	}
+}

@@ -24,6 +24,8 @@ type Store interface {
 	// conditioned on the entry's current revision being ExpectRev (0: no entry);
 	// if any condition fails nothing is written and the error is a
 	// *ConflictError holding the current entries of the keys that failed.
+	// An aggregate value the transaction would take out of DynamoDB's
+	// number range fails it, writing nothing, with a *RangeError.
 	// Contention with concurrent writers that a retry can resolve is reported as
 	// an error matching ErrContention. A Tx that is empty is a no-op. A Tx
 	// with a reserved value or row attribute name (ReservedNames) is refused
@@ -152,6 +154,24 @@ type StoredRow struct {
 // ErrContention marks a Commit that failed because of concurrent writers or
 // throttling; the same transaction may succeed if retried after a backoff.
 var ErrContention = errors.New("projections: transaction contention")
+
+// RangeError is returned by Commit when an aggregate value would leave
+// DynamoDB's number range (38 significant digits, magnitudes from 1E-130 to
+// under 1E+126) with the transaction's delta added: DynamoDB refuses such
+// an update, and so must every store. Nothing is written. Retrying the same
+// transaction cannot help; the engine finds the change whose contribution
+// overflows and fails it as permanent.
+type RangeError struct {
+	Ref  AggregateRef
+	Name string // the value's name
+	Err  error  // the store's cause
+}
+
+func (e *RangeError) Error() string {
+	return fmt.Sprintf("aggregate %s/%s shard %d, value %s: the sum leaves DynamoDB's number range: %v", e.Ref.Projection, e.Ref.Key, e.Ref.Shard, e.Name, e.Err)
+}
+
+func (e *RangeError) Unwrap() error { return e.Err }
 
 // ConflictError is returned by Commit when a ledger condition failed. Current
 // holds, for each key whose condition failed, the entry now stored (Rev 0 and

@@ -166,12 +166,13 @@ func Diff(got, want *View) []string {
 // AppendJSONLines appends the view as JSON lines, the form `tributary
 // aggregates --json` prints, sorted by projection and key:
 //
-//	{"projection":"order-totals","key":"ORDERS#PAID#DAY#2026-11-30","values":{"orders":3,"revenue":"120.50"}}
+//	{"projection":"order-totals","key":"ORDERS#PAID#DAY#2026-11-30","values":{"orders":"3","revenue":"120.50"}}
 //	{"projection":"season-leaderboard","key":"SEASON#2026-Q2","sort":"RATING#0000001842#PLAYER#u8231","values":{...}}
 //
-// Integer values print as JSON numbers; values with a fractional part print
-// as strings, so that no decimal goes through a float on the way to a reader.
-// Row values print in DynamoDB JSON.
+// Every value prints as a JSON string of its exact decimal, as DynamoDB
+// JSON writes numbers: a reader that parses JSON numbers as floats (jq,
+// JavaScript, most JSON libraries) would round 9007199254740993 to …992 and
+// a 38-digit sum to 16 digits. Row values print in DynamoDB JSON.
 func (v *View) AppendJSONLines(buf []byte) []byte {
 	keys := make([]AggregateKey, 0, len(v.Aggregates))
 	for k := range v.Aggregates {
@@ -201,12 +202,7 @@ func (v *View) AppendJSONLines(buf []byte) []byte {
 			}
 			buf = strconv.AppendQuote(buf, n)
 			buf = append(buf, ':')
-			s := vs[n].String()
-			if isInteger(s) {
-				buf = append(buf, s...)
-			} else {
-				buf = strconv.AppendQuote(buf, s)
-			}
+			buf = strconv.AppendQuote(buf, vs[n].String())
 		}
 		buf = append(buf, "}}\n"...)
 	}
@@ -227,13 +223,4 @@ func (v *View) AppendJSONLines(buf []byte) []byte {
 		buf = append(buf, "}\n"...)
 	}
 	return buf
-}
-
-func isInteger(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' {
-			return false
-		}
-	}
-	return true
 }

@@ -159,8 +159,17 @@ func NewStreamsProjector(ctx context.Context, cfg ProjectorConfig, t projections
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.NewStreamsProcessor(e, processorConfig(cfg, log, metrics)), nil
+	pc := processorConfig(cfg, log, metrics)
+	pc.Need = streamsFilterNeed
+	return pipeline.NewStreamsProcessor(e, pc), nil
 }
+
+// streamsFilterNeed is what the Streams projector's event source mapping
+// filter asks of the stream: it matches records by the entity type of their
+// new or old image, so a removal, or a change out of a projected type,
+// reaches the function only with its old image.
+var streamsFilterNeed = pipeline.ImageNeed{Images: pipeline.OldImages,
+	Why: "the projector's filter criteria match removals and type changes by the item's old image: without it they never reach the function, and what the item contributed is never retracted"}
 
 // NewKinesisProjector is NewStreamsProjector for the Kinesis data stream
 // (partial batch responses name Kinesis sequence numbers).

@@ -321,3 +321,35 @@ func mustView(t *testing.T, r projections.Reader) *projections.View {
 	}
 	return v
 }
+
+// TestRefusesViewTypes: the Streams projector's filter criteria match
+// removals and type changes by their old image, and its projections need
+// new images: a stream of any view type but NEW_AND_OLD_IMAGES fails the
+// invocation, at its first record and before anything is applied.
+func TestRefusesViewTypes(t *testing.T) {
+	ctx := context.Background()
+	for _, view := range []string{"keys-only", "new-image", "old-image", "new-and-old-images"} {
+		t.Run(view, func(t *testing.T) {
+			st := boltstoretest.Open(t)
+			p, err := function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "local"}, st, seed.Set(), quiet(), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			event, err := os.ReadFile(filepath.Join("..", "..", "pipeline", "testdata", "streams", "view-"+view+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Invoke(ctx, event)
+			v := mustView(t, st)
+			if view == "new-and-old-images" {
+				if err != nil || string(out) != `{"batchItemFailures":[]}` || len(v.Aggregates) == 0 {
+					t.Fatalf("%s %v, %d aggregates", out, err, len(v.Aggregates))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "NEW_AND_OLD_IMAGES is needed") || len(v.Aggregates) != 0 {
+				t.Fatalf("%s %v, %d aggregates; want the invocation refused", out, err, len(v.Aggregates))
+			}
+		})
+	}
+}

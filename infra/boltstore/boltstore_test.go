@@ -230,6 +230,27 @@ func TestInvalidTxRejected(t *testing.T) {
 	}
 }
 
+// A sum out of DynamoDB's number range fails the Tx with a
+// *projections.RangeError naming the aggregate and the value, as the
+// engine needs to find the change at fault.
+func TestSumOutOfRangeIsARangeError(t *testing.T) {
+	s := openTemp(t, WithoutSync())
+	ref := projections.AggregateRef{Projection: "p", Key: "BIG", Shard: 2}
+	add := func(v string) error {
+		return s.Commit(t.Context(), &projections.Tx{Adds: []projections.Add{{Ref: ref, Values: map[string]decimal.Decimal{"n": decimal.MustParse(v)}}}})
+	}
+	if err := add(strings.Repeat("9", 38)); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"0.1", "9.9999999999999999999999999999999999999E+125"} {
+		err := add(v)
+		var re *projections.RangeError
+		if !errors.As(err, &re) || re.Ref != ref || re.Name != "n" {
+			t.Errorf("adding %s: %v, want a *projections.RangeError on %v value n", v, err, ref)
+		}
+	}
+}
+
 func TestQueryRowsRejectsSeparator(t *testing.T) {
 	s := openTemp(t, WithoutSync())
 	_, err := s.QueryRows(t.Context(), "p", "P\x00", 0)

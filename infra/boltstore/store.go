@@ -355,7 +355,7 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 		for name, d := range a.add.Values {
 			sum := values[name].Add(d)
 			if err := checkNumber(sum); err != nil {
-				return fmt.Errorf("%s: value %q: %s + %s: %w", what, name, values[name], d, err)
+				return &projections.RangeError{Ref: a.add.Ref, Name: name, Err: fmt.Errorf("%s + %s: %w", values[name], d, err)}
 			}
 			values[name] = sum
 		}

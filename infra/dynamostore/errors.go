@@ -3,6 +3,8 @@ package dynamostore
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -25,6 +27,7 @@ const (
 	reasonTransactionConflict           = "TransactionConflict"
 	reasonThrottlingError               = "ThrottlingError"
 	reasonProvisionedThroughputExceeded = "ProvisionedThroughputExceeded"
+	reasonValidationError               = "ValidationError"
 )
 
 // commitErr maps a TransactWriteItems error to the Store contract.
@@ -56,6 +59,20 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 			conflict.Current[key] = entry
 		case reasonTransactionConflict, reasonThrottlingError, reasonProvisionedThroughputExceeded:
 			contention = true
+		case reasonValidationError:
+			// On an aggregate's ADD, the only value that can be invalid is
+			// the sum ("Number overflow", "more than 38 significant
+			// digits"): the values sent are valid numbers.
+			if a := i - len(tx.Ledgers); a >= 0 && a < len(tx.Adds) {
+				add := tx.Adds[a]
+				names := make([]string, 0, len(add.Values))
+				for n := range add.Values {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				return &projections.RangeError{Ref: add.Ref, Name: strings.Join(names, ", "),
+					Err: fmt.Errorf("dynamostore: commit to table %q, %s: %s: %w", s.table, txDescription(tx), aws.ToString(reason.Message), err)}
+			}
 		}
 	}
 	switch {

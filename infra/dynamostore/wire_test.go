@@ -498,6 +498,7 @@ func TestIntegrationCommitErrors(t *testing.T) {
 		body         string
 		code         string // the SDK error's code, when not a conflict
 		wantContend  bool
+		wantRange    bool // a *projections.RangeError on the aggregate
 		wantConflict map[string]projections.LedgerEntry
 	}{
 		{name: "TransactWriteItems/Throttling", tx: multi, op: transact,
@@ -518,6 +519,9 @@ func TestIntegrationCommitErrors(t *testing.T) {
 		{name: "TransactWriteItems/CanceledValidationError", tx: multi, op: transact,
 			body: canceled(`[{"Code":"ValidationError","Message":"Item size has exceeded the maximum allowed size"},{"Code":"None"}]`),
 			code: "TransactionCanceledException"},
+		{name: "TransactWriteItems/CanceledNumberOverflow", tx: multi, op: transact,
+			body: canceled(`[{"Code":"None"},{"Code":"ValidationError","Message":"Number overflow. Attempting to store a number with magnitude larger than supported range"}]`),
+			code: "TransactionCanceledException", wantRange: true},
 		{name: "TransactWriteItems/CanceledConditionBesideConflict", tx: multi, op: transact,
 			body:         canceled(`[{"Code":"ConditionalCheckFailed","Message":"The conditional request failed","Item":` + storedA + `},{"Code":"TransactionConflict"}]`),
 			wantConflict: map[string]projections.LedgerEntry{"a": {Rev: 4, Body: []byte("body-a")}}},
@@ -588,6 +592,9 @@ func TestIntegrationCommitErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), strconv.Quote(s.Table())) {
 					t.Errorf("error does not name the table: %v", err)
 				}
+			}
+			if re, ok := errors.AsType[*projections.RangeError](err); ok != tt.wantRange || (ok && (re.Ref != tt.tx().Adds[0].Ref || re.Name != "n")) {
+				t.Errorf("RangeError %v, want one: %v: %v", re, tt.wantRange, err)
 			}
 			if got := errors.Is(err, projections.ErrContention); got != tt.wantContend {
 				t.Errorf("errors.Is(err, ErrContention) = %v, want %v: %v", got, tt.wantContend, err)

@@ -153,6 +153,17 @@ func sanitize(s string) string {
 // deletes it.
 func CreateTable(ctx context.Context, t testing.TB, c *dynamodb.Client, name string, streams bool) {
 	t.Helper()
+	view := types.StreamViewType("")
+	if streams {
+		view = types.StreamViewTypeNewAndOldImages
+	}
+	CreateTableView(ctx, t, c, name, view)
+}
+
+// CreateTableView is CreateTable with a stream of the given view type ("":
+// no stream).
+func CreateTableView(ctx context.Context, t testing.TB, c *dynamodb.Client, name string, view types.StreamViewType) {
+	t.Helper()
 	in := &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
@@ -165,10 +176,10 @@ func CreateTable(ctx context.Context, t testing.TB, c *dynamodb.Client, name str
 			{AttributeName: aws.String("SK"), KeyType: types.KeyTypeRange},
 		},
 	}
-	if streams {
+	if view != "" {
 		in.StreamSpecification = &types.StreamSpecification{
 			StreamEnabled:  aws.Bool(true),
-			StreamViewType: types.StreamViewTypeNewAndOldImages,
+			StreamViewType: view,
 		}
 	}
 	if _, err := c.CreateTable(ctx, in); err != nil {

@@ -20,6 +20,8 @@ import (
 //	ARCHIVE_MULTIPART_THRESHOLD  bytes from which objects go multipart (default 5 MiB)
 //	TYPE_ATTRIBUTE               entity type attribute (default EntityType)
 //	TTL_ATTRIBUTE                expiry attribute, epoch seconds (default ttl)
+//	ENTITY_TYPES                 comma-separated entity types the per-type metrics
+//	                             name; the others count as "(other)" (default none)
 type Config struct {
 	Bucket             string
 	Dir                string
@@ -28,6 +30,7 @@ type Config struct {
 	MultipartThreshold int64
 	TypeAttribute      string
 	TTLAttribute       string
+	EntityTypes        []string
 }
 
 // ConfigFromEnv reads a Config with getenv (os.Getenv in a main) and fills
@@ -41,6 +44,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		KMSKeyID:      strings.TrimSpace(getenv("ARCHIVE_KMS_KEY_ID")),
 		TypeAttribute: getenv("TYPE_ATTRIBUTE"),
 		TTLAttribute:  getenv("TTL_ATTRIBUTE"),
+	}
+	for _, t := range strings.Split(getenv("ENTITY_TYPES"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			c.EntityTypes = append(c.EntityTypes, t)
+		}
 	}
 	var err error
 	if v := getenv("ARCHIVE_MULTIPART_THRESHOLD"); v != "" {
@@ -153,7 +161,7 @@ func (c Config) HandlerOptions(metrics io.Writer) Options {
 
 // PipelineConfig returns the stream processor's configuration.
 func (c Config) PipelineConfig(metrics io.Writer) pipeline.Config {
-	return pipeline.Config{Options: pipeline.Options{TypeAttribute: c.TypeAttribute}, Metrics: metrics}
+	return pipeline.Config{Options: pipeline.Options{TypeAttribute: c.TypeAttribute}, Metrics: metrics, EntityTypes: c.EntityTypes}
 }
 
 // Target is where an archive is: an S3 bucket and prefix, or a directory.

@@ -21,6 +21,14 @@ func TestConfig(t *testing.T) {
 		t.Errorf("handler options %+v", o)
 	}
 
+	if pc := c.PipelineConfig(nil); pc.EntityTypes != nil {
+		t.Errorf("metrics name entity types %v without ENTITY_TYPES", pc.EntityTypes)
+	}
+	c, _ = ConfigFromEnv(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ENTITY_TYPES": " Comment, Document ,,"}))
+	if pc := c.PipelineConfig(nil); strings.Join(pc.EntityTypes, "|") != "Comment|Document" {
+		t.Errorf("ENTITY_TYPES: metrics name %q", pc.EntityTypes)
+	}
+
 	if _, err := ConfigFromEnv(env(map[string]string{"ARCHIVE_MULTIPART_THRESHOLD": "5MB"})); err == nil {
 		t.Error("a malformed threshold was accepted")
 	}

@@ -2,8 +2,10 @@ package archive
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,5 +246,26 @@ func TestReadLines(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", key, err, want)
 		}
+	}
+}
+
+// A gzip bomb among the archive's objects is read no further than the
+// longest archive line.
+func TestReadLinesBounded(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+	block := make([]byte, 1<<20)
+	for n := 0; n <= MaxLineBytes+(1<<20); n += len(block) {
+		zw.Write(block)
+	}
+	zw.Close()
+	key := "entity=Order/date=2026-11-30/4421584500000000017450439091.jsonl.gz"
+	if err := NewDir(dir).Put(context.Background(), key, b.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	err := Open(NewDir(dir), "").ReadLines(context.Background(), key, func(int, []byte) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line 1: longer than %d bytes", MaxLineBytes)) {
+		t.Fatalf("err = %v", err)
 	}
 }

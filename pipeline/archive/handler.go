@@ -53,6 +53,12 @@ type Handler struct {
 
 var _ pipeline.BatchHandler = (*Handler)(nil)
 
+// ImageNeed says that the archiver needs old images: what it archives of a
+// TTL removal is the item's image before it.
+func (h *Handler) ImageNeed() pipeline.ImageNeed {
+	return pipeline.ImageNeed{Images: pipeline.OldImages, Why: "the archiver archives the old image of each TTL removal"}
+}
+
 // New returns a Handler writing to store.
 func New(store Putter, opts Options) *Handler {
 	if opts.TTLAttribute == "" {

@@ -170,7 +170,6 @@ func TestNoOldImageIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(d, "OldImage")
-	d["StreamViewType"] = json.RawMessage(`"KEYS_ONLY"`)
 	ev.Records[4]["dynamodb"], _ = json.Marshal(d)
 	event, _ = json.Marshal(ev)
 
@@ -195,6 +194,32 @@ func TestNoOldImageIsCut(t *testing.T) {
 		if !strings.HasSuffix(k, "4421584500000000017450439091.jsonl.gz") && !strings.HasSuffix(k, "4421584500000000017450439093.jsonl.gz") {
 			t.Errorf("unexpected object %s", k)
 		}
+	}
+}
+
+// TestRefusesStreamsWithoutOldImages: the archiver archives old images, so
+// it refuses a stream whose view type has none (KEYS_ONLY, NEW_IMAGE) at
+// its first record, archiving nothing, and takes the two that have them.
+func TestRefusesStreamsWithoutOldImages(t *testing.T) {
+	ctx := context.Background()
+	for view, ok := range map[string]bool{"keys-only": false, "new-image": false, "old-image": true, "new-and-old-images": true} {
+		t.Run(view, func(t *testing.T) {
+			event, err := os.ReadFile(filepath.Join("..", "testdata", "streams", "view-"+view+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ttl := bytes.Replace(event, []byte(`"eventName": "REMOVE",`), []byte(`"eventName": "REMOVE", "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},`), 1)
+			store := newMemStore()
+			h := New(store, Options{Logger: quiet})
+			_, err = pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet}).Process(ctx, ttl)
+			var ve *pipeline.ViewError
+			switch {
+			case ok && (err != nil || len(store.objs) != 1):
+				t.Fatalf("%d objects, %v; want the TTL removal archived", len(store.objs), err)
+			case !ok && (!errors.As(err, &ve) || !strings.Contains(err.Error(), "OLD_IMAGE or NEW_AND_OLD_IMAGES is needed (the archiver archives the old image of each TTL removal)") || len(store.objs) != 0):
+				t.Fatalf("%d objects, %v; want the stream refused", len(store.objs), err)
+			}
+		})
 	}
 }
 

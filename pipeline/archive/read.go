@@ -10,6 +10,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/tributary/tributary/pipeline"
 )
 
 // Filter selects archive objects by partition. The zero Filter selects all.
@@ -102,6 +104,12 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 	return objs, other, nil
 }
 
+// MaxLineBytes is the longest archive line ReadLines reads: an item's
+// image in DynamoDB JSON (pipeline.MaxImageJSONBytes) and its metadata
+// (event ID, time, table, stream ARN, sequence number: under a kilobyte,
+// escaped at most 6 times).
+const MaxLineBytes = pipeline.MaxImageJSONBytes + 8<<10
+
 // ReadLines calls fn for each line of the object at key, decompressed and
 // without its newline, numbered from 1. The slice is valid only during the
 // call. It stops at fn's first error and returns it.
@@ -119,9 +127,13 @@ func (a *Archive) ReadLines(ctx context.Context, key string, fn func(n int, line
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: collect it.
+			// A line longer than the buffer: collect it, up to the longest
+			// an archive line can be (and no further into a gzip bomb).
 			full := append([]byte(nil), line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(full) > MaxLineBytes {
+					return fmt.Errorf("archive: %s: line %d: longer than %d bytes, which no archived item makes", key, n, MaxLineBytes)
+				}
 				line, err = br.ReadSlice('\n')
 				full = append(full, line...)
 			}

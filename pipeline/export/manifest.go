@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/tributary/tributary/pipeline"
 )
 
 // Summary is an export's manifest-summary.json.
@@ -318,9 +320,9 @@ func (c corrupt) Unwrap() []error { return []error{c.error, ErrCorrupt} }
 
 func corruptf(format string, args ...any) error { return corrupt{fmt.Errorf(format, args...)} }
 
-// MaxLineBytes is the longest data line read. A DynamoDB item is at most
-// 400 KB; its JSON, with escapes and base64, stays well under this.
-const MaxLineBytes = 4 << 20
+// MaxLineBytes is the longest data line read: the longest line an export
+// of DynamoDB's 400 KB items can hold (pipeline.MaxExportLineBytes).
+const MaxLineBytes = pipeline.MaxExportLineBytes
 
 // FileStats describes one data file as read.
 type FileStats struct {
@@ -424,6 +426,15 @@ type lineErr struct {
 
 func (e *lineErr) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
 func (e *lineErr) Unwrap() error { return e.err }
+
+// ScanLines calls fn with each line of r (without its newline; the slice
+// is only valid during the call) and its number, from 1, as the export's
+// data files are read: a line may have at most maxLine bytes
+// (pipeline.MaxExportLineBytes for DYNAMODB_JSON), an empty line is an
+// error, the last line may lack its newline. An error names the line.
+func ScanLines(ctx context.Context, r io.Reader, maxLine int, fn func(line []byte, n int) error) error {
+	return scanLines(ctx, r, maxLine, fn)
+}
 
 // scanLines splits r into lines. A read error (a gzip checksum, a truncated
 // stream) is reported at the line being read. The last line may lack its

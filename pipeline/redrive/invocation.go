@@ -26,14 +26,13 @@ package redrive
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/internal/limitio"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -103,17 +102,9 @@ type wire struct {
 // names key. A record without a payload is returned with ErrNoPayload, so
 // that the caller can say where in the stream its batch was.
 func Parse(key string, data []byte) (*Invocation, error) {
-	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("redrive: %s: %w", key, err)
-		}
-		if data, err = io.ReadAll(io.LimitReader(zr, MaxRecordBytes+1)); err != nil {
-			return nil, fmt.Errorf("redrive: %s: gunzip: %w", key, err)
-		}
-	}
-	if len(data) > MaxRecordBytes {
-		return nil, fmt.Errorf("redrive: %s: larger than %d bytes", key, MaxRecordBytes)
+	data, err := limitio.ReadAll(data, MaxRecordBytes)
+	if err != nil {
+		return nil, fmt.Errorf("redrive: %s: %w: not an invocation record, which holds one Lambda event of at most 6 MB, quoted", key, err)
 	}
 	var w wire
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -150,12 +141,17 @@ func Parse(key string, data []byte) (*Invocation, error) {
 	if !strings.HasPrefix(strings.TrimSpace(string(inv.Payload)), "{") {
 		return nil, fmt.Errorf("redrive: %s: payload is not a JSON event", key)
 	}
+	if len(inv.Payload) > pipeline.MaxLambdaPayloadBytes {
+		return nil, fmt.Errorf("redrive: %s: payload of %d bytes: not a Lambda event, which is at most Lambda's %d-byte payload", key, len(inv.Payload), pipeline.MaxLambdaPayloadBytes)
+	}
 	return inv, nil
 }
 
-// MaxRecordBytes bounds an invocation record: a Lambda event is at most 6
-// MB, and the record quotes it once more.
-const MaxRecordBytes = 16 << 20
+// MaxRecordBytes bounds an invocation record: it quotes one Lambda event,
+// at most 6 MB, as a JSON string, which at most triples it (a character of
+// two UTF-8 bytes escaped as \u00e9, six), beside a few hundred bytes of
+// metadata.
+const MaxRecordBytes = 3*pipeline.MaxLambdaPayloadBytes + 64<<10
 
 // Decode decodes the payload's records into changes, as the projector's
 // processor does.

@@ -37,8 +37,9 @@ type ObjectResult struct {
 	// Invocation is the record read; nil when it could not be read.
 	Invocation *Invocation
 	// Records is how many records its payload held, Applied how many were
-	// handled (already applied ones included: redriving is idempotent).
-	Records, Applied int
+	// handled (already applied ones included: redriving is idempotent),
+	// Skipped how many no projection reads (no entity type, or another).
+	Records, Applied, Skipped int
 	// Failed lists the records that failed again: permanent failures,
 	// passed over; or the first transient failure, which stopped the object.
 	Failed []pipeline.Failure
@@ -51,11 +52,11 @@ func (r ObjectResult) Done() bool { return r.Err == nil && len(r.Failed) == 0 }
 
 // Report sums up a redrive.
 type Report struct {
-	Objects, Done    int // objects read, and fully applied
-	Records, Applied int
-	Failed           int // records that failed again
-	Unreadable       int // objects that are not invocation records with a payload
-	Results          []ObjectResult
+	Objects, Done             int // objects read, and fully applied
+	Records, Applied, Skipped int
+	Failed                    int // records that failed again
+	Unreadable                int // objects that are not invocation records with a payload that is an event
+	Results                   []ObjectResult
 }
 
 // Run redrives every object: parses the invocation record, decodes its
@@ -87,7 +88,7 @@ func Run(ctx context.Context, objs Objects, cfg Config) (Report, error) {
 		if err == nil {
 			var pr pipeline.Result
 			pr, err = procs[res.Invocation.Source].Process(ctx, res.Invocation.Payload)
-			res.Records, res.Applied, res.Failed = pr.Records, pr.Applied, pr.Failed
+			res.Records, res.Applied, res.Skipped, res.Failed = pr.Records, pr.Applied, pr.Skipped, pr.Failed
 			if err == nil && pr.Report != "" {
 				err = fmt.Errorf("stopped at record %s: %w", pr.Report, pr.Failed[len(pr.Failed)-1].Err)
 			}
@@ -101,11 +102,12 @@ func Run(ctx context.Context, objs Objects, cfg Config) (Report, error) {
 		rep.Objects++
 		rep.Records += res.Records
 		rep.Applied += res.Applied
+		rep.Skipped += res.Skipped
 		rep.Failed += len(res.Failed)
 		switch {
 		case res.Done():
 			rep.Done++
-		case res.Invocation == nil || errors.Is(res.Err, ErrNoPayload):
+		case res.Invocation == nil || errors.Is(res.Err, ErrNoPayload) || errors.Is(res.Err, pipeline.ErrNotEvent):
 			rep.Unreadable++
 		}
 		rep.Results = append(rep.Results, res)

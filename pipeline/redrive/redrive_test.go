@@ -202,3 +202,72 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+// An object whose payload is not an event (Records is not an array, the
+// JSON is cut short) counts as unreadable, with the reason.
+func TestUnreadablePayload(t *testing.T) {
+	dir := t.TempDir()
+	info := map[string]any{"shardId": "shardId-000000000001", "startSequenceNumber": "1", "endSequenceNumber": "2", "batchSize": 2, "streamArn": "arn:aws:kinesis:eu-west-1:111122223333:stream/app-changes"}
+	for name, payload := range map[string]string{
+		"records-not-array": `{"Records":5}`,
+		"cut-short":         `{"Records":[{"kinesis":`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), record(t, "KinesisBatchInfo", info, []byte(payload), "r-"+name, 3, "2026-11-30T10:15:42.123Z"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := redrive.Run(context.Background(), redrive.Dir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Objects != 2 || rep.Unreadable != 2 || rep.Done != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, r := range rep.Results {
+		if !errors.Is(r.Err, pipeline.ErrNotEvent) {
+			t.Errorf("%s: %v", r.Key, r.Err)
+		}
+	}
+}
+
+// Records no projection reads (the Integration) are counted as skipped,
+// not applied.
+func TestSkippedRecordsCounted(t *testing.T) {
+	dir := t.TempDir()
+	event, err := os.ReadFile(filepath.Join("..", "testdata", "streams", "mentions-kinesis.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := map[string]any{"shardId": "shardId-00000001796000000000-abcdef12", "startSequenceNumber": "4421587000000000017450442001", "endSequenceNumber": "4421587100000000017450442002", "batchSize": 2, "streamArn": "arn:aws:dynamodb:eu-west-1:111122223333:table/app/stream/2026-11-01T00:00:00.000"}
+	if err := os.WriteFile(filepath.Join(dir, "obj"), record(t, "DDBStreamBatchInfo", info, event, "r-skip", 3, "2026-11-30T10:15:42.123Z"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := redrive.Run(context.Background(), redrive.Dir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 2 || rep.Applied != 1 || rep.Skipped != 1 || rep.Done != 1 {
+		t.Fatalf("report %+v; want 1 applied and 1 skipped", rep)
+	}
+}
+
+// An object is decompressed no further than an invocation record can be
+// (one quoted Lambda event), and its payload may be no larger than a
+// Lambda event.
+func TestParseBounded(t *testing.T) {
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestSpeed)
+	zw.Write([]byte(`{"KinesisBatchInfo":{},"payload":"`))
+	block := make([]byte, 1<<20)
+	for i := 0; i < 64; i++ {
+		zw.Write(block)
+	}
+	zw.Close()
+	if _, err := redrive.Parse("bomb.gz", bomb.Bytes()); err == nil || !strings.Contains(err.Error(), "redrive: bomb.gz: decompresses to more than 18939904 bytes: not an invocation record") {
+		t.Errorf("bomb: %v", err)
+	}
+	big := `{"KinesisBatchInfo":{},"payload":{"Records":[],"pad":"` + strings.Repeat("x", 7<<20) + `"}}`
+	if _, err := redrive.Parse("big", []byte(big)); err == nil || !strings.Contains(err.Error(), "not a Lambda event, which is at most Lambda's 6291456-byte payload") {
+		t.Errorf("7 MB payload: %v", err)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/infra/checkpoint"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/shardread"
 )
@@ -233,6 +234,11 @@ func (r *Replay) handle(ctx context.Context, shard string, recs []shardread.Reco
 		changes = append(changes, recs[i].Change)
 		at = append(at, i)
 	}
+	if i, err := pipeline.CheckViews(changes, pipeline.NeedOf(r.cfg.Handler)); err != nil {
+		// A stream whose view type cannot give the projections what they
+		// need: stop at its first record rather than apply it wrongly.
+		return &pipeline.BatchError{Index: at[i], Err: err}
+	}
 	if i, err := r.apply(ctx, shard, recs, changes, at, 0); err != nil {
 		return &pipeline.BatchError{Index: at[i], Err: err}
 	}
@@ -280,7 +286,7 @@ func (r *Replay) apply(ctx context.Context, shard string, recs []shardread.Recor
 func (r *Replay) fail(ctx context.Context, f Failure) {
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "record cannot be applied; passed over",
 		slog.String("shard", f.Shard), slog.String("seq", f.Seq), slog.String("item", f.Item),
-		slog.String("entityType", f.EntityType), slog.String("error", f.Err.Error()))
+		slog.String("entityType", quote.Short(f.EntityType)), slog.String("error", f.Err.Error()))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.failed++

@@ -267,6 +267,68 @@ def build_streams():
     write("streams/event.json", pretty({"Records": recs}))
 
 
+def build_mentions_kinesis():
+    # Items whose attributes are named like the members of other formats, and
+    # whose values are "aws:kinesis": only the records' own members say what
+    # the event is.
+    integ = sort_image({
+        "PK": S("WS#acme"), "SK": S("INTEGRATION#i1"), "EntityType": S("Integration"),
+        "version": N("1"), "kinesis": {"M": {"streamArn": S(KINESIS_ARN), "eventSource": S("aws:kinesis")}},
+        "eventSource": S("aws:kinesis"), "Records": {"L": [S("kinesis")]},
+        "NextShardIterator": S("none"), "Item": {"NULL": True},
+    })
+    doc = document(3, "Routing aws:kinesis records", source=S("aws:kinesis"))
+    recs = [
+        stream_record("INSERT", "4421587000000000017450442001", T_1015 + 2400, new=integ),
+        stream_record("MODIFY", "4421587100000000017450442002", T_1015 + 2460,
+                      new=doc, old=document(2, "Q4 roadmap (final)", updatedAt=S("2026-11-30T10:36:00Z"))),
+    ]
+    write("streams/mentions-kinesis.json", pretty({"Records": recs}))
+
+
+def build_view_types():
+    # The same three changes (INSERT Order v1, MODIFY Order v1 -> v2, REMOVE
+    # Player) on a stream of each StreamViewType, with the images that view
+    # type carries (the Developer Guide's "Change data capture for DynamoDB
+    # Streams": KEYS_ONLY the key attributes only, NEW_IMAGE the item after
+    # the change, OLD_IMAGE before it, NEW_AND_OLD_IMAGES both).
+    o1 = order(1, "PENDING")
+    o2 = order(2, "PAID", paidAt=S("2026-11-30T10:15:42Z"), paymentRef=S("pay_7Hq2Lx9c"))
+    pl = player()
+    for view, name in [("KEYS_ONLY", "keys-only"), ("NEW_IMAGE", "new-image"),
+                       ("OLD_IMAGE", "old-image"), ("NEW_AND_OLD_IMAGES", "new-and-old-images")]:
+        new = view in ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
+        old = view in ("OLD_IMAGE", "NEW_AND_OLD_IMAGES")
+        recs = [
+            stream_record("INSERT", SEQ[0], T_1015, new=o1 if new else None, keys=keys_of(o1), view=view,
+                          size=exact_size(keys_of(o1)) + (exact_size(o1) if new else 0)),
+            stream_record("MODIFY", SEQ[1], T_1015 + 42, new=o2 if new else None, old=o1 if old else None,
+                          keys=keys_of(o1), view=view,
+                          size=exact_size(keys_of(o1)) + (exact_size(o2) if new else 0) + (exact_size(o1) if old else 0)),
+            stream_record("REMOVE", SEQ[2], T_1015 + 97, old=pl if old else None, keys=keys_of(pl), view=view,
+                          size=exact_size(keys_of(pl)) + (exact_size(pl) if old else 0)),
+        ]
+        write(f"streams/view-{name}.json", pretty({"Records": recs}))
+
+
+def build_overflowing_sum():
+    # Three paid orders: the first's total has 38 significant digits, the
+    # largest precision DynamoDB keeps, and the second's 0.5 on the same day
+    # makes the day's revenue need 39: DynamoDB refuses that sum. The third,
+    # on another day, is fine.
+    def paid(user, oid, day, total, seq, t):
+        img = sort_image({"PK": S("USER#" + user), "SK": S(f"ORDER#{day}#{oid}"), "EntityType": S("Order"),
+                          "version": N("1"), "orderId": S(oid), "userId": S(user), "status": S("PAID"),
+                          "total": N(total), "currency": S("EUR"), "orderDate": S(day), "itemCount": N("1")})
+        return stream_record("INSERT", seq, t, new=img, size=exact_size(keys_of(img)) + exact_size(img))
+    recs = [
+        paid("u42", "o1001", "2026-11-30", "12345678901234567890123456789012345678", "4421588000000000017450443001", T_1015),
+        paid("u43", "o1002", "2026-11-30", "0.5", "4421588100000000017450443002", T_1015 + 1),
+        paid("u44", "o1003", "2026-12-01", "7", "4421588200000000017450443003", T_1015 + 2),
+    ]
+    write("streams/overflowing-sum.json", pretty({"Records": recs}))
+
+
 def build_all_types():
     esc_in = 'She said "hi" \\ C:\\tmp\\x\nline 2 caf@@E9@@ @@EMOJI@@ a@@SOL@@b\ttab'
     img = {
@@ -415,6 +477,33 @@ def build_kinesis():
     write("kinesis/event-us.payloads.json", pretty([p, dup]))
 
 
+def build_plain_text_kinesis():
+    # A Lambda Kinesis event whose records are not DynamoDB's: plain text, as
+    # in the Lambda Developer Guide's example Kinesis event and the Kinesis
+    # fixtures of aws-lambda-go and Powertools.
+    recs = []
+    for i, (text, arrival) in enumerate([(b"Hello, this is a test.", 1796033700.987),
+                                         (b"This is only a test.", 1796033761.166)]):
+        seq = kseq(300 + i)
+        rec = kinesis_record(base64.b64encode(text).decode(), seq, arrival, "1",
+                             shard="shardId-000000000006")
+        recs.append(rec)
+    write("kinesis/plain-text.json", pretty({"Records": recs}))
+
+
+def build_ion_export():
+    # Lines of an export in Amazon ION, the DynamoDB export's other format:
+    # a version marker, then the item with ION's types (decimals 120.50,
+    # typed sets $dynamodb_SS::[...]).
+    lines = [
+        '$ion_1_0 {Item:{EntityType:"Order",PK:"USER#u42",SK:"ORDER#2026-11-30#o1001",status:"PAID",'
+        'total:120.50,version:2.}}',
+        '$ion_1_0 {Item:{EntityType:"Document",PK:"WS#acme",SK:"DOC#d1",tags:$dynamodb_SS::["planning","q4"],'
+        'title:"Q4 roadmap (final)",version:2.}}',
+    ]
+    write("export/ion.json", "".join(l + "\n" for l in lines))
+
+
 # --------------------------------------------------------------------------
 # DynamoDB Streams GetRecords response body
 
@@ -457,6 +546,15 @@ def build_getrecords():
     assert float("1.7960349E9") == t0
     text = text.replace('"@@T0@@"', "1.7960349E9")
     write("streams-api/getrecords.json", text)
+
+    # The same body with its times as strings: record 0's number as the API
+    # reference's example writes it ("1.46480646E9"), record 1's in ISO 8601
+    # as the AWS CLI (v2) prints timestamps.
+    t1 = T_1015 + 1260
+    assert '"ApproximateCreationDateTime": %d,' % t1 in text
+    text = (text.replace('"ApproximateCreationDateTime": 1.7960349E9,', '"ApproximateCreationDateTime": "1.7960349E9",')
+                .replace('"ApproximateCreationDateTime": %d,' % t1, '"ApproximateCreationDateTime": "2026-11-30T10:36:00+00:00",'))
+    write("streams-api/getrecords-cli.json", text)
 
 
 # --------------------------------------------------------------------------
@@ -516,6 +614,100 @@ def build_exports():
          "Keys": keys_of(player())},
     ]
     write("export/incremental-new-image.json", "".join(compact_sorted(x) + "\n" for x in inc_new))
+
+
+# --------------------------------------------------------------------------
+# records of DynamoDB's largest items (gzip-compressed: the data repeat)
+
+MAX_ITEM = 400 * 1024  # DynamoDB's item limit, 409,600 bytes
+
+
+def pattern(n, salt):
+    """n bytes that cycle through every byte value: (7i + salt) mod 256."""
+    return bytes((7 * i + salt) % 256 for i in range(n))
+
+
+def exact_size(img):
+    """DynamoDB's size of an image of S, N and B attributes only."""
+    total = 0
+    for k, av in img.items():
+        t, v = next(iter(av.items()))
+        total += len(k.encode())
+        if t == "S":
+            total += len(v.encode())
+        elif t == "B":
+            total += len(base64.b64decode(v))
+        elif t == "N":
+            total += (len(v.strip("-0").replace(".", "")) + 1) // 2 + 1
+        else:
+            raise ValueError(t)
+    return total
+
+
+def max_item(version, filler, name="blob", salt=0):
+    """A Document of exactly MAX_ITEM bytes whose bulk is attribute name: a B
+    of pattern bytes (filler "B"), or an S of filler characters."""
+    img = {"PK": S("WS#acme"), "SK": S("DOC#d9"), "EntityType": S("Document"),
+           "version": N(str(version)), "docId": S("d9"), "title": S("Scanned contract")}
+    room = MAX_ITEM - exact_size(img) - len(name)
+    if filler == "B":
+        img[name] = {"B": base64.b64encode(pattern(room, salt)).decode()}
+    else:
+        img[name] = S(filler * (room // len(filler.encode())))
+    img = sort_image(img)
+    assert exact_size(img) <= MAX_ITEM and exact_size(img) > MAX_ITEM - 4, exact_size(img)
+    return img
+
+
+def write_gz(rel, text):
+    write(rel, gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0), binary=True)
+
+
+def build_large():
+    t = T_1015 + 7200
+    old, new = max_item(1, "B", salt=0), max_item(2, "B", salt=1)
+    rec = stream_record("MODIFY", "4421590000000000017450450001", t, new=new, old=old,
+                        size=exact_size(keys_of(new)) + exact_size(new) + exact_size(old))
+    write_gz("large/streams-modify-400kb-binary.json.gz",
+             json.dumps({"Records": [rec]}, separators=(",", ":")) + "\n")
+
+    ctl = max_item(1, "\u0001", name="body")
+    rec = stream_record("INSERT", "4421590100000000017450450002", t + 1, new=ctl,
+                        size=exact_size(keys_of(ctl)) + exact_size(ctl))
+    write_gz("large/streams-insert-400kb-control.json.gz",
+             json.dumps({"Records": [rec]}, separators=(",", ":")) + "\n")
+
+    # Kinesis: a MODIFY of a 395 KB string item (data under Kinesis's default
+    # 1 MiB record), then one of the 400 KB binary item (1.09 MB of data: a
+    # stream whose maximum record size is raised, up to 10 MiB).
+    t_ms = t * 1000 + 250
+    s_old = sort_image({**max_item(1, "x", name="body"), "body": S("x" * (395 * 1000))})
+    s_new = sort_image({**s_old, "version": N("2"), "body": S("y" * (395 * 1000))})
+    payloads = [
+        kinesis_payload("MODIFY", t_ms, new=s_new, old=s_old, seed="big0"),
+        kinesis_payload("MODIFY", t_ms + 1, new=new, old=old, seed="big1"),
+    ]
+    write_gz("large/kinesis-modify-400kb.json.gz",
+             json.dumps(kinesis_event(payloads, first_seq=200), separators=(",", ":")) + "\n")
+
+    # An incremental export data file: the same MODIFY with both images,
+    # between two small lines.
+    w = (T_1015 + 7200) * 1000000
+    lines = [
+        {"Metadata": {"WriteTimestampMicros": N(str(w + 1))},
+         "Keys": keys_of(cart_item()), "NewImage": cart_item(1, "1")},
+        {"Metadata": {"WriteTimestampMicros": N(str(w + 2))},
+         "Keys": keys_of(new), "OldImage": old, "NewImage": new},
+        {"Metadata": {"WriteTimestampMicros": N(str(w + 3))},
+         "Keys": keys_of(player()), "OldImage": player(8, "1851")},
+    ]
+    write_gz("large/export-incremental-400kb-binary.json.gz",
+             "".join(compact_sorted(x) + "\n" for x in lines))
+
+    # A full export data file whose second line is the 400 KB item of
+    # control characters: 2.46 MB of \u0001.
+    write_gz("large/export-full-400kb-control.json.gz",
+             "".join(compact_sorted({"Item": it}) + "\n" for it in [cart_item(1, "1"), ctl, player(8, "1851")]))
 
 
 # --------------------------------------------------------------------------
@@ -707,9 +899,9 @@ def build_malformed():
     ev, seq = streams_triplet("oversize", m_big, bad_base="insert")
     text = json.dumps(ev, separators=(",", ":")) + "\n"
     assert len(text.encode()) < 1200000, len(text)
-    case("streams-oversized-record.json", "streams", False, 1, seq, "",
-         "record larger than any real one: NewImage has an S of 1,100,000 characters "
-         "(DynamoDB items are at most 400 KB, Lambda payloads 6 MB)", text)
+    case("streams-oversized-record.json", "streams", False, 1, seq, "dynamodb.NewImage",
+         "image larger than any real one: an S of 1,100,000 characters, over DynamoDB's "
+         "400 KB item limit", text)
 
     # ---- Lambda Kinesis event
     t = (T_1015 + 900) * 1000
@@ -774,6 +966,12 @@ def build_malformed():
     case("kinesis-data-array.json", "kinesis", False, 1, seq, "kinesis.data",
          "decoded payload is a JSON array, not an object", pretty(ev))
 
+    p = kinesis_payload("MODIFY", T_1015 + 50, new=cart_item(2, "3"), old=cart_item(), seed="ksec")
+    ev, seq = ktriplet("ksec", bad_payload=p)
+    case("kinesis-time-seconds.json", "kinesis", False, 1, seq,
+         "kinesis.data.dynamodb.ApproximateCreationDateTime",
+         "ApproximateCreationDateTime in seconds (10 digits), which no streaming destination writes", pretty(ev))
+
     # ---- DynamoDB Streams GetRecords response
     api = json.load(open(os.path.join(HERE, "streams-api/getrecords.json")))
     case("streams-api-records-not-array.json", "streams-api", True, -1, "", "Records",
@@ -783,12 +981,13 @@ def build_malformed():
     mid = copy.deepcopy(recs[1])
     mid["dynamodb"]["SequenceNumber"] = "4421586050000000017450441090"
     mid["eventID"] = hexid("api-mid")
-    mid["dynamodb"]["ApproximateCreationDateTime"] = "2026-11-30T10:35:00Z"
+    mid["dynamodb"]["ApproximateCreationDateTime"] = "soon"
     third = copy.deepcopy(recs[1])
     third["dynamodb"]["SequenceNumber"] = "4421586200000000017450441290"
     third["eventID"] = hexid("api-third")
     case("streams-api-time-string.json", "streams-api", False, 1, "4421586050000000017450441090",
-         "dynamodb.ApproximateCreationDateTime", "ApproximateCreationDateTime is an ISO string",
+         "dynamodb.ApproximateCreationDateTime",
+         "ApproximateCreationDateTime is a string that is neither a number nor an ISO 8601 time",
          pretty({"NextShardIterator": api["NextShardIterator"], "Records": [recs[0], mid, third]}))
 
     # ---- export lines
@@ -833,10 +1032,16 @@ def build_malformed():
 def main():
     build_streams()
     build_all_types()
+    build_mentions_kinesis()
+    build_view_types()
+    build_overflowing_sum()
     build_kinesis()
+    build_plain_text_kinesis()
+    build_ion_export()
     build_getrecords()
     build_exports()
     build_malformed()
+    build_large()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 const (
@@ -138,7 +140,7 @@ func Parse(s string) (Decimal, error) {
 		return Decimal{}, fmt.Errorf("decimal: %q has more than %d significant digits", s, maxDigits)
 	}
 	if adj := len(digits) - 1 - first - scale; adj < minExp || adj > maxExp {
-		return Decimal{}, fmt.Errorf("decimal: %q is out of range", s)
+		return Decimal{}, fmt.Errorf("decimal: %s is out of range", quote.Value(s))
 	}
 	// The range check bounds everything below: the last non-zero digit is
 	// at 10^-maxScale or coarser, and the most significant one at 10^maxExp
@@ -166,7 +168,7 @@ func Parse(s string) (Decimal, error) {
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func syntaxError(s string) error {
-	return fmt.Errorf("decimal: %q is not a number", s)
+	return fmt.Errorf("decimal: %s is not a number", quote.Value(s))
 }
 
 // MustParse is like Parse but panics if s cannot be parsed. It is meant for

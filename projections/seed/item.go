@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
 )
@@ -175,7 +176,7 @@ func entityType(item pipeline.Item, want ...string) (string, error) {
 			return t, nil
 		}
 	}
-	return "", attrErrorf("EntityType", "want %s, got %q", strings.Join(want, " or "), t)
+	return "", attrErrorf("EntityType", "want %s, got %s", strings.Join(want, " or "), quote.Value(t))
 }
 
 // oneOf returns the value of S attribute name, which must be one of want.
@@ -189,7 +190,7 @@ func oneOf(item pipeline.Item, name string, want ...string) (string, error) {
 			return s, nil
 		}
 	}
-	return "", attrErrorf(name, "want %s, got %q", orList(want), s)
+	return "", attrErrorf(name, "want %s, got %s", orList(want), quote.Value(s))
 }
 
 // orList renders want as "A, B or C".
@@ -219,7 +220,7 @@ func checkKeyPart(name, s string) error {
 	case s == "":
 		return attrErrorf(name, "empty")
 	case strings.Contains(s, "#"):
-		return attrErrorf(name, "%q contains '#'", s)
+		return attrErrorf(name, "%s contains '#'", quote.Value(s))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package seed
 import (
 	"time"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
@@ -68,7 +69,7 @@ func (*OrderTotals) contribute(item pipeline.Item) (projections.Contribution, er
 		return projections.Contribution{}, err
 	}
 	if _, err := time.Parse(time.DateOnly, day); err != nil || len(day) != len(time.DateOnly) {
-		return projections.Contribution{}, attrErrorf("orderDate", "want a date YYYY-MM-DD, got %q", day)
+		return projections.Contribution{}, attrErrorf("orderDate", "want a date YYYY-MM-DD, got %s", quote.Value(day))
 	}
 	return projections.Contribution{Counters: []projections.Counter{
 		{

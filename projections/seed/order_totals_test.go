@@ -2,6 +2,7 @@ package seed_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/tributary/tributary/pipeline"
@@ -53,6 +54,18 @@ func TestOrderTotalsErrors(t *testing.T) {
 			edit:     func(item pipeline.Item) { item["status"] = s("paid") },
 			wantAttr: "status",
 			wantMsg:  `order-totals: item USER#u42/ORDER#2026-11-30#o1: status: want PENDING, PAID, SHIPPED or CANCELLED, got "paid"`,
+		},
+		{
+			name:     "status of 200 KB",
+			edit:     func(item pipeline.Item) { item["status"] = s(strings.Repeat("P", 200000)) },
+			wantAttr: "status",
+			wantMsg:  `order-totals: item USER#u42/ORDER#2026-11-30#o1: status: want PENDING, PAID, SHIPPED or CANCELLED, got "` + strings.Repeat("P", 64) + `"… (200000 bytes)`,
+		},
+		{
+			name:     "date of 200 KB",
+			edit:     func(item pipeline.Item) { item["orderDate"] = s(strings.Repeat("9", 200000)) },
+			wantAttr: "orderDate",
+			wantMsg:  `order-totals: item USER#u42/ORDER#2026-11-30#o1: orderDate: want a date YYYY-MM-DD, got "` + strings.Repeat("9", 64) + `"… (200000 bytes)`,
 		},
 		{
 			name:     "user key",

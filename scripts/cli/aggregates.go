@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/projections"
 )
 
@@ -58,7 +59,7 @@ func printView(out *bufio.Writer, v *projections.View) {
 	width := 0
 	for k := range v.Aggregates {
 		keys = append(keys, k)
-		width = max(width, len(k.Projection)+len(k.Key)+2)
+		width = max(width, len(quote.Printable(k.Projection))+len(quote.Printable(k.Key))+2)
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].Projection != keys[j].Projection {
@@ -75,9 +76,9 @@ func printView(out *bufio.Writer, v *projections.View) {
 		sort.Strings(names)
 		parts := make([]string, len(names))
 		for i, n := range names {
-			parts[i] = n + "=" + vs[n].String()
+			parts[i] = quote.Printable(n) + "=" + vs[n].String()
 		}
-		fmt.Fprintf(out, "%-*s %s\n", width, k.Projection+"  "+k.Key, strings.Join(parts, " "))
+		fmt.Fprintf(out, "%-*s %s\n", width, quote.Printable(k.Projection)+"  "+quote.Printable(k.Key), strings.Join(parts, " "))
 	}
 	if len(v.Rows) > 0 {
 		fmt.Fprintf(out, "%d materialised rows (see --json, or `tributary leaderboard`)\n", len(v.Rows))

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline/archive"
 )
 
@@ -103,7 +104,7 @@ func (s *selection) objects(ctx context.Context, e *env, a *archive.Archive, f a
 
 func warnOther(e *env, other []string) {
 	if len(other) > 0 {
-		fmt.Fprintf(e.stderr, "tributary: skipped %d key(s) that are not archive objects, e.g. %s\n", len(other), other[0])
+		fmt.Fprintf(e.stderr, "tributary: skipped %d key(s) that are not archive objects, e.g. %s\n", len(other), quote.Printable(other[0]))
 	}
 }
 

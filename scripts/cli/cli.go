@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/spec"
@@ -173,15 +174,17 @@ func run(ctx context.Context, e *env, args []string) int {
 		case errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(e.stderr, "tributary %s: %v\n", c.name, err)
+			fmt.Fprintf(e.stderr, "tributary %s: %s\n", c.name, quote.Printable(err.Error()))
 			return 2
 		case errors.Is(err, errFailed):
 			return 1
 		}
-		fmt.Fprintf(e.stderr, "tributary %s: %v\n", c.name, err)
+		// Errors quote keys and values of items: escape what a terminal
+		// would interpret.
+		fmt.Fprintf(e.stderr, "tributary %s: %s\n", c.name, quote.Printable(err.Error()))
 		return 1
 	}
-	fmt.Fprintf(e.stderr, "tributary: unknown command %q\n\n", args[0])
+	fmt.Fprintf(e.stderr, "tributary: unknown command %s\n\n", quote.Value(args[0]))
 	usage(e)
 	return 2
 }

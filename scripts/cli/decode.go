@@ -3,20 +3,21 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
+	"github.com/tributary/tributary/internal/limitio"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
 )
 
 func runDecode(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "decode", "FILE...")
-	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: guessed from each file)")
+	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: told from each file's structure)")
 	typeAttr := fs.String("type-attribute", pipeline.DefaultTypeAttribute, "attribute holding the entity type")
 	versionAttr := fs.String("version-attribute", pipeline.DefaultVersionAttribute, "attribute holding the item version")
 	if err := parse(fs, args); err != nil {
@@ -33,34 +34,20 @@ func runDecode(ctx context.Context, e *env, args []string) error {
 	opts := pipeline.Options{TypeAttribute: *typeAttr, VersionAttribute: *versionAttr}
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
+	emit := func(c *pipeline.Change) {
+		buf := c.AppendJSON(nil)
+		out.Write(append(buf, '\n'))
+	}
 	var bad int
 	for _, name := range fs.Args() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data, err := readInput(e, name)
+		n, err := decodeInput(ctx, e, name, *format, opts, emit)
 		if err != nil {
 			return err
 		}
-		f := *format
-		if f == "" {
-			f = guessFormat(data)
-		}
-		changes, err := decodeFile(f, name, data, opts)
-		for i := range changes {
-			buf := changes[i].AppendJSON(nil)
-			out.Write(append(buf, '\n'))
-		}
-		if err != nil {
-			var de *pipeline.DecodeError
-			if !errors.As(err, &de) {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			for _, r := range de.Records {
-				fmt.Fprintf(e.stderr, "%s: %v\n", name, r)
-			}
-			bad += len(de.Records)
-		}
+		bad += n
 	}
 	if bad > 0 {
 		out.Flush()
@@ -70,81 +57,160 @@ func runDecode(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func readInput(e *env, name string) ([]byte, error) {
-	var (
-		data []byte
-		err  error
-	)
-	if name == "-" {
-		data, err = io.ReadAll(e.stdin)
-	} else {
-		data, err = os.ReadFile(name)
+// decodeInput decodes one input in format ("": told from its structure),
+// passing each change to emit and reporting each record that cannot be
+// decoded on stderr; it returns how many could not. Export lines are read
+// one at a time; the other formats, a whole payload each, are read up to
+// the most their format can hold.
+func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline.Options, emit func(*pipeline.Change)) (int, error) {
+	in, closeIn, err := openInput(e, name)
+	if err != nil {
+		return 0, err
+	}
+	defer closeIn()
+	var data []byte
+	if format == "" {
+		if format, data, err = detectInput(name, in); err != nil {
+			return 0, err
+		}
+	}
+	bad := 0
+	report := func(err error) error {
+		var de *pipeline.DecodeError
+		if !errors.As(err, &de) {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		for _, r := range de.Records {
+			if r.File != "" { // an export line's error names its file
+				fmt.Fprintln(e.stderr, quote.Printable(r.Error()))
+			} else {
+				fmt.Fprintf(e.stderr, "%s: %s\n", name, quote.Printable(r.Error()))
+			}
+		}
+		bad += len(de.Records)
+		return nil
+	}
+	if format == "export" {
+		var lines io.Reader = in
+		if data != nil {
+			lines = bytes.NewReader(data)
+		}
+		d := pipeline.NewExportDecoder(opts)
+		err := export.ScanLines(ctx, lines, pipeline.MaxExportLineBytes, func(line []byte, n int) error {
+			c, err := d.Decode(line, name, n)
+			if err != nil {
+				return report(&pipeline.DecodeError{Records: []*pipeline.RecordError{asRecordError(err)}})
+			}
+			emit(&c)
+			return nil
+		})
+		if err != nil {
+			return bad, fmt.Errorf("%s: %w", name, err)
+		}
+		return bad, nil
+	}
+	if data == nil {
+		if data, err = readPayload(name, format, in); err != nil {
+			return 0, err
+		}
+	}
+	changes, err := decodePayload(format, data, opts)
+	for i := range changes {
+		emit(&changes[i])
 	}
 	if err != nil {
-		return nil, err
+		return bad, report(err)
 	}
-	if len(data) > 2 && data[0] == 0x1f && data[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
+	return bad, nil
+}
+
+// asRecordError returns the *pipeline.RecordError an export decoder's error
+// is.
+func asRecordError(err error) *pipeline.RecordError {
+	var re *pipeline.RecordError
+	if errors.As(err, &re) {
+		return re
+	}
+	return &pipeline.RecordError{Err: err}
+}
+
+// openInput opens a file, or standard input for "-", decompressing it if it
+// is gzip.
+func openInput(e *env, name string) (*limitio.Reader, func(), error) {
+	var rc io.ReadCloser = io.NopCloser(e.stdin)
+	if name != "-" {
+		f, err := os.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, nil, err
 		}
-		if data, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("%s: corrupt gzip: %w", name, err)
+		rc = f
+	}
+	in, err := limitio.NewReader(rc)
+	if err != nil {
+		rc.Close()
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return in, func() { rc.Close() }, nil
+}
+
+// payloadLimits are the most bytes a payload of each whole-payload format
+// can have, and why.
+var payloadLimits = map[string]struct {
+	max int
+	why string
+}{
+	"streams":     {pipeline.MaxLambdaPayloadBytes, "a Lambda event is at most Lambda's 6 MB payload"},
+	"kinesis":     {pipeline.MaxLambdaPayloadBytes, "a Lambda event is at most Lambda's 6 MB payload"},
+	"streams-api": {pipeline.MaxStreamsAPIBodyBytes, "a GetRecords response holds at most 1 MB of items' data"},
+}
+
+// readPayload reads a whole payload of format, up to the most it can hold.
+func readPayload(name, format string, in *limitio.Reader) ([]byte, error) {
+	lim := payloadLimits[format]
+	data, err := in.ReadAll(lim.max)
+	if err != nil {
+		var tl *limitio.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, fmt.Errorf("%s: %w: not a %s payload (%s)", name, err, format, lim.why)
 		}
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return data, nil
 }
 
-// guessFormat tells the formats apart by their first member names.
-func guessFormat(data []byte) string {
-	head := string(data[:min(len(data), 4096)])
-	switch {
-	case strings.Contains(head, `"aws:kinesis`) || strings.Contains(head, `"kinesis"`):
-		return "kinesis"
-	case strings.Contains(head, `"NextShardIterator"`):
-		return "streams-api"
-	case strings.Contains(head, `"Records"`):
-		return "streams"
+// detectPrefix is how much of an input detectInput looks at first: the
+// format shows within a few hundred bytes in what AWS writes.
+const detectPrefix = 64 << 10
+
+// detectInput tells an input's format from its structure
+// (pipeline.DetectFormat), from its first bytes if they show it; else from
+// the whole of it, which it then returns.
+func detectInput(name string, in *limitio.Reader) (string, []byte, error) {
+	head, _ := in.Peek(detectPrefix)
+	f, err := pipeline.DetectFormat(head)
+	if err == nil {
+		return f.String(), nil, nil
 	}
-	return "export"
+	if len(head) < detectPrefix || !errors.Is(err, pipeline.ErrShortPrefix) {
+		return "", nil, fmt.Errorf("%s: cannot tell its format (give --format): %w", name, err)
+	}
+	data, rerr := readPayload(name, "streams-api", in) // the largest whole payload
+	if rerr != nil {
+		return "", nil, fmt.Errorf("%s: cannot tell its format from its first %d bytes (give --format): %w", name, detectPrefix, err)
+	}
+	if f, err = pipeline.DetectFormat(data); err != nil {
+		return "", nil, fmt.Errorf("%s: cannot tell its format (give --format): %w", name, err)
+	}
+	return f.String(), data, nil
 }
 
-func decodeFile(format, name string, data []byte, opts pipeline.Options) ([]pipeline.Change, error) {
+// decodePayload decodes a whole payload of an event or GetRecords format.
+func decodePayload(format string, data []byte, opts pipeline.Options) ([]pipeline.Change, error) {
 	switch format {
 	case "streams":
 		return pipeline.DecodeStreamsEvent(data, opts)
 	case "kinesis":
 		return pipeline.DecodeKinesisEvent(data, opts)
-	case "streams-api":
-		return pipeline.DecodeStreamsAPIResponse(data, "", "", opts)
 	}
-	d := pipeline.NewExportDecoder(opts)
-	var (
-		out []pipeline.Change
-		bad []*pipeline.RecordError
-	)
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 2<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		c, err := d.Decode(sc.Bytes(), name, n)
-		if err != nil {
-			var re *pipeline.RecordError
-			if errors.As(err, &re) {
-				bad = append(bad, re)
-				continue
-			}
-			return out, err
-		}
-		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("reading lines: %w", err)
-	}
-	if bad != nil {
-		return out, &pipeline.DecodeError{Records: bad}
-	}
-	return out, nil
+	return pipeline.DecodeStreamsAPIResponse(data, "", "", opts)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
@@ -192,7 +193,7 @@ func showLeaderboard(w *bufio.Writer, v *projections.View) {
 	}
 	rows := bySeason[best]
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Sort > rows[j].Sort })
-	fmt.Fprintf(w, "%s leaderboard, top 10 of %d (one Query on the aggregate table):\n", strings.TrimPrefix(best, "SEASON#"), len(rows))
+	fmt.Fprintf(w, "%s leaderboard, top 10 of %d (one Query on the aggregate table):\n", quote.Printable(strings.TrimPrefix(best, "SEASON#")), len(rows))
 	for i, r := range rows[:min(10, len(rows))] {
 		a := v.Rows[r]
 		fmt.Fprintf(w, "  %2d. %-10s %-24s %6s\n", i+1, attr(a, "player"), attr(a, "handle"), attr(a, "rating"))
@@ -228,9 +229,9 @@ func showAggregates(w *bufio.Writer, v *projections.View) {
 		sort.Strings(names)
 		parts := make([]string, len(names))
 		for i, n := range names {
-			parts[i] = n + "=" + vs[n].String()
+			parts[i] = quote.Printable(n) + "=" + vs[n].String()
 		}
-		fmt.Fprintf(w, "  %-20s %-22s %s\n", k.Projection, k.Key, strings.Join(parts, " "))
+		fmt.Fprintf(w, "  %-20s %-22s %s\n", quote.Printable(k.Projection), quote.Printable(k.Key), strings.Join(parts, " "))
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 // Leaderboard is the stock binary's `leaderboard` command: a season's top
@@ -48,7 +50,7 @@ func runLeaderboard(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	out := bufio.NewWriter(e.stdout)
-	fmt.Fprintf(out, "season %s, top %d\n%4s  %-12s %-20s %8s\n", *season, *top, "rank", "player", "handle", "rating")
+	fmt.Fprintf(out, "season %s, top %d\n%4s  %-12s %-20s %8s\n", quote.Printable(*season), *top, "rank", "player", "handle", "rating")
 	for i, r := range rows {
 		fmt.Fprintf(out, "%4d  %-12s %-20s %8s\n", i+1, attr(r.Attrs, "player"), attr(r.Attrs, "handle"), attr(r.Attrs, "rating"))
 	}
@@ -58,10 +60,12 @@ func runLeaderboard(ctx context.Context, e *env, args []string) (err error) {
 	return out.Flush()
 }
 
+// attr returns an S or N attribute of a row for a table on a terminal, its
+// control characters escaped: rows hold what items hold.
 func attr(item map[string]types.AttributeValue, name string) string {
 	switch v := item[name].(type) {
 	case *types.AttributeValueMemberS:
-		return v.Value
+		return quote.Printable(v.Value)
 	case *types.AttributeValueMemberN:
 		return v.Value
 	}

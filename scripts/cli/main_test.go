@@ -2,14 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -94,13 +97,154 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// Records of DynamoDB's largest items decode from every format, and an
+// export line longer than any export's is named by its line number.
+func TestDecodeLargestItems(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		records int
+	}{
+		{"StreamsBinaryModify", []string{fixtures + "large/streams-modify-400kb-binary.json.gz"}, 1},
+		{"StreamsControlCharacters", []string{fixtures + "large/streams-insert-400kb-control.json.gz"}, 1},
+		{"KinesisModify", []string{"--format", "kinesis", fixtures + "large/kinesis-modify-400kb.json.gz"}, 2},
+		{"ExportIncrementalBinary", []string{"--format", "export", fixtures + "large/export-incremental-400kb-binary.json.gz"}, 3},
+		{"ExportFullControlCharacters", []string{"--format", "export", fixtures + "large/export-full-400kb-control.json.gz"}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, append([]string{"decode"}, tt.args...)...)
+			if code != 0 || strings.Count(out, "\n") != tt.records {
+				t.Fatalf("exit %d, %d lines out; stderr: %.500s", code, strings.Count(out, "\n"), stderr)
+			}
+		})
+	}
+	t.Run("LineOverTheLimit", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "data.json.gz")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw := gzip.NewWriter(f)
+		fmt.Fprintln(zw, `{"Item":{"PK":{"S":"A"},"SK":{"S":"B"}}}`)
+		long := bytes.Repeat([]byte("x"), 1<<20)
+		for n := 0; n <= pipeline.MaxExportLineBytes; n += len(long) {
+			zw.Write(long)
+		}
+		zw.Write([]byte("\n"))
+		zw.Close()
+		f.Close()
+		code, out, stderr := runCLI(t, "decode", "--format", "export", path)
+		if code != 1 || strings.Count(out, "\n") != 1 || !strings.Contains(stderr, fmt.Sprintf("line 2: line longer than %d bytes", pipeline.MaxExportLineBytes)) {
+			t.Fatalf("exit %d, %d lines out; stderr %q", code, strings.Count(out, "\n"), stderr)
+		}
+	})
+}
+
+// Without --format, the format is told from the structure: a Streams event
+// whose items mention kinesis everywhere is processed as a Streams event.
+func TestFormatFromStructure(t *testing.T) {
+	code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), fixtures+"streams/mentions-kinesis.json")
+	if code != 0 || !strings.Contains(out, "mentions-kinesis.json: 2 records, 1 applied, 1 skipped (no projection reads their entity type), 0 failed") {
+		t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "decode", fixtures+"streams/mentions-kinesis.json")
+	if code != 0 || strings.Count(out, `"source":"streams"`) != 2 {
+		t.Fatalf("decode: exit %d\n%s%s", code, out, stderr)
+	}
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(path, []byte("Hello, this is a test 123.\n"), 0o644)
+	code, _, stderr = runCLI(t, "decode", path)
+	if code != 1 || !strings.Contains(stderr, `notes.txt: cannot tell its format (give --format): not JSON: starts with "Hello, this is a"`) {
+		t.Fatalf("plain text: exit %d, %q", code, stderr)
+	}
+}
+
+// Failures name their record, file and line once.
+func TestFailuresNamedOnce(t *testing.T) {
+	code, _, stderr := runCLI(t, "process", "--store", t.TempDir(), fixtures+"malformed/streams-n-garbage.json")
+	if code != 1 || strings.Count(stderr, "record 1") != 1 || !strings.Contains(stderr, "streams-n-garbage.json: record 1 (seq ") {
+		t.Errorf("process: exit %d, stderr %q", code, stderr)
+	}
+	file := fixtures + "malformed/export-ss-non-string.json"
+	code, _, stderr = runCLI(t, "decode", "--format", "export", file)
+	if code != 1 || strings.Count(stderr, "export-ss-non-string.json") != 1 || !strings.Contains(stderr, file+" line 2: Item.tags.SS[1]: want string") {
+		t.Errorf("decode: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "decode", fixtures+"kinesis/plain-text.json")
+	if code != 1 || !strings.Contains(stderr, `plain-text.json: record 0 (shard shardId-000000000006, seq 49656632116218945776331460766870512464380820032064733186): kinesis.data: not JSON: starts with "Hello, this is a"`) {
+		t.Errorf("decode plain text: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// process runs the projector's handler, which needs new images: a stream
+// of old images only is refused, and nothing is written.
+func TestProcessRefusesViewType(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "process", "--store", dir, fixtures+"streams/view-old-image.json")
+	if code != 1 || !strings.Contains(stderr, "the stream's view type is OLD_IMAGE, which cannot give a correct result: NEW_IMAGE or NEW_AND_OLD_IMAGES is needed") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if code, out, _ := runCLI(t, "aggregates", "--store", dir, "--json"); code != 0 || out != "" {
+		t.Errorf("aggregates after the refusal: exit %d\n%s", code, out)
+	}
+}
+
+// writeGzip writes n bytes of pattern, gzip-compressed, to a file.
+func writeGzip(t *testing.T, name string, head []byte, pattern byte, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	zw.Write(head)
+	block := bytes.Repeat([]byte{pattern}, 1<<20)
+	for ; n > 0; n -= len(block) {
+		zw.Write(block[:min(n, len(block))])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// A gzip bomb is decompressed no further than its format allows: a Lambda
+// event at most 6 MB, an export line at most the export's longest.
+func TestGzipBomb(t *testing.T) {
+	event := writeGzip(t, "event.json.gz", []byte(`{"Records":[{"eventSource":"aws:dynamodb","dynamodb":{"NewImage":{"s":{"S":"`), 'x', 16<<20)
+	zeros := writeGzip(t, "zeros.gz", nil, 0, pipeline.MaxStreamsAPIBodyBytes+1<<20) // past every format's limit
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"ProcessEvent", []string{"process", "--store", t.TempDir(), event}, "event.json.gz: decompresses to more than 6291456 bytes: not a streams payload (a Lambda event is at most Lambda's 6 MB payload)"},
+		{"DecodeEvent", []string{"decode", event}, "event.json.gz: decompresses to more than 6291456 bytes: not a streams payload"},
+		{"DecodeZeros", []string{"decode", zeros}, `zeros.gz: cannot tell its format (give --format): not JSON: starts with "\x00\x00`},
+		{"DecodeZerosAsKinesis", []string{"decode", "--format", "kinesis", zeros}, "zeros.gz: decompresses to more than 6291456 bytes: not a kinesis payload"},
+		{"DecodeZerosAsExport", []string{"decode", "--format", "export", zeros}, fmt.Sprintf("zeros.gz: line 1: line longer than %d bytes", pipeline.MaxExportLineBytes)},
+		{"DecodeZerosAsGetRecords", []string{"decode", "--format", "streams-api", zeros}, fmt.Sprintf("zeros.gz: decompresses to more than %d bytes: not a streams-api payload", pipeline.MaxStreamsAPIBodyBytes)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tt.args...)
+			if code != 1 || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q\nwant %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
+
 func TestProcessAggregatesLeaderboard(t *testing.T) {
 	dir := t.TempDir()
 	code, out, stderr := runCLI(t, "process", "--store", dir, "--events", fixtures+"streams/event.json", "--events", fixtures+"kinesis/event-ms.json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, `event.json: 4 records, 4 applied, 0 failed; response {"batchItemFailures":[]}`) {
+	if !strings.Contains(out, `event.json: 4 records, 4 applied, 0 skipped (no projection reads their entity type), 0 failed; response {"batchItemFailures":[]}`) {
 		t.Errorf("process output:\n%s", out)
 	}
 	// Processing the same events again changes nothing.

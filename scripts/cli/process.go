@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/pipeline/archive"
-
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/projections"
 )
 
@@ -30,7 +30,7 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	sf.register(fs)
 	var files multiFlag
 	fs.Var(&files, "events", "captured Lambda event file (DynamoDB Streams or Kinesis form); repeat for several")
-	format := fs.String("format", "", "event form: streams or kinesis (default: guessed from each file)")
+	format := fs.String("format", "", "event form: streams or kinesis (default: told from each file's structure: its records' eventSource)")
 	archiveTo := fs.String("archive", "", "also run the archiver's handler: write the events' TTL removals to this directory or s3://bucket/prefix")
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
 	specFile := specFlag(fs)
@@ -70,22 +70,13 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	}
 	failed := false
 	for _, name := range files {
-		data, err := readInput(e, name)
+		f, data, err := readLambdaEvent(e, name, *format)
 		if err != nil {
 			return err
 		}
-		f := *format
-		if f == "" {
-			f = guessFormat(data)
-		}
-		var p *pipeline.Processor
-		switch f {
-		case "streams":
-			p = pipeline.NewStreamsProcessor(engine, cfg)
-		case "kinesis":
+		p := pipeline.NewStreamsProcessor(engine, cfg)
+		if f == "kinesis" {
 			p = pipeline.NewKinesisProcessor(engine, cfg)
-		default:
-			return fmt.Errorf("%w: %s: process takes Lambda events (streams or kinesis), not %s", errUsage, name, f)
 		}
 		// Exactly the handler the Lambda runs: bytes in, partial batch response out.
 		res, err := p.Process(ctx, data)
@@ -96,9 +87,9 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "%s: %d records, %d applied, %d failed; response %s\n", name, res.Records, res.Applied, len(res.Failed), resp)
+		fmt.Fprintf(e.stdout, "%s: %d records, %d applied, %d skipped (no projection reads their entity type), %d failed; response %s\n", name, res.Records, res.Applied, res.Skipped, len(res.Failed), resp)
 		for _, f := range res.Failed {
-			fmt.Fprintf(e.stderr, "%s: record %d (seq %s): %v\n", name, f.Index, f.SequenceNumber, f.Err)
+			fmt.Fprintf(e.stderr, "%s: %s\n", name, quote.Printable(f.String()))
 		}
 		if res.Report != "" {
 			failed = true
@@ -134,6 +125,31 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 		return errFailed
 	}
 	return nil
+}
+
+// readLambdaEvent reads a captured Lambda event, gzip-compressed or not, in
+// format ("": told from its structure), up to Lambda's payload limit.
+func readLambdaEvent(e *env, name, format string) (string, []byte, error) {
+	in, closeIn, err := openInput(e, name)
+	if err != nil {
+		return "", nil, err
+	}
+	defer closeIn()
+	var data []byte
+	if format == "" {
+		if format, data, err = detectInput(name, in); err != nil {
+			return "", nil, err
+		}
+	}
+	if format != "streams" && format != "kinesis" {
+		return "", nil, fmt.Errorf("%w: %s: process takes Lambda events (streams or kinesis), not %s", errUsage, name, format)
+	}
+	if data == nil {
+		data, err = readPayload(name, format, in)
+	} else if len(data) > pipeline.MaxLambdaPayloadBytes {
+		err = fmt.Errorf("%s: more than %d bytes: not a %s payload (%s)", name, pipeline.MaxLambdaPayloadBytes, format, payloadLimits[format].why)
+	}
+	return format, data, err
 }
 
 // openArchive returns where the archiver writes: a directory, or an S3

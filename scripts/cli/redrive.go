@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
@@ -88,7 +89,7 @@ func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 	}})
 	s := engine.Stats()
 	fmt.Fprintf(out, "objects:  %d read, %d fully applied, %d without a payload or unreadable (%.1fs)\n", rep.Objects, rep.Done, rep.Unreadable, time.Since(t0).Seconds())
-	fmt.Fprintf(out, "records:  %d; %d handled, %d failed again\n", rep.Records, rep.Applied, rep.Failed)
+	fmt.Fprintf(out, "records:  %d; %d applied, %d skipped (no projection reads their entity type), %d failed again\n", rep.Records, rep.Applied, rep.Skipped, rep.Failed)
 	if dry != nil {
 		txs, actions := dry.Counts()
 		fmt.Fprintf(out, "would apply: %d item states in %d transactions (%d write actions)\n", s.Items, txs, actions)
@@ -143,7 +144,7 @@ func printRedriven(e *env, r redrive.ObjectResult) {
 	inv := r.Invocation
 	switch {
 	case inv == nil:
-		fmt.Fprintf(e.stdout, "%s: not an invocation record: %v\n", r.Key, r.Err)
+		fmt.Fprintf(e.stdout, "%s: not an invocation record: %s\n", quote.Printable(r.Key), quote.Printable(r.Err.Error()))
 		return
 	case errors.Is(r.Err, redrive.ErrNoPayload):
 		fmt.Fprintf(e.stdout, "%s: %s, shard %s, %d records from %s: no payload (an SQS or SNS destination's record); read them from the stream again:\n  %s\n",
@@ -153,14 +154,14 @@ func printRedriven(e *env, r redrive.ObjectResult) {
 	status := "applied"
 	switch {
 	case r.Err != nil:
-		status = "stopped: " + r.Err.Error()
+		status = "stopped: " + quote.Printable(r.Err.Error())
 	case len(r.Failed) > 0:
 		status = fmt.Sprintf("%d failed again", len(r.Failed))
 	}
-	fmt.Fprintf(e.stdout, "%s: %s %s shard %s, %d records (%s): %d handled, %s\n",
-		r.Key, inv.Source, inv.Condition, inv.Batch.ShardID, r.Records, inv.Timestamp.UTC().Format(time.RFC3339), r.Applied, status)
+	fmt.Fprintf(e.stdout, "%s: %s %s shard %s, %d records (%s): %d applied, %d skipped, %s\n",
+		r.Key, inv.Source, inv.Condition, inv.Batch.ShardID, r.Records, inv.Timestamp.UTC().Format(time.RFC3339), r.Applied, r.Skipped, status)
 	for _, f := range r.Failed {
-		fmt.Fprintf(e.stderr, "%s: record %d (seq %s, %s): %v\n", r.Key, f.Index, f.SequenceNumber, f.EntityType, f.Err)
+		fmt.Fprintf(e.stderr, "%s: %s\n", quote.Printable(r.Key), quote.Printable(f.String()))
 	}
 }
 

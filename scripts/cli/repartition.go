@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 )
@@ -113,7 +114,7 @@ func printSummary(w io.Writer, s *export.RunSummary, took time.Duration, read in
 		if name == "" {
 			name = "(none)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t\n", en.Segment, name, en.ItemCount, en.Parts, float64(en.Bytes)/1e6, float64(en.UncompressedBytes)/1e6)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t\n", quote.Printable(en.Segment), quote.Printable(name), en.ItemCount, en.Parts, float64(en.Bytes)/1e6, float64(en.UncompressedBytes)/1e6)
 	}
 	tw.Flush()
 	t := s.Totals

@@ -22,6 +22,7 @@ import (
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/kinesisread"
 	"github.com/tributary/tributary/infra/streamsread"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline/shardread"
@@ -371,7 +372,7 @@ func printReplaySummary(e *env, sum replay.Summary, s projections.Stats, dry *pr
 	}
 	fmt.Fprintln(out)
 	for _, f := range sum.Failures {
-		fmt.Fprintf(e.stderr, "failed: shard %s seq %s item %s (%s): %v\n", f.Shard, f.Seq, f.Item, f.EntityType, f.Err)
+		fmt.Fprintf(e.stderr, "failed: shard %s seq %s item %s (%s): %s\n", quote.Printable(f.Shard), quote.Printable(f.Seq), quote.Printable(f.Item), quote.Printable(quote.Short(f.EntityType)), quote.Printable(f.Err.Error()))
 	}
 	if n := sum.Failed - int64(len(sum.Failures)); n > 0 {
 		fmt.Fprintf(e.stderr, "failed: ... and %d more (run with -v for every one)\n", n)

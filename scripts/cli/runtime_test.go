@@ -432,7 +432,7 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}
-	fixture := filepath.Join(repoRoot, "infra", "export", "testdata", "export")
+	fixture := filepath.Join(repoRoot, "pipeline", "export", "testdata", "export")
 	up := export.NewS3(client, bucket, "exports/app", export.S3Options{})
 	if err := exportgen.CopyDir(ctx, up, fixture); err != nil {
 		t.Fatal(err)

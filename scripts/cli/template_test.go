@@ -24,6 +24,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
@@ -570,8 +571,7 @@ var noResourceLevel = map[string]bool{
 	"xray:PutTraceSegments": true, "xray:PutTelemetryRecords": true,
 	"xray:GetSamplingRules": true, "xray:GetSamplingTargets": true,
 	"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
-	"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
-	"logs:DescribeResourcePolicies": true, "logs:DescribeLogGroups": true,
+	"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true,
 }
 
 func strs(v any) []string {
@@ -820,4 +820,123 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// parameter returns a template parameter.
+func (tp tmpl) parameter(t *testing.T, name string) obj {
+	t.Helper()
+	p, _ := tp.obj["Parameters"].(obj)[name].(obj)
+	if p == nil {
+		t.Fatalf("no parameter %s", name)
+	}
+	return p
+}
+
+// TestTemplateArchivePrefix: ArchivePrefix becomes part of the archiver's
+// s3:PutObject resource (${ArchivePrefix}/*), so its pattern admits no IAM
+// wildcard (* ?) and no . or .. segment, and only prefixes the archiver
+// itself accepts (archive.ValidatePrefix).
+func TestTemplateArchivePrefix(t *testing.T) {
+	tp := loadTemplate(t)
+	p := tp.parameter(t, "ArchivePrefix")
+	re, err := regexp.Compile(p["AllowedPattern"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p["MaxLength"] != float64(512) {
+		t.Errorf("MaxLength %v, want 512 (archive.ValidatePrefix)", p["MaxLength"])
+	}
+	for _, ok := range []string{"ttl", "ttl-archive/orders", "a.b/c_d(1)", "Team's!/x", "v1.2"} {
+		if !re.MatchString(ok) {
+			t.Errorf("pattern refuses %q", ok)
+		}
+		if err := archive.ValidatePrefix(ok); err != nil {
+			t.Errorf("pattern accepts %q, which the archiver refuses: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"*", "ttl/*", "t?l", "..", ".", "a/../b", "a/./b", "../a", "a/..", ".hidden", "/a", "a/", "a//b", "", "${AWS::Region}", "a b"} {
+		if re.MatchString(bad) {
+			t.Errorf("pattern accepts %q", bad)
+		}
+	}
+	// And the resource it goes into.
+	role := tp.resources()["ArchiverRole"]
+	b, _ := json.Marshal(role)
+	if !strings.Contains(string(b), `${ArchiveBucket.Arn}/${ArchivePrefix}/*`) {
+		t.Errorf("the archiver's PutObject resource is not ${ArchiveBucket.Arn}/${ArchivePrefix}/*: the test checks the wrong thing")
+	}
+}
+
+// TestTemplateKinesisProjectorNeverSourceTable: whatever
+// KinesisProjectorTableName names, the kinesis-projector's role denies it
+// every DynamoDB action on the source table (the one the stack creates, or
+// the table of SourceStreamArn) and its indexes.
+func TestTemplateKinesisProjectorNeverSourceTable(t *testing.T) {
+	tp := loadTemplate(t)
+	role := tp.resources()["KinesisProjectorRole"]
+	var deny obj
+	for _, p := range props(role)["Policies"].([]any) {
+		for _, s := range p.(obj)["PolicyDocument"].(obj)["Statement"].([]any) {
+			for _, b := range branches(s) {
+				if st := b.(obj); st["Effect"] == "Deny" {
+					deny = st
+				}
+			}
+		}
+	}
+	if deny == nil {
+		t.Fatal("no Deny statement in KinesisProjectorRole")
+	}
+	if a := strs(deny["Action"]); !slices.Equal(a, []string{"dynamodb:*"}) {
+		t.Errorf("Deny actions %v, want dynamodb:*", a)
+	}
+	want := []string{
+		`{"Fn::GetAtt":["SourceTable","Arn"]}`,
+		`{"Fn::Select":[0,{"Fn::Split":["/stream/",{"Ref":"SourceStreamArn"}]}]}`,
+		`{"Fn::Sub":"${SourceTable.Arn}/*"}`,
+		`{"Fn::Join":["",[{"Fn::Select":[0,{"Fn::Split":["/stream/",{"Ref":"SourceStreamArn"}]}]},"/*"]]}`,
+	}
+	var got []string
+	for _, r := range deny["Resource"].([]any) {
+		for _, b := range branches(r) {
+			j, _ := json.Marshal(b)
+			got = append(got, string(j))
+		}
+	}
+	if !sameSet(got, want) {
+		t.Errorf("Deny resources:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The ARN the split makes is the table's: the stream ARN's part before /stream/.
+	arn := "arn:aws:dynamodb:eu-west-1:111122223333:table/App/stream/2026-01-01T00:00:00.000"
+	if re := regexp.MustCompile(tp.parameter(t, "SourceStreamArn")["AllowedPattern"].(string)); !re.MatchString(arn) || strings.Split(arn, "/stream/")[0] != "arn:aws:dynamodb:eu-west-1:111122223333:table/App" {
+		t.Errorf("SourceStreamArn %s does not split into its table's ARN", arn)
+	}
+}
+
+// TestTemplateLogDeliveryPolicy: the state machine role may write log
+// groups' resource policy (the log delivery it sets up needs that) on the
+// account's log groups in its Region only, not on "*".
+func TestTemplateLogDeliveryPolicy(t *testing.T) {
+	tp := loadTemplate(t)
+	found := false
+	for name, role := range tp.ofType("AWS::IAM::Role") {
+		for _, p := range props(role)["Policies"].([]any) {
+			for _, s := range p.(obj)["PolicyDocument"].(obj)["Statement"].([]any) {
+				for _, b := range branches(s) {
+					st := b.(obj)
+					if !slices.Contains(strs(st["Action"]), "logs:PutResourcePolicy") {
+						continue
+					}
+					found = true
+					res, _ := json.Marshal(st["Resource"])
+					if string(res) != `{"Fn::Sub":"arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:*"}` {
+						t.Errorf("%s: logs:PutResourcePolicy on %s, want the account's log groups", name, res)
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("no role may set up the state machine's log delivery")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
@@ -108,7 +109,7 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 			fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", len(diff)-i)
 			break
 		}
-		fmt.Fprintln(w, "  "+d)
+		fmt.Fprintln(w, "  "+quote.Printable(d))
 	}
 	if len(diff) > 0 {
 		fmt.Fprintf(w, "MISMATCH: %d differences between the store (%d aggregates, %d rows) and the recomputation\n", len(diff), len(got.Aggregates), len(got.Rows))
