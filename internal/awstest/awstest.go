@@ -89,10 +89,14 @@ func Kinesis(t testing.TB) *kinesis.Client {
 	return kinesis.NewFromConfig(Config(t))
 }
 
-// S3 returns a path-style S3 client for the test server.
-func S3(t testing.TB) *s3.Client {
+// S3 returns a path-style S3 client for the test server; opts adjust it.
+func S3(t testing.TB, opts ...func(*s3.Options)) *s3.Client {
 	t.Helper()
-	return s3.NewFromConfig(Config(t), func(o *s3.Options) { o.UsePathStyle = true })
+	return s3.NewFromConfig(Config(t), append([]func(*s3.Options){func(o *s3.Options) {
+		o.UsePathStyle = true
+		// Test servers send no response checksums; do not log each one.
+		o.DisableLogOutputChecksumValidationSkipped = true
+	}}, opts...)...)
 }
 
 const (
