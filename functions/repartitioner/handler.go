@@ -7,7 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // Event is one invocation. Action is "plan", "file" or "finish"; the job's
@@ -17,7 +18,7 @@ import (
 // files.
 type Event struct {
 	Action string `json:"action"`
-	export.JobConfig
+	repartition.JobConfig
 	DataFileS3Key string `json:"dataFileS3Key,omitempty"`
 	// Force (plan) redoes a complete output.
 	Force bool `json:"force,omitempty"`
@@ -28,8 +29,8 @@ type Response struct {
 	Action      string `json:"action"`
 	Fingerprint string `json:"fingerprint"`
 	// plan: the data files to map over (empty when Complete).
-	Files    []export.PlanFile `json:"files,omitempty"`
-	Complete bool              `json:"complete,omitempty"`
+	Files    []repartition.PlanFile `json:"files,omitempty"`
+	Complete bool                   `json:"complete,omitempty"`
 	// file: what was written (Resumed: it had been done already).
 	Source  string `json:"source,omitempty"`
 	Items   int64  `json:"items,omitempty"`
@@ -42,23 +43,23 @@ type Response struct {
 
 type handler struct {
 	cfg Config
-	s3  export.S3API
+	s3  objstore.S3API
 	log *slog.Logger
 }
 
-func newHandler(cfg Config, client export.S3API, log *slog.Logger) *handler {
+func newHandler(cfg Config, client objstore.S3API, log *slog.Logger) *handler {
 	return &handler{cfg: cfg, s3: client, log: log}
 }
 
-func (h *handler) store(l export.Location) (export.Store, error) {
+func (h *handler) store(l objstore.Location) (objstore.Store, error) {
 	if !l.IsS3() {
-		return export.NewDir(l.Dir), nil
+		return objstore.NewDir(l.Dir), nil
 	}
-	return export.NewS3(h.s3, l.Bucket, l.Prefix, export.S3Options{KMSKeyID: h.cfg.KMSKeyID, TempDir: h.cfg.TempDir}), nil
+	return objstore.NewS3(h.s3, l.Bucket, l.Prefix, objstore.S3Options{KMSKeyID: h.cfg.KMSKeyID, TempDir: h.cfg.TempDir}), nil
 }
 
 // job merges the event's job over the configured one.
-func (h *handler) job(ev Event) export.JobConfig {
+func (h *handler) job(ev Event) repartition.JobConfig {
 	j := h.cfg.Job
 	e := ev.JobConfig
 	set := func(dst *string, v string) {
@@ -92,7 +93,7 @@ func (h *handler) job(ev Event) export.JobConfig {
 func (h *handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	start := time.Now()
 	jc := h.job(ev)
-	job, err := export.OpenJob(ctx, jc, h.store, export.DefaultTransforms())
+	job, err := repartition.OpenJob(ctx, jc, h.store, repartition.DefaultTransforms())
 	if err != nil {
 		return Response{}, err
 	}

@@ -5,23 +5,20 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline/export/exportgen"
+	"github.com/tributary/tributary/pipeline/export/reimport"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
-
-const fixture = "../../pipeline/export/testdata/export"
 
 // TestStateMachine runs the steps a Distributed Map runs, against S3
 // (gofakes3, in process): plan, one file step per data file (the first one
@@ -29,15 +26,12 @@ const fixture = "../../pipeline/export/testdata/export"
 // against a local repartition of the same export.
 func TestStateMachine(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	t.Cleanup(srv.Close)
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	client := awstest.GoFakeS3(t)
 	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("tributary-exports")}); err != nil {
 		t.Fatal(err)
 	}
-	up := export.NewS3(client, "tributary-exports", "exports/app", export.S3Options{})
-	if err := exportgen.CopyDir(ctx, up, fixture); err != nil {
+	up := objstore.NewS3(client, "tributary-exports", "exports/app", objstore.S3Options{})
+	if err := exportgen.CopyDir(ctx, up, exportgen.FixtureDir()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -89,11 +83,11 @@ func TestStateMachine(t *testing.T) {
 	}
 
 	// The same job run locally gives the same entity manifests.
-	so, err := export.OpenOutput(ctx, export.NewS3(client, "tributary-exports", "split/app", export.S3Options{}))
+	so, err := reimport.OpenOutput(ctx, objstore.NewS3(client, "tributary-exports", "split/app", objstore.S3Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Job.Export = filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8")
+	cfg.Job.Export = filepath.Join(exportgen.FixtureDir(), "AWSDynamoDB", "01796032802314-fa5ad9a8")
 	if err := exportgen.SameAsLocal(ctx, cfg.Job, t.TempDir(), so); err != nil {
 		t.Error(err)
 	}
@@ -115,7 +109,7 @@ func TestConfig(t *testing.T) {
 	c, err := loadConfig(func(k string) string {
 		return map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3"}[k]
 	})
-	if err != nil || c.Job.Compression != export.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 {
+	if err != nil || c.Job.Compression != repartition.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 {
 		t.Errorf("config %+v, %v", c, err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/tributary/tributary/infra/objstore"
 )
 
 // Filter selects archive objects by partition. The zero Filter selects all.
@@ -81,7 +83,7 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 	if a.prefix != "" {
 		base = a.prefix + "/"
 	}
-	err = a.src.List(ctx, a.listPrefix(f), func(o Object) error {
+	err = a.src.List(ctx, a.listPrefix(f), func(o objstore.Object) error {
 		rel := strings.TrimPrefix(o.Key, base)
 		loc, ok := ParseKey(rel)
 		if !ok {

@@ -9,7 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"path"
 	"strings"
 	"time"
@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 )
@@ -251,6 +252,14 @@ func writeChunk(ctx context.Context, client BatchWriter, table string, reqs []ty
 	}
 }
 
+// ExportStore is where RestoreExport writes: a directory or an S3 prefix
+// (objstore's stores).
+type ExportStore interface {
+	Put(ctx context.Context, key string, body []byte) error
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	String() string
+}
+
 // ExportOptions configures RestoreExport.
 type ExportOptions struct {
 	// ExportID names the export directory (AWSDynamoDB/<ExportID>/).
@@ -262,13 +271,13 @@ type ExportOptions struct {
 
 // ExportResult is what RestoreExport wrote.
 type ExportResult struct {
-	// Dir is the export's directory: DIR/AWSDynamoDB/<ExportID>.
+	// Dir is the export's directory: <out>/AWSDynamoDB/<ExportID>.
 	Dir string
 	// Items and Files count the items and data files written.
 	Items, Files int
 }
 
-// RestoreExport writes the selected items into dir in the shape of a
+// RestoreExport writes the selected items into out in the shape of a
 // DynamoDB full export in DYNAMODB_JSON format:
 //
 //	AWSDynamoDB/<ExportID>/_started
@@ -280,7 +289,7 @@ type ExportResult struct {
 // the data/ prefix can be given to ImportTable, and the directory to the
 // export reimport tooling. Each file is written atomically; the summary,
 // written last, marks a complete export.
-func RestoreExport(ctx context.Context, s *Selection, dir string, opts ExportOptions) (ExportResult, error) {
+func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts ExportOptions) (ExportResult, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
@@ -293,12 +302,12 @@ func RestoreExport(ctx context.Context, s *Selection, dir string, opts ExportOpt
 		opts.ExportID = fmt.Sprintf("%014d-%s", opts.Now.UnixMilli(), hex.EncodeToString(h.Sum(nil))[:8])
 	}
 	base := "AWSDynamoDB/" + opts.ExportID
-	if !validKey(base) {
+	if !objstore.ValidKey(base) {
 		return ExportResult{}, fmt.Errorf("archive: invalid export ID %q", opts.ExportID)
 	}
-	out := NewDir(dir)
-	res := ExportResult{Dir: dir + string(os.PathSeparator) + "AWSDynamoDB" + string(os.PathSeparator) + opts.ExportID}
-	if _, err := os.Stat(res.Dir); err == nil {
+	res := ExportResult{Dir: objstore.Name(out, base)}
+	if r, err := out.Open(ctx, base+"/_started"); err == nil {
+		r.Close()
 		return ExportResult{}, fmt.Errorf("archive: %s already exists", res.Dir)
 	}
 	if err := out.Put(ctx, base+"/_started", nil); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
 )
@@ -40,9 +41,9 @@ func removedItems(t testing.TB, event []byte) map[string]string {
 }
 
 // archiveEvents archives events into a fresh directory and returns it.
-func archiveEvents(t testing.TB, prefix string, events ...[]byte) *Dir {
+func archiveEvents(t testing.TB, prefix string, events ...[]byte) *objstore.Dir {
 	t.Helper()
-	dir := NewDir(t.TempDir())
+	dir := objstore.NewDir(t.TempDir())
 	proc := pipeline.NewStreamsProcessor(New(dir, Options{Prefix: prefix, Logger: quiet}), pipeline.Config{Logger: quiet})
 	for _, e := range events {
 		if out, err := proc.Invoke(context.Background(), e); err != nil || string(out) != `{"batchItemFailures":[]}` {
@@ -64,7 +65,7 @@ func TestRestoreExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	res, err := RestoreExport(ctx, sel, out, ExportOptions{ExportID: "01767225600000-archive", Now: time.Unix(1767225600, 0)})
+	res, err := RestoreExport(ctx, sel, objstore.NewDir(out), ExportOptions{ExportID: "01767225600000-archive", Now: time.Unix(1767225600, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestRestoreExport(t *testing.T) {
 	}
 
 	// A second export under the same ID is refused rather than mixed in.
-	if _, err := RestoreExport(ctx, sel, out, ExportOptions{ExportID: "01767225600000-archive"}); err == nil {
+	if _, err := RestoreExport(ctx, sel, objstore.NewDir(out), ExportOptions{ExportID: "01767225600000-archive"}); err == nil {
 		t.Error("RestoreExport over an existing export succeeded")
 	}
 }
@@ -355,13 +356,13 @@ func TestRestoreTableIntegration(t *testing.T) {
 // byte for byte.
 func TestImportTableIntegration(t *testing.T) {
 	ctx := context.Background()
-	s3c, _, bucket := motoClient(t)
+	s3c, _, bucket := awstest.LoggedS3(t, awstest.S3)
 	// moto's ImportTable reads lines with its own JSON parser
 	// (py_partiql_parser), which cuts a string at an escaped quote: "a \"b\""
 	// comes back as "a \\". That is a moto bug, unrelated to the extra member,
 	// so this test's one escaped quote is taken out.
 	event := bytes.ReplaceAll(readEvent(t), []byte(`First! \"quoted\"`), []byte(`First! quoted`))
-	proc := pipeline.NewStreamsProcessor(New(NewS3(s3c, bucket, S3Options{}), Options{Prefix: "ttl", Logger: quiet}), pipeline.Config{Logger: quiet})
+	proc := pipeline.NewStreamsProcessor(New(objstore.NewS3(s3c, bucket, "", objstore.S3Options{}), Options{Prefix: "ttl", Logger: quiet}), pipeline.Config{Logger: quiet})
 	if out, err := proc.Invoke(ctx, event); err != nil || string(out) != `{"batchItemFailures":[]}` {
 		t.Fatalf("%s %v", out, err)
 	}
@@ -413,7 +414,7 @@ func TestImportTableIntegration(t *testing.T) {
 // that a selected item is gone fails the restore instead of skipping it.
 func TestRestoreArchiveChanged(t *testing.T) {
 	ctx := context.Background()
-	store := newMemStore()
+	store := newTestStore(t)
 	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
 	if _, err := proc.Invoke(ctx, readEvent(t)); err != nil {
 		t.Fatal(err)
@@ -423,9 +424,9 @@ func TestRestoreArchiveChanged(t *testing.T) {
 		t.Fatalf("%d items, %v", sel.Items(), err)
 	}
 	key := sel.Objects()[0].Key
-	data, _ := gunzip(store.objs[key])
+	data, _ := gunzip(store.objects(t)[key])
 	first, _, _ := bytes.Cut(data, []byte{'\n'})
-	store.objs[key] = Gzip(append(first, '\n')) // a shorter batch's rewrite
+	store.set(t, key, Gzip(append(first, '\n'))) // a shorter batch's rewrite
 	err = sel.Each(ctx, func(ObjectInfo, pipeline.Item, json.RawMessage) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 items found again") {
 		t.Fatalf("error %v", err)

@@ -534,7 +534,7 @@ type simRun struct {
 
 type simResult struct {
 	w                                   *workload
-	store                               *memStore
+	store                               *testStore
 	faults                              *faultStore
 	invocations, failures, redeliveries int
 	err                                 error // from checkArchive
@@ -546,7 +546,7 @@ func (r simRun) run(t testing.TB) simResult {
 	t.Helper()
 	ctx := context.Background()
 	w := genWorkload(workloadConfig{seed: r.seed, shards: 3, records: r.records, startItems: 300, meanGap: 2 * time.Second})
-	store := newMemStore()
+	store := newTestStore(t)
 	faults := &faultStore{
 		inner: store, seed: r.seed,
 		pWholeOutage: 0.1, pPartial: 0.3, pObject: 0.4, pAmbiguous: 0.02,
@@ -620,7 +620,7 @@ func TestSimulationExactlyOnce(t *testing.T) {
 				}
 				t.Logf("%d records, %d TTL removals, %d invocations (%d failed, %d redelivered), %d writes failed, %d ambiguous, %d objects",
 					res.w.records, res.w.ttlRemovals, res.invocations, res.failures, res.redeliveries,
-					res.faults.failed.Load(), res.faults.ambiguous.Load(), len(res.store.objs))
+					res.faults.failed.Load(), res.faults.ambiguous.Load(), len(res.store.objects(t)))
 			})
 		}
 	}
@@ -654,7 +654,7 @@ func TestSimulationNaiveRuleDuplicates(t *testing.T) {
 func putsPer1000(t testing.TB, seed uint64, batchSize int, meanGap time.Duration) (float64, *workload) {
 	ctx := context.Background()
 	w := genWorkload(workloadConfig{seed: seed, shards: 1, records: 20000, startItems: 2000, meanGap: meanGap})
-	store := newMemStore()
+	store := newTestStore(t)
 	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
 	var ttl []simRecord
 	for _, r := range w.shards[0] {
@@ -707,11 +707,11 @@ func TestCheckArchiveDetectsLoss(t *testing.T) {
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	for k := range res.store.objs {
-		delete(res.store.objs, k)
+	for k := range res.store.objects(t) {
+		res.store.remove(t, k)
 		break
 	}
-	res.store.objs["archive/stray.json"] = []byte("{}")
+	res.store.set(t, "archive/stray.json", []byte("{}"))
 	err := checkArchive(context.Background(), res.store, "archive", res.w)
 	if err == nil || !strings.Contains(err.Error(), "is missing") || !strings.Contains(err.Error(), "unexpected object archive/stray.json") {
 		t.Fatalf("checker missed the damage: %v", err)
@@ -733,7 +733,7 @@ func TestReplayWithOtherBoundaries(t *testing.T) {
 			ttl = append(ttl, r)
 		}
 	}
-	store := newMemStore()
+	store := newTestStore(t)
 	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
 	pass := func(size int) {
 		for i := 0; i < len(ttl); i += size {

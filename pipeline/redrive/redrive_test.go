@@ -16,9 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
-	"github.com/tributary/tributary/pipeline/redrive"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -100,7 +101,7 @@ func TestRedriveDir(t *testing.T) {
 	ctx := context.Background()
 	st := boltstoretest.Open(t)
 	e := engine(st)
-	rep, err := redrive.Run(ctx, redrive.Dir(destination), redrive.Config{Handler: e, Logger: quiet()})
+	rep, err := redrive.Run(ctx, objstore.NewDir(destination), redrive.Config{Handler: e, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestRedriveDir(t *testing.T) {
 	}
 
 	before := e.Stats()
-	rep2, err := redrive.Run(ctx, redrive.Dir(destination), redrive.Config{Handler: e, Logger: quiet()})
+	rep2, err := redrive.Run(ctx, objstore.NewDir(destination), redrive.Config{Handler: e, Logger: quiet()})
 	if err != nil || rep2.Applied != 10 {
 		t.Fatalf("second redrive: %+v, %v", rep2, err)
 	}
@@ -154,19 +155,15 @@ func TestRedriveDir(t *testing.T) {
 func TestIntegrationRedriveS3(t *testing.T) {
 	ctx := context.Background()
 	client := awstest.S3(t)
-	bucket := awstest.UniqueName(t, "failures")
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	err := redrive.Dir(destination).List(ctx, func(key string) error {
-		data, err := redrive.Dir(destination).Get(ctx, key)
+	bucket := awstest.CreateBucket(ctx, t, client, "failures")
+	dest := objstore.NewS3(client, bucket, "projector", objstore.S3Options{})
+	src := objstore.NewDir(destination)
+	err := src.List(ctx, "", func(o objstore.Object) error {
+		data, err := objstore.ReadAll(ctx, src, o.Key)
 		if err != nil {
 			return err
 		}
-		keys = append(keys, "projector/"+key)
-		_, err = client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + key), Body: bytes.NewReader(data)})
-		return err
+		return dest.Put(ctx, o.Key, data)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -175,37 +172,35 @@ func TestIntegrationRedriveS3(t *testing.T) {
 	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("other/readme.txt"), Body: strings.NewReader("hi")}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, k := range append(keys, "other/readme.txt") {
-			client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
-		}
-		client.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
-	})
 	st := boltstoretest.Open(t)
-	rep, err := redrive.Run(ctx, redrive.NewS3(client, bucket, "projector/"), redrive.Config{Handler: engine(st), Logger: quiet()})
+	rep, err := redrive.Run(ctx, dest, redrive.Config{Handler: engine(st), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Objects != 2 || rep.Applied != 10 || rep.Failed != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	if rep.Results[0].Key != "projector/"+kinesisKey {
+	if rep.Results[0].Key != kinesisKey {
 		t.Errorf("keys: %s", rep.Results[0].Key)
 	}
 }
 
-func TestParseURL(t *testing.T) {
-	for _, tt := range []struct{ in, bucket, prefix string }{
-		{"s3://b/p/q/", "b", "p/q/"}, {"s3://b", "b", ""}, {"s3://b/", "b", ""},
-	} {
-		b, p, err := redrive.ParseURL(tt.in)
-		if err != nil || b != tt.bucket || p != tt.prefix {
-			t.Errorf("ParseURL(%q) = %q, %q, %v", tt.in, b, p, err)
+// TestRedriveSkipsHiddenFiles: the hidden files of a local copy (a Finder's
+// .DS_Store, a sync tool's folder) are not taken for invocation records.
+func TestRedriveSkipsHiddenFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(destination)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".DS_Store", "aws/.sync/state", "aws/lambda/.keep"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("not a record"), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
-	for _, bad := range []string{"b/p", "s3:///p", "http://x"} {
-		if _, _, err := redrive.ParseURL(bad); err == nil {
-			t.Errorf("ParseURL(%q): no error", bad)
-		}
+	rep, err := redrive.Run(ctx, objstore.NewDir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	if err != nil || rep.Objects != 2 || rep.Unreadable != 0 {
+		t.Fatalf("report %+v, %v; want the 2 records and nothing unreadable", rep, err)
 	}
 }

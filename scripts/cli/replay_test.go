@@ -17,7 +17,7 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/dynamostore"
-	"github.com/tributary/tributary/pipeline/redrive"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -271,7 +271,8 @@ func TestIntegrationRedriveCommandS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	var keys []string
-	redrive.Dir(redriveFixtures).List(ctx, func(key string) error {
+	objstore.NewDir(redriveFixtures).List(ctx, "", func(o objstore.Object) error {
+		key := o.Key
 		data, _ := os.ReadFile(filepath.Join(redriveFixtures, key))
 		keys = append(keys, "projector/"+key)
 		_, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + key), Body: bytes.NewReader(data)})

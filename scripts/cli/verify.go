@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/projections/verify"
 )
 
 // runVerify is `tributary verify`: recompute every projection from an
@@ -54,7 +54,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	start := time.Now()
-	want, items, err := export.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: xf.typeAttr}, xf.skipMD5, ps...)
+	want, items, err := verify.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: xf.typeAttr}, xf.skipMD5, ps...)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
-package export
+package reimport
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,7 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/retry"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // ImportAPI is the part of the DynamoDB client that ImportTable and
@@ -42,17 +46,17 @@ type ImportOptions struct {
 // that the output is in S3 and that the prefix holds exactly the parts the
 // manifest lists (ImportTable and StartBulkPutItems read every object
 // under it).
-func s3Prefix(ctx context.Context, out *Output, m *EntityManifest) (bucket, prefix string, err error) {
-	s3s, ok := out.store.(*S3)
+func s3Prefix(ctx context.Context, out *Output, m *repartition.EntityManifest) (bucket, prefix string, err error) {
+	s3s, ok := out.store.(*objstore.S3)
 	if !ok {
-		return "", "", fmt.Errorf("export: %s is not in S3: ImportTable and StartBulkPutItems read from S3 (use --table to load from a directory)", out.store)
+		return "", "", fmt.Errorf("reimport: %s is not in S3: ImportTable and StartBulkPutItems read from S3 (use --table to load from a directory)", out.store)
 	}
 	want := map[string]bool{}
 	for _, p := range m.Parts {
 		want[p.Key] = true
 	}
 	var extra []string
-	err = out.store.List(ctx, m.ImportPrefix, func(o Object) error {
+	err = out.store.List(ctx, m.ImportPrefix, func(o objstore.Object) error {
 		if !want[o.Key] {
 			extra = append(extra, o.Key)
 		}
@@ -63,7 +67,7 @@ func s3Prefix(ctx context.Context, out *Output, m *EntityManifest) (bucket, pref
 		return "", "", err
 	}
 	if len(extra) > 0 {
-		return "", "", fmt.Errorf("export: %s holds %d objects the manifest does not list (e.g. %s); they would be imported too", join(out.store.String(), m.ImportPrefix), len(extra), extra[0])
+		return "", "", fmt.Errorf("reimport: %s holds %d objects the manifest does not list (e.g. %s); they would be imported too", objstore.Name(out.store, m.ImportPrefix), len(extra), extra[0])
 	}
 	if len(want) > 0 {
 		var missing []string
@@ -71,7 +75,7 @@ func s3Prefix(ctx context.Context, out *Output, m *EntityManifest) (bucket, pref
 			missing = append(missing, k)
 		}
 		sort.Strings(missing)
-		return "", "", fmt.Errorf("export: %d parts of %s are missing, e.g. %s", len(missing), m.Segment, missing[0])
+		return "", "", fmt.Errorf("reimport: %d parts of %s are missing, e.g. %s", len(missing), m.Segment, missing[0])
 	}
 	return s3s.Bucket(), s3s.Key(m.ImportPrefix), nil
 }
@@ -79,10 +83,10 @@ func s3Prefix(ctx context.Context, out *Output, m *EntityManifest) (bucket, pref
 // ClientToken derives an idempotency token from an entity's content and
 // the request's target, so that rerunning the same command never starts a
 // second operation (within DynamoDB's 8-hour idempotency window).
-func ClientToken(kind, table string, m *EntityManifest, extra ...string) string {
-	h := newSHA256()
+func ClientToken(kind, table string, m *repartition.EntityManifest, extra ...string) string {
+	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n", kind, table, m.Segment, m.PartsSHA256, strings.Join(extra, "\n"))
-	return hexSum(h)[:32]
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // StartImport starts ImportTable of one entity's parts into a new table.
@@ -92,7 +96,7 @@ func StartImport(ctx context.Context, client ImportAPI, out *Output, opts Import
 		return nil, err
 	}
 	if opts.Table == "" || opts.Key.HashKey == "" {
-		return nil, errors.New("export: ImportTable needs a table name and a hash key")
+		return nil, errors.New("reimport: ImportTable needs a table name and a hash key")
 	}
 	bucket, prefix, err := s3Prefix(ctx, out, m)
 	if err != nil {
@@ -125,7 +129,7 @@ func StartImport(ctx context.Context, client ImportAPI, out *Output, opts Import
 	}
 	res, err := client.ImportTable(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("export: ImportTable of s3://%s/%s into %s: %w", bucket, prefix, opts.Table, err)
+		return nil, fmt.Errorf("reimport: ImportTable of s3://%s/%s into %s: %w", bucket, prefix, opts.Table, err)
 	}
 	return res.ImportTableDescription, nil
 }
@@ -140,7 +144,7 @@ func WaitImport(ctx context.Context, client ImportAPI, arn string, want int64, p
 	for {
 		res, err := client.DescribeImport(ctx, &dynamodb.DescribeImportInput{ImportArn: aws.String(arn)})
 		if err != nil {
-			return nil, fmt.Errorf("export: DescribeImport %s: %w", arn, err)
+			return nil, fmt.Errorf("reimport: DescribeImport %s: %w", arn, err)
 		}
 		d := res.ImportTableDescription
 		if progress != nil {
@@ -149,12 +153,12 @@ func WaitImport(ctx context.Context, client ImportAPI, arn string, want int64, p
 		switch d.ImportStatus {
 		case types.ImportStatusCompleted:
 			if d.ErrorCount > 0 || (want >= 0 && d.ImportedItemCount != want) {
-				return d, fmt.Errorf("export: import %s completed with %d items imported of %d, %d errors (duplicate keys count once; see the import's CloudWatch log group %s)",
+				return d, fmt.Errorf("reimport: import %s completed with %d items imported of %d, %d errors (duplicate keys count once; see the import's CloudWatch log group %s)",
 					arn, d.ImportedItemCount, want, d.ErrorCount, aws.ToString(d.CloudWatchLogGroupArn))
 			}
 			return d, nil
 		case types.ImportStatusFailed, types.ImportStatusCancelled, types.ImportStatusCancelling:
-			return d, fmt.Errorf("export: import %s %s: %s %s", arn, d.ImportStatus, aws.ToString(d.FailureCode), aws.ToString(d.FailureMessage))
+			return d, fmt.Errorf("reimport: import %s %s: %s %s", arn, d.ImportStatus, aws.ToString(d.FailureCode), aws.ToString(d.FailureMessage))
 		}
 		if err := retry.SleepCause(ctx, poll); err != nil {
 			return d, err
@@ -182,16 +186,16 @@ func StartBulkPut(ctx context.Context, client ImportAPI, out *Output, opts BulkP
 		return nil, err
 	}
 	if opts.Table == "" {
-		return nil, errors.New("export: StartBulkPutItems needs a table")
+		return nil, errors.New("reimport: StartBulkPutItems needs a table")
 	}
 	if opts.MaxWriteUnits != 0 && opts.MaxWriteUnits < 1024 {
-		return nil, fmt.Errorf("export: StartBulkPutItems takes at least 1,024 write units per second, not %d", opts.MaxWriteUnits)
+		return nil, fmt.Errorf("reimport: StartBulkPutItems takes at least 1,024 write units per second, not %d", opts.MaxWriteUnits)
 	}
 	bucket, prefix, err := s3Prefix(ctx, out, m)
 	if err != nil {
 		return nil, err
 	}
-	s3s := out.store.(*S3)
+	s3s := out.store.(*objstore.S3)
 	if opts.ReportPrefix == "" {
 		opts.ReportPrefix = "_bulkput/" + opts.Table + "/"
 	}
@@ -201,9 +205,9 @@ func StartBulkPut(ctx context.Context, client ImportAPI, out *Output, opts BulkP
 		OutputType:     []types.OutputTypeEnum{types.OutputTypeEnumError, types.OutputTypeEnumConditionCheckFailure},
 		S3SseAlgorithm: types.S3SseAlgorithmAes256,
 	}
-	if s3s.opts.KMSKeyID != "" {
+	if s3s.KMSKeyID() != "" {
 		outCfg.S3SseAlgorithm = types.S3SseAlgorithmKms
-		outCfg.S3SseKmsKeyId = aws.String(s3s.opts.KMSKeyID)
+		outCfg.S3SseKmsKeyId = aws.String(s3s.KMSKeyID())
 	}
 	in := &dynamodb.StartBulkPutItemsInput{
 		TableName:   aws.String(opts.Table),
@@ -221,7 +225,7 @@ func StartBulkPut(ctx context.Context, client ImportAPI, out *Output, opts BulkP
 	}
 	res, err := client.StartBulkPutItems(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("export: StartBulkPutItems of s3://%s/%s into %s: %w", bucket, prefix, opts.Table, err)
+		return nil, fmt.Errorf("reimport: StartBulkPutItems of s3://%s/%s into %s: %w", bucket, prefix, opts.Table, err)
 	}
 	return res.BulkOperationDescription, nil
 }
@@ -235,7 +239,7 @@ func WaitBulkPut(ctx context.Context, client ImportAPI, arn string, poll time.Du
 	for {
 		res, err := client.DescribeBulkOperation(ctx, &dynamodb.DescribeBulkOperationInput{BulkOperationArn: aws.String(arn)})
 		if err != nil {
-			return nil, fmt.Errorf("export: DescribeBulkOperation %s: %w", arn, err)
+			return nil, fmt.Errorf("reimport: DescribeBulkOperation %s: %w", arn, err)
 		}
 		d := res.BulkOperationDescription
 		if progress != nil {
@@ -245,10 +249,10 @@ func WaitBulkPut(ctx context.Context, client ImportAPI, arn string, poll time.Du
 		case types.BulkOperationStatusCompleted:
 			return d, nil
 		case types.BulkOperationStatusCompletedWithErrors:
-			return d, fmt.Errorf("export: bulk put %s completed with %d failed items (the report is in s3://%s/%s)", arn, d.FailedItemCount,
+			return d, fmt.Errorf("reimport: bulk put %s completed with %d failed items (the report is in s3://%s/%s)", arn, d.FailedItemCount,
 				aws.ToString(d.OutputS3Configuration.S3Bucket), aws.ToString(d.OutputS3Configuration.S3KeyPrefix))
 		case types.BulkOperationStatusFailed, types.BulkOperationStatusCancelled:
-			return d, fmt.Errorf("export: bulk put %s %s: %s %s", arn, d.BulkOperationStatus, aws.ToString(d.FailureCode), aws.ToString(d.FailureMessage))
+			return d, fmt.Errorf("reimport: bulk put %s %s: %s %s", arn, d.BulkOperationStatus, aws.ToString(d.FailureCode), aws.ToString(d.FailureMessage))
 		}
 		if err := retry.SleepCause(ctx, poll); err != nil {
 			return d, err

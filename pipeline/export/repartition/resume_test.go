@@ -1,4 +1,4 @@
-package export_test
+package repartition_test
 
 import (
 	"context"
@@ -11,14 +11,18 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline/export/exportgen"
+	"github.com/tributary/tributary/pipeline/export/reimport"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // crashStore wraps a store and fails the Nth commit or put of a key
 // matching a pattern, as a crash would stop a run there; it also counts
 // the objects opened.
 type crashStore struct {
-	export.Store
+	objstore.Store
 	match   string
 	after   int64 // fail once this many matching writes have succeeded
 	n       atomic.Int64
@@ -44,12 +48,12 @@ func (c *crashStore) Put(ctx context.Context, key string, body []byte) error {
 	return c.Store.Put(ctx, key, body)
 }
 
-func (c *crashStore) Create(ctx context.Context, key string) (export.ObjectWriter, error) {
+func (c *crashStore) Create(ctx context.Context, key string) (objstore.Writer, error) {
 	w, err := c.Store.Create(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return &crashWriter{ObjectWriter: w, c: c, key: key}, nil
+	return &crashWriter{Writer: w, c: c, key: key}, nil
 }
 
 func (c *crashStore) Open(ctx context.Context, key string) (io.ReadCloser, error) {
@@ -63,7 +67,7 @@ func (c *crashStore) Open(ctx context.Context, key string) (io.ReadCloser, error
 }
 
 type crashWriter struct {
-	export.ObjectWriter
+	objstore.Writer
 	c   *crashStore
 	key string
 }
@@ -73,7 +77,7 @@ func (w *crashWriter) Commit(ctx context.Context) error {
 		w.Abort()
 		return err
 	}
-	return w.ObjectWriter.Commit(ctx)
+	return w.Writer.Commit(ctx)
 }
 
 // TestCrashResume stops runs at several points (a part's commit, a source
@@ -82,16 +86,16 @@ func (w *crashWriter) Commit(ctx context.Context) error {
 // not done, and the result equals a clean run's, with no stray objects.
 func TestCrashResume(t *testing.T) {
 	ctx := context.Background()
-	srcStore, _, fx := fixture(t)
+	srcStore, _, fx := exportgen.CopyFixture(t)
 	clean := t.TempDir()
 	{
-		e := openFixture(t, srcStore)
-		r, _ := export.NewRepartitioner(e, nil, export.NewDir(clean).WithoutSync(), export.Options{MaxPartBytes: 32 << 10})
+		e := exportgen.OpenFixture(t, srcStore)
+		r, _ := repartition.NewRepartitioner(e, nil, objstore.NewDir(clean).WithoutSync(), repartition.Options{MaxPartBytes: 32 << 10})
 		if _, err := r.Run(ctx, 2, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := readTree(t, clean)
+	want := exportgen.ReadTree(t, clean)
 	for _, tc := range []struct {
 		name  string
 		match string
@@ -100,7 +104,7 @@ func TestCrashResume(t *testing.T) {
 		{"part", "/part-", 7},
 		{"record", "_parts/", 2},
 		{"manifest", "_manifest.json", 3},
-		{"summary", export.SummaryKey, 0},
+		{"summary", repartition.SummaryKey, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			outDir := t.TempDir()
@@ -109,15 +113,15 @@ func TestCrashResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := &crashStore{Store: export.NewDir(outDir).WithoutSync(), match: tc.match, after: tc.after}
-			r, _ := export.NewRepartitioner(e, nil, out, export.Options{MaxPartBytes: 32 << 10})
+			out := &crashStore{Store: objstore.NewDir(outDir).WithoutSync(), match: tc.match, after: tc.after}
+			r, _ := repartition.NewRepartitioner(e, nil, out, repartition.Options{MaxPartBytes: 32 << 10})
 			if _, err := r.Run(ctx, 2, false); !errors.Is(err, errCrash) {
 				t.Fatalf("run: %v, want the simulated crash", err)
 			}
-			if _, err := os.Stat(filepath.Join(outDir, export.SummaryKey)); err == nil {
+			if _, err := os.Stat(filepath.Join(outDir, repartition.SummaryKey)); err == nil {
 				t.Fatal("a crashed run left a summary")
 			}
-			if _, err := export.OpenOutput(ctx, export.NewDir(outDir)); !errors.Is(err, export.ErrIncomplete) {
+			if _, err := reimport.OpenOutput(ctx, objstore.NewDir(outDir)); !errors.Is(err, reimport.ErrIncomplete) {
 				t.Fatalf("OpenOutput after a crash: %v, want ErrIncomplete", err)
 			}
 			done := 0
@@ -127,7 +131,7 @@ func TestCrashResume(t *testing.T) {
 			// Rerun, as a new process would.
 			src2 := &crashStore{Store: srcStore}
 			e2, _ := export.OpenExport(ctx, src2, fx.Full.Dir, export.OpenOptions{})
-			r2, _ := export.NewRepartitioner(e2, nil, export.NewDir(outDir).WithoutSync(), export.Options{MaxPartBytes: 32 << 10})
+			r2, _ := repartition.NewRepartitioner(e2, nil, objstore.NewDir(outDir).WithoutSync(), repartition.Options{MaxPartBytes: 32 << 10})
 			if _, err := r2.Run(ctx, 2, false); err != nil {
 				t.Fatalf("rerun: %v", err)
 			}
@@ -140,18 +144,18 @@ func TestCrashResume(t *testing.T) {
 			if wantReread := len(e.Files) - done; reread != wantReread {
 				t.Errorf("rerun read %d data files; %d of %d were done, so want %d", reread, done, len(e.Files), wantReread)
 			}
-			got := readTree(t, outDir)
+			got := exportgen.ReadTree(t, outDir)
 			for name := range got {
 				if strings.Contains(name, ".tmp-") {
 					t.Errorf("stray temporary file %s", name)
 				}
 			}
-			delete(got, export.SummaryKey)
+			delete(got, repartition.SummaryKey)
 			w := map[string][]byte{}
 			for k, v := range want {
 				w[k] = v
 			}
-			delete(w, export.SummaryKey)
+			delete(w, repartition.SummaryKey)
 			if len(got) != len(w) {
 				t.Errorf("rerun output has %d files, a clean run %d", len(got), len(w))
 			}
@@ -160,7 +164,7 @@ func TestCrashResume(t *testing.T) {
 					t.Errorf("%s differs from a clean run's", name)
 				}
 			}
-			compareLines(t, outputLines(t, export.NewDir(outDir)), expectedLines(fx.FullItems, nil))
+			exportgen.CompareLines(t, exportgen.OutputLines(t, objstore.NewDir(outDir)), exportgen.ExpectedLines(fx.FullItems, nil))
 		})
 	}
 }
@@ -170,15 +174,15 @@ func TestCrashResume(t *testing.T) {
 // orphans, and the result is the new run's alone.
 func TestRedoOnChangedSettings(t *testing.T) {
 	ctx := context.Background()
-	srcStore, _, fx := fixture(t)
-	e := openFixture(t, srcStore)
+	srcStore, _, fx := exportgen.CopyFixture(t)
+	e := exportgen.OpenFixture(t, srcStore)
 	outDir := t.TempDir()
-	out := export.NewDir(outDir).WithoutSync()
-	r, _ := export.NewRepartitioner(e, nil, out, export.Options{})
+	out := objstore.NewDir(outDir).WithoutSync()
+	r, _ := repartition.NewRepartitioner(e, nil, out, repartition.Options{})
 	if _, err := r.Run(ctx, 2, false); err != nil {
 		t.Fatal(err)
 	}
-	r2, _ := export.NewRepartitioner(e, nil, out, export.Options{Compression: export.Zstd})
+	r2, _ := repartition.NewRepartitioner(e, nil, out, repartition.Options{Compression: repartition.Zstd})
 	s, err := r2.Run(ctx, 2, false)
 	if err != nil {
 		t.Fatal(err)
@@ -190,13 +194,13 @@ func TestRedoOnChangedSettings(t *testing.T) {
 	if len(matches) > 0 {
 		t.Errorf("left %d gzip parts, e.g. %s", len(matches), matches[0])
 	}
-	compareLines(t, outputLines(t, out), expectedLines(fx.FullItems, nil))
+	exportgen.CompareLines(t, exportgen.OutputLines(t, out), exportgen.ExpectedLines(fx.FullItems, nil))
 	// --force redoes a complete run of the same settings.
-	r3, _ := export.NewRepartitioner(e, nil, out, export.Options{Compression: export.Zstd})
+	r3, _ := repartition.NewRepartitioner(e, nil, out, repartition.Options{Compression: repartition.Zstd})
 	if done, err := r3.Begin(ctx, true); err != nil || done != nil {
 		t.Fatalf("Begin(force): %v, %v", done, err)
 	}
-	if _, err := os.Stat(filepath.Join(outDir, export.SummaryKey)); err == nil {
+	if _, err := os.Stat(filepath.Join(outDir, repartition.SummaryKey)); err == nil {
 		t.Error("Begin(force) kept the summary")
 	}
 }

@@ -1,4 +1,4 @@
-package export
+package repartition
 
 import (
 	"fmt"
@@ -51,14 +51,14 @@ func hiveEscape(c byte) bool {
 func ParseEntitySegment(seg string) (string, error) {
 	v, ok := strings.CutPrefix(seg, "entity=")
 	if !ok {
-		return "", fmt.Errorf("export: %q is not an entity partition", seg)
+		return "", fmt.Errorf("repartition: %q is not an entity partition", seg)
 	}
 	if v == UnknownEntity {
 		return "", nil
 	}
 	t, err := url.PathUnescape(v)
 	if err != nil {
-		return "", fmt.Errorf("export: partition %q: %w", seg, err)
+		return "", fmt.Errorf("repartition: partition %q: %w", seg, err)
 	}
 	return t, nil
 }

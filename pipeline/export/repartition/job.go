@@ -1,10 +1,12 @@
-package export
+package repartition
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
 )
 
 // JobConfig names a repartition: its inputs, output and settings. The same
@@ -28,43 +30,44 @@ type JobConfig struct {
 // Lambda function under a Step Functions Distributed Map: Plan once, File
 // once per data file, in parallel, then Finish once).
 type Job struct {
-	Export      *Export
-	Overlay     *Overlay
-	Out         Store
+	Export      *export.Export
+	Overlay     *export.Overlay
+	Out         objstore.Store
 	Partitioner *Repartitioner
 }
 
 // OpenJob opens a job's export, overlay and output. newStore opens a
 // location; transforms resolves cfg.Transform.
-func OpenJob(ctx context.Context, cfg JobConfig, newStore func(Location) (Store, error), transforms *Registry) (*Job, error) {
+func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location) (objstore.Store, error), transforms *Registry) (*Job, error) {
 	if cfg.Export == "" || cfg.Out == "" {
-		return nil, fmt.Errorf("export: a job needs an export and an output location")
+		return nil, fmt.Errorf("repartition: a job needs an export and an output location")
 	}
-	loc, err := ParseLocation(cfg.Export)
+	loc, err := objstore.Parse(cfg.Export)
 	if err != nil {
 		return nil, err
 	}
-	src, err := OpenExportAt(ctx, loc, newStore, OpenOptions{AllowMissingManifest: cfg.AllowMissingManifest})
+	source := func(l objstore.Location) (export.Source, error) { return newStore(l) }
+	src, err := export.OpenExportAt(ctx, loc, source, export.OpenOptions{AllowMissingManifest: cfg.AllowMissingManifest})
 	if err != nil {
 		return nil, err
 	}
-	var incs []*Export
+	var incs []*export.Export
 	for _, s := range cfg.Incrementals {
-		l, err := ParseLocation(s)
+		l, err := objstore.Parse(s)
 		if err != nil {
 			return nil, err
 		}
-		inc, err := OpenExportAt(ctx, l, newStore, OpenOptions{})
+		inc, err := export.OpenExportAt(ctx, l, source, export.OpenOptions{})
 		if err != nil {
 			return nil, err
 		}
 		incs = append(incs, inc)
 	}
-	ov, err := LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: cfg.TypeAttribute}, cfg.SkipMD5)
+	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: cfg.TypeAttribute}, cfg.SkipMD5)
 	if err != nil {
 		return nil, err
 	}
-	outLoc, err := ParseLocation(cfg.Out)
+	outLoc, err := objstore.Parse(cfg.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +119,7 @@ func (j *Job) Plan(ctx context.Context, force bool) (files []PlanFile, complete 
 // File repartitions one data file, named as manifest-files.json names it
 // (a bucket key) or by its key in the export's store.
 func (j *Job) File(ctx context.Context, dataFileS3Key string) (*SourceRecord, bool, error) {
-	key := j.Export.storeKey(dataFileS3Key)
+	key := j.Export.StoreKey(dataFileS3Key)
 	return j.Partitioner.ProcessFile(ctx, key)
 }
 

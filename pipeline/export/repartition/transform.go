@@ -1,4 +1,4 @@
-package export
+package repartition
 
 import (
 	"errors"
@@ -48,15 +48,15 @@ func NewRegistry() *Registry { return &Registry{byName: map[string]*Transform{}}
 func (r *Registry) Register(t *Transform) {
 	switch {
 	case t == nil || t.Name == "":
-		panic("export: Register of a nil or unnamed transform")
+		panic("repartition: Register of a nil or unnamed transform")
 	case len(t.ByType) == 0:
-		panic("export: transform " + t.Name + " rewrites no entity type")
+		panic("repartition: transform " + t.Name + " rewrites no entity type")
 	case r.byName[t.Name] != nil:
-		panic("export: transform " + t.Name + " registered twice")
+		panic("repartition: transform " + t.Name + " registered twice")
 	}
 	for typ, fn := range t.ByType {
 		if fn == nil {
-			panic("export: transform " + t.Name + ": nil function for " + typ)
+			panic("repartition: transform " + t.Name + ": nil function for " + typ)
 		}
 	}
 	r.byName[t.Name] = t
@@ -67,7 +67,7 @@ func (r *Registry) Lookup(name string) (*Transform, error) {
 	if t := r.byName[name]; t != nil {
 		return t, nil
 	}
-	return nil, fmt.Errorf("export: no transform %q (known: %s)", name, strings.Join(r.Names(), ", "))
+	return nil, fmt.Errorf("repartition: no transform %q (known: %s)", name, strings.Join(r.Names(), ", "))
 }
 
 // Names returns the registered names, sorted.

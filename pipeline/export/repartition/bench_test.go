@@ -1,11 +1,13 @@
-package export_test
+package repartition_test
 
 import (
 	"context"
 	"runtime"
 	"testing"
 
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline/export/exportgen"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // BenchmarkRepartition splits a generated 64 MB export (four data files)
@@ -14,13 +16,13 @@ import (
 // scripts/repartition-bench/bench.sh (docs/exports.md).
 func BenchmarkRepartition(b *testing.B) {
 	ctx := context.Background()
-	e, size := generatedExport(b, 42, 20_000, 64<<20, 4)
-	for _, c := range []export.Compression{export.Gzip, export.Zstd, export.None} {
+	e, size := exportgen.Generated(b, 42, 20_000, 64<<20, 4)
+	for _, c := range []repartition.Compression{repartition.Gzip, repartition.Zstd, repartition.None} {
 		b.Run(string(c), func(b *testing.B) {
 			b.SetBytes(size)
 			for b.Loop() {
-				out := export.NewDir(b.TempDir()).WithoutSync()
-				r, err := export.NewRepartitioner(e, nil, out, export.Options{Compression: c})
+				out := objstore.NewDir(b.TempDir()).WithoutSync()
+				r, err := repartition.NewRepartitioner(e, nil, out, repartition.Options{Compression: c})
 				if err != nil {
 					b.Fatal(err)
 				}

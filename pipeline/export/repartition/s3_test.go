@@ -1,57 +1,39 @@
-package export_test
+package repartition_test
 
 import (
 	"bytes"
 	"context"
 	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline/export/exportgen"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
-
-// gofakes3Client starts an in-process S3 server and returns a path-style
-// client over plain HTTP and a bucket on it.
-func gofakes3Client(t *testing.T) (*s3.Client, string) {
-	t.Helper()
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	t.Cleanup(srv.Close)
-	c := s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(srv.URL),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
-	bucket := "export-test"
-	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	return c, bucket
-}
 
 // TestS3RoundTrip reads the fixture export from S3 (addressed by the
 // export's own directory, as a user would paste it), repartitions it into
 // S3 with multipart uploads, and reads the output back.
 func TestS3RoundTrip(t *testing.T) {
 	ctx := context.Background()
-	client, bucket := gofakes3Client(t)
-	fx := fixtureItems(t)
-	if err := exportgen.CopyDir(ctx, export.NewS3(client, bucket, "exports/app", export.S3Options{}), fixtureDir); err != nil {
+	client := awstest.GoFakeS3(t)
+	bucket := awstest.CreateBucket(ctx, t, client, "export")
+	fx := exportgen.FixtureItems(t)
+	if err := exportgen.CopyDir(ctx, objstore.NewS3(client, bucket, "exports/app", objstore.S3Options{}), exportgen.FixtureDir()); err != nil {
 		t.Fatal(err)
 	}
 
-	newStore := func(l export.Location) (export.Store, error) {
-		return export.NewS3(client, l.Bucket, l.Prefix, export.S3Options{TempDir: t.TempDir()}), nil
+	newStore := func(l objstore.Location) (export.Source, error) {
+		return objstore.NewS3(client, l.Bucket, l.Prefix, objstore.S3Options{TempDir: t.TempDir()}), nil
 	}
-	loc, _ := export.ParseLocation("s3://" + bucket + "/exports/app/" + fx.Full.Dir)
+	loc, _ := objstore.Parse("s3://" + bucket + "/exports/app/" + fx.Full.Dir)
 	e, err := export.OpenExportAt(ctx, loc, newStore, export.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,24 +41,24 @@ func TestS3RoundTrip(t *testing.T) {
 	if e.Summary.ItemCount != int64(len(fx.FullItems)) {
 		t.Fatalf("itemCount %d", e.Summary.ItemCount)
 	}
-	incLoc, _ := export.ParseLocation("s3://" + bucket + "/exports/app/" + fx.Incremental.Dir)
+	incLoc, _ := objstore.Parse("s3://" + bucket + "/exports/app/" + fx.Incremental.Dir)
 	inc, err := export.OpenExportAt(ctx, incLoc, newStore, export.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ov, err := export.LoadOverlay(ctx, e, []*export.Export{inc}, pipelineOptions(), false)
+	ov, err := export.LoadOverlay(ctx, e, []*export.Export{inc}, pipeline.Options{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := export.NewS3(client, bucket, "split/run1", export.S3Options{TempDir: t.TempDir()})
-	r, err := export.NewRepartitioner(e, ov, out, export.Options{})
+	out := objstore.NewS3(client, bucket, "split/run1", objstore.S3Options{TempDir: t.TempDir()})
+	r, err := repartition.NewRepartitioner(e, ov, out, repartition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Run(ctx, 3, false); err != nil {
 		t.Fatal(err)
 	}
-	compareLines(t, outputLines(t, out), expectedLines(fx.FinalItems, nil))
+	exportgen.CompareLines(t, exportgen.OutputLines(t, out), exportgen.ExpectedLines(fx.FinalItems, nil))
 
 	// The big document's part is over 8 MiB uncompressed but compresses
 	// small; a multipart upload happens for parts over the part size: check
@@ -99,7 +81,7 @@ func TestS3RoundTrip(t *testing.T) {
 	if !bytes.Equal(got, big) {
 		t.Errorf("multipart object: %d bytes back, want %d", len(got), len(big))
 	}
-	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("split/run1/" + export.SummaryKey)})
+	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("split/run1/" + repartition.SummaryKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +90,7 @@ func TestS3RoundTrip(t *testing.T) {
 	}
 	// A listing with a prefix that is not a directory boundary.
 	var keys []string
-	out.List(ctx, "entity=Comment/part-", func(o export.Object) error { keys = append(keys, o.Key); return nil })
+	out.List(ctx, "entity=Comment/part-", func(o objstore.Object) error { keys = append(keys, o.Key); return nil })
 	if len(keys) == 0 || !strings.HasPrefix(keys[0], "entity=Comment/part-") {
 		t.Errorf("listing the import prefix: %v", keys)
 	}

@@ -1,8 +1,9 @@
-package export
+package repartition
 
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/klauspost/compress/gzip"
@@ -26,7 +27,7 @@ func ParseCompression(s string) (Compression, error) {
 	case Gzip, Zstd, None:
 		return c, nil
 	}
-	return "", fmt.Errorf("export: compression %q: want gzip, zstd or none", s)
+	return "", fmt.Errorf("repartition: compression %q: want gzip, zstd or none", s)
 }
 
 // Ext is the file name extension of output files: .json.gz, .json.zst or .json.
@@ -75,7 +76,7 @@ func newCompressor(c Compression, level int, w io.Writer) (io.WriteCloser, error
 	case None:
 		return nopWriteCloser{w}, nil
 	}
-	return nil, fmt.Errorf("export: unknown compression %q", c)
+	return nil, fmt.Errorf("repartition: unknown compression %q", c)
 }
 
 // gzipLevel is the deflate level for a gzip level option.
@@ -90,8 +91,9 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// newDecompressor returns a reader of the decompressed content of r.
-func newDecompressor(c Compression, r io.Reader) (io.ReadCloser, error) {
+// NewReader returns a reader of the decompressed content of r, compressed
+// with c.
+func (c Compression) NewReader(r io.Reader) (io.ReadCloser, error) {
 	switch c {
 	case Gzip:
 		return gzip.NewReader(r)
@@ -104,18 +106,16 @@ func newDecompressor(c Compression, r io.Reader) (io.ReadCloser, error) {
 	case None:
 		return io.NopCloser(r), nil
 	}
-	return nil, fmt.Errorf("export: unknown compression %q", c)
+	return nil, fmt.Errorf("repartition: unknown compression %q", c)
 }
 
-// compressionOf infers a part's compression from its name.
-func compressionOf(key string) Compression {
+// CompressionOf infers a part's compression from its name.
+func CompressionOf(key string) Compression {
 	switch {
-	case hasSuffix(key, ".zst"):
+	case strings.HasSuffix(key, ".zst"):
 		return Zstd
-	case hasSuffix(key, ".gz"):
+	case strings.HasSuffix(key, ".gz"):
 		return Gzip
 	}
 	return None
 }
-
-func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
