@@ -231,12 +231,7 @@ func TestIgnoresNonTTL(t *testing.T) {
 func TestConcurrentWritesBounded(t *testing.T) {
 	ctx := context.Background()
 	w := genWorkload(workloadConfig{seed: 7, shards: 1, records: 2000, startItems: 500, meanGap: 2e9})
-	var ttl []simRecord
-	for _, r := range w.shards[0] {
-		if r.ttl {
-			ttl = append(ttl, r)
-		}
-	}
+	ttl := w.ttlRecords()
 	cp := &countingPutter{inner: newTestStore(t)}
 	h := New(cp, Options{Logger: quiet, Concurrency: 3})
 	if _, err := pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet}).Invoke(ctx, eventJSON(ttl)); err != nil {

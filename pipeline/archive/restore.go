@@ -14,11 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
+	"github.com/tributary/tributary/infra/batchwrite"
 	"github.com/tributary/tributary/infra/objstore"
-	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -165,91 +162,57 @@ func (s *Selection) Each(ctx context.Context, fn func(o ObjectInfo, item pipelin
 	return nil
 }
 
-// BatchWriter is the DynamoDB call a restore makes. *dynamodb.Client
-// implements it.
-type BatchWriter interface {
-	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
-}
-
 // TableOptions configures RestoreTable. The zero value works.
 type TableOptions struct {
-	// MaxAttempts bounds the BatchWriteItem calls for one chunk of 25 items
+	// MaxAttempts bounds the BatchWriteItem calls for one batch of 25 items
 	// while some stay unprocessed. Default 12.
 	MaxAttempts int
 	// BaseDelay and MaxDelay shape the backoff between those calls: full
-	// jitter over min(MaxDelay, BaseDelay·2^attempt). Defaults 50 ms and 5 s.
+	// jitter over min(MaxDelay, BaseDelay·2^attempt). Defaults 50 ms and
+	// 10 s.
 	BaseDelay, MaxDelay time.Duration
 	// Sleep waits between attempts; nil waits on a timer, ending early when
 	// ctx is done. Tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// MaxBatchWrite is the most put requests one BatchWriteItem call may carry.
-const MaxBatchWrite = 25
-
-// RestoreTable puts every selected item into table with BatchWriteItem, 25
-// at a time, retrying unprocessed items with capped exponential backoff and
-// full jitter (the SDK itself retries throttled calls). It returns the
-// number of items written. Putting an item twice is harmless, so a failed
-// restore can simply be run again.
-func RestoreTable(ctx context.Context, s *Selection, client BatchWriter, table string, opts TableOptions) (int, error) {
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = 12
+// RestoreTable puts every selected item into table with the batch writer
+// (infra/batchwrite: BatchWriteItem, 25 at a time, unprocessed items
+// retried with capped exponential backoff and full jitter; the SDK itself
+// retries throttled calls). It returns the number of items written.
+// Putting an item twice is harmless, so a failed restore can simply be run
+// again.
+func RestoreTable(ctx context.Context, s *Selection, client batchwrite.API, table string, opts TableOptions) (int, error) {
+	w, err := batchwrite.New(ctx, client, table, batchwrite.Options{MaxAttempts: opts.MaxAttempts, BaseDelay: opts.BaseDelay, MaxDelay: opts.MaxDelay, Sleep: opts.Sleep})
+	if err != nil {
+		return 0, err
 	}
-	if opts.BaseDelay <= 0 {
-		opts.BaseDelay = 50 * time.Millisecond
-	}
-	if opts.MaxDelay <= 0 {
-		opts.MaxDelay = 5 * time.Second
-	}
-	if opts.Sleep == nil {
-		opts.Sleep = retry.Sleep
-	}
-	written := 0
-	chunk := make([]types.WriteRequest, 0, MaxBatchWrite)
-	flush := func() error {
-		if len(chunk) == 0 {
-			return nil
+	var b *batchwrite.Batch
+	cur, pos := "", int64(0)
+	keys := make(pipeline.Item, len(s.keys))
+	err = s.Each(ctx, func(o ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
+		if b == nil || o.Key != cur {
+			if b != nil {
+				if err := b.Flush(ctx); err != nil {
+					return err
+				}
+			}
+			b, cur, pos = w.Source(o.Key), o.Key, 0
 		}
-		if err := writeChunk(ctx, client, table, chunk, opts); err != nil {
-			return err
+		for _, k := range s.keys {
+			keys[k] = item[k]
 		}
-		written += len(chunk)
-		chunk = chunk[:0]
-		return nil
-	}
-	err := s.Each(ctx, func(_ ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
-		chunk = append(chunk, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
-		if len(chunk) == MaxBatchWrite {
-			return flush()
-		}
-		return nil
+		pos++
+		return b.Add(ctx, pipeline.ItemKey(keys), item, pos)
 	})
-	if err == nil {
-		err = flush()
+	if err == nil && b != nil {
+		err = b.Flush(ctx)
 	}
-	return written, err
-}
-
-func writeChunk(ctx context.Context, client BatchWriter, table string, reqs []types.WriteRequest, opts TableOptions) error {
-	pending := map[string][]types.WriteRequest{table: reqs}
-	for attempt := 0; ; attempt++ {
-		out, err := client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-		if err != nil {
-			return fmt.Errorf("archive: restore into %s: %w", table, err)
-		}
-		left := out.UnprocessedItems[table]
-		if len(left) == 0 {
-			return nil
-		}
-		if attempt+1 >= opts.MaxAttempts {
-			return fmt.Errorf("archive: restore into %s: %d items still unprocessed after %d attempts", table, len(left), attempt+1)
-		}
-		pending = map[string][]types.WriteRequest{table: left}
-		if err := opts.Sleep(ctx, retry.Backoff(attempt, opts.BaseDelay, opts.MaxDelay)); err != nil {
-			return err
-		}
+	st, _ := w.Close(ctx)
+	if err != nil {
+		return int(st.Written), fmt.Errorf("archive: restore into %s: %w", table, err)
 	}
+	return int(st.Written), nil
 }
 
 // ExportStore is where RestoreExport writes: a directory or an S3 prefix

@@ -648,6 +648,18 @@ func TestSimulationNaiveRuleDuplicates(t *testing.T) {
 	}
 }
 
+// ttlRecords returns the TTL removals of the workload's first shard, in
+// order.
+func (w *workload) ttlRecords() []simRecord {
+	var ttl []simRecord
+	for _, r := range w.shards[0] {
+		if r.ttl {
+			ttl = append(ttl, r)
+		}
+	}
+	return ttl
+}
+
 // putsPer1000 runs a fault-free workload, filtered to TTL removals like the
 // deployed event source mapping, in full batches of batchSize, and returns
 // the S3 PUTs per 1,000 TTL removals.
@@ -656,12 +668,7 @@ func putsPer1000(t testing.TB, seed uint64, batchSize int, meanGap time.Duration
 	w := genWorkload(workloadConfig{seed: seed, shards: 1, records: 20000, startItems: 2000, meanGap: meanGap})
 	store := newTestStore(t)
 	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
-	var ttl []simRecord
-	for _, r := range w.shards[0] {
-		if r.ttl {
-			ttl = append(ttl, r)
-		}
-	}
+	ttl := w.ttlRecords()
 	for i := 0; i < len(ttl); i += batchSize {
 		out, err := proc.Invoke(ctx, eventJSON(ttl[i:min(i+batchSize, len(ttl))]))
 		if err != nil || !strings.Contains(string(out), `"batchItemFailures":[]`) {
@@ -727,12 +734,7 @@ func TestCheckArchiveDetectsLoss(t *testing.T) {
 func TestReplayWithOtherBoundaries(t *testing.T) {
 	ctx := context.Background()
 	w := genWorkload(workloadConfig{seed: 5, shards: 1, records: 1500, startItems: 300, meanGap: 2 * time.Second})
-	var ttl []simRecord
-	for _, r := range w.shards[0] {
-		if r.ttl {
-			ttl = append(ttl, r)
-		}
-	}
+	ttl := w.ttlRecords()
 	store := newTestStore(t)
 	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
 	pass := func(size int) {
