@@ -1,11 +1,5 @@
 package batchwrite_test
 
-// The writer against the AWS-protocol test server (moto), through the
-// recording wire (awstest.Wire): what moto cannot do (leave items
-// unprocessed, throttle) is produced by rewriting its real responses or by
-// answering a real DynamoDB error in front of it. Nothing below the HTTP
-// layer is faked. Without a server these tests skip (awstest).
-
 import (
 	"context"
 	"encoding/json"
@@ -18,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/batchwrite"
@@ -26,6 +21,12 @@ import (
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 )
+
+// The writer against the AWS-protocol test server (moto), through the
+// recording wire (awstest.Wire): what moto cannot do (leave items
+// unprocessed, throttle) is produced by rewriting its real responses or by
+// answering a real DynamoDB error in front of it. Nothing below the HTTP
+// layer is faked. Without a server these tests skip (awstest).
 
 // items returns the items of a simulated table, sorted by key, and their
 // export lines, sorted.
@@ -49,11 +50,14 @@ func key(it pipeline.Item) string {
 	return pipeline.ItemKey(pipeline.Item{"PK": it["PK"], "SK": it["SK"]})
 }
 
-func newTable(t *testing.T) string {
+// wireTable returns a client for the test server through a recording wire,
+// the wire, and a fresh PK/SK table.
+func wireTable(t *testing.T) (*dynamodb.Client, *awstest.Wire, string) {
 	t.Helper()
+	client, wire := awstest.WireDynamoDB(t)
 	name := awstest.UniqueName(t, "bw")
 	awstest.CreateTable(t.Context(), t, awstest.DynamoDB(t), name, false)
-	return name
+	return client, wire, name
 }
 
 // write loads its into table through w, source by source of per items.
@@ -78,19 +82,6 @@ func write(ctx context.Context, w *batchwrite.Writer, its []pipeline.Item, per i
 	return nil
 }
 
-func sameLines(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("the table holds %d items, want %d", len(got), len(want))
-	}
-	for i := range min(len(got), len(want)) {
-		if got[i] != want[i] {
-			t.Errorf("item differs:\n got %.300s\nwant %.300s", got[i], want[i])
-			return
-		}
-	}
-}
-
 func noSleep(context.Context, time.Duration) error { return nil }
 
 // TestIntegrationRetriesUnprocessed writes while six BatchWriteItem
@@ -99,8 +90,7 @@ func noSleep(context.Context, time.Duration) error { return nil }
 // was sent twice.
 func TestIntegrationRetriesUnprocessed(t *testing.T) {
 	ctx := t.Context()
-	client, wire := awstest.WireDynamoDB(t)
-	table := newTable(t)
+	client, wire, table := wireTable(t)
 	its, want := items(t, 1, 600)
 	wire.Reset()
 	var held int
@@ -123,7 +113,7 @@ func TestIntegrationRetriesUnprocessed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameLines(t, awstest.TableLines(t, table), want)
+	awstest.SameLines(t, awstest.TableLines(t, table), want)
 	calls := wire.Recorded("BatchWriteItem")
 	requested, sent := 0, map[string]int{}
 	for _, c := range calls {
@@ -161,8 +151,7 @@ func TestIntegrationRetriesUnprocessed(t *testing.T) {
 // all its items unprocessed, without reaching the server.
 func TestIntegrationGivesUpAfterMaxAttempts(t *testing.T) {
 	ctx := t.Context()
-	client, wire := awstest.WireDynamoDB(t)
-	table := newTable(t)
+	client, wire, table := wireTable(t)
 	its, _ := items(t, 2, 200)
 	wire.Reset()
 	wire.On("BatchWriteItem", awstest.ProcessNothing)
@@ -193,8 +182,7 @@ func TestIntegrationGivesUpAfterMaxAttempts(t *testing.T) {
 // in two requests, in order, so the table holds the later one.
 func TestIntegrationRepeatedKey(t *testing.T) {
 	ctx := t.Context()
-	client, wire := awstest.WireDynamoDB(t)
-	table := newTable(t)
+	client, wire, table := wireTable(t)
 	w, err := batchwrite.New(ctx, client, table, batchwrite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -227,8 +215,7 @@ func TestIntegrationRepeatedKey(t *testing.T) {
 // units are counted all the same.
 func TestIntegrationCondition(t *testing.T) {
 	ctx := t.Context()
-	client, wire := awstest.WireDynamoDB(t)
-	table := newTable(t)
+	client, wire, table := wireTable(t)
 	its, want := items(t, 3, 300)
 	absent := func(pipeline.Item) batchwrite.Condition {
 		return batchwrite.Condition{Expression: "attribute_not_exists(#k)", Names: map[string]string{"#k": "PK"}}
@@ -251,7 +238,7 @@ func TestIntegrationCondition(t *testing.T) {
 			t.Errorf("run %d: %d written, %d skipped", run, s.Written, s.Skipped)
 		}
 	}
-	sameLines(t, awstest.TableLines(t, table), want)
+	awstest.SameLines(t, awstest.TableLines(t, table), want)
 }
 
 // TestIntegrationCheckpoint throttles every BatchWriteItem from the fifth
@@ -261,26 +248,13 @@ func TestIntegrationCondition(t *testing.T) {
 // load is refused.
 func TestIntegrationCheckpoint(t *testing.T) {
 	ctx := t.Context()
-	client, wire := awstest.WireDynamoDB(t)
-	table := newTable(t)
+	client, wire, table := wireTable(t)
 	its, want := items(t, 4, 600)
 	cps := checkpoint.NewDir(t.TempDir())
 	job := checkpoint.JobIDFor("test", table)
 	opts := batchwrite.Options{Checkpoints: cps, Job: job, About: map[string]string{"table": table}, CheckpointEvery: time.Millisecond, Sleep: noSleep}
 	wire.Reset()
-	var mu sync.Mutex
-	n := 0
-	wire.On("BatchWriteItem", func(req *http.Request, body []byte, forward awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
-		mu.Lock()
-		n++
-		fail := n >= 5
-		mu.Unlock()
-		if fail {
-			return awstest.Fail(awstest.Throttled)(req, body, forward)
-		}
-		resp, rb, err := forward(body)
-		return resp, rb, false, err
-	})
+	wire.On("BatchWriteItem", awstest.FailFrom(5, awstest.Throttled))
 	w1, err := batchwrite.New(ctx, client, table, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +314,7 @@ func TestIntegrationCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameLines(t, awstest.TableLines(t, table), want)
+	awstest.SameLines(t, awstest.TableLines(t, table), want)
 	for _, c := range wire.Recorded("BatchWriteItem") {
 		for _, it := range awstest.PutItems(t, c.Sent, table) {
 			if written[awstest.ItemKey(t, it)] {
@@ -358,8 +332,7 @@ func TestIntegrationCheckpoint(t *testing.T) {
 // requests on the wire against the time each was sent.
 func TestIntegrationRateLimit(t *testing.T) {
 	ctx := t.Context()
-	client, wire := awstest.WireDynamoDB(t)
-	table := newTable(t)
+	client, wire, table := wireTable(t)
 	its, want := items(t, 5, 6000)
 	wire.Reset()
 	var mu sync.Mutex
@@ -404,7 +377,7 @@ func TestIntegrationRateLimit(t *testing.T) {
 	if stats.Written != int64(len(want)) {
 		t.Errorf("wrote %d, want %d", stats.Written, len(want))
 	}
-	sameLines(t, awstest.TableLines(t, table), want)
+	awstest.SameLines(t, awstest.TableLines(t, table), want)
 
 	units := make([]float64, len(requests))
 	var total float64

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 )
 
 func TestClaim(t *testing.T) {
@@ -123,29 +123,10 @@ func testClaim(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 
 	t.Run("RacingRunsOneWins", func(t *testing.T) {
 		st := newStore(t)
-		const n = 6
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, errs[i] = objstore.Acquire(ctx, st, "_run.json", objstore.NewOwner("racer"), false)
-			}()
-		}
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				won++
-			case !errors.Is(err, objstore.ErrHeld):
-				t.Errorf("a losing run: %v, want ErrHeld", err)
-			}
-		}
-		if won != 1 {
-			t.Errorf("%d runs got the claim, want 1", won)
-		}
+		objstoretest.OneWins(t, 6, objstore.ErrHeld, func(int) error {
+			_, err := objstore.Acquire(ctx, st, "_run.json", objstore.NewOwner("racer"), false)
+			return err
+		})
 	})
 
 	t.Run("NotAClaim", func(t *testing.T) {

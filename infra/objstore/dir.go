@@ -191,14 +191,23 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Put implements Store.
-func (d *Dir) Put(ctx context.Context, key string, body []byte) error {
+// written returns a writer of key holding body, not yet committed.
+func (d *Dir) written(ctx context.Context, key string, body []byte) (*dirWriter, error) {
 	w, err := d.create(ctx, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := w.Write(body); err != nil {
 		w.Abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Put implements Store.
+func (d *Dir) Put(ctx context.Context, key string, body []byte) error {
+	w, err := d.written(ctx, key, body)
+	if err != nil {
 		return err
 	}
 	return w.Commit(ctx)
@@ -240,12 +249,8 @@ func version(b []byte) string {
 // PutIfAbsent implements Store with link(2), which fails if the target
 // exists.
 func (d *Dir) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
-	w, err := d.create(ctx, key)
+	w, err := d.written(ctx, key, body)
 	if err != nil {
-		return "", err
-	}
-	if _, err := w.Write(body); err != nil {
-		w.Abort()
 		return "", err
 	}
 	if err := w.link(ctx); err != nil {
@@ -258,12 +263,8 @@ func (d *Dir) PutIfAbsent(ctx context.Context, key string, body []byte) (string,
 // exclusive flock(2) of the object's directory, which every Swap of that
 // directory takes.
 func (d *Dir) Swap(ctx context.Context, key string, body []byte, ver string) (string, error) {
-	w, err := d.create(ctx, key)
+	w, err := d.written(ctx, key, body)
 	if err != nil {
-		return "", err
-	}
-	if _, err := w.Write(body); err != nil {
-		w.Abort()
 		return "", err
 	}
 	unlock, err := lockDir(filepath.Dir(w.path))

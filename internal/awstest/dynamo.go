@@ -176,3 +176,36 @@ func TableLines(t testing.TB, table string) []string {
 	sort.Strings(lines)
 	return lines
 }
+
+// FailFrom lets the first n-1 requests of an operation through and answers
+// every one from the nth on with body (a DynamoDB error, say [Throttled]),
+// without reaching the server: a table that starts throttling for good.
+func FailFrom(n int, body string) Rule {
+	var mu sync.Mutex
+	seen := 0
+	return func(req *http.Request, b []byte, forward ForwardFunc) (*http.Response, []byte, bool, error) {
+		mu.Lock()
+		seen++
+		fail := seen >= n
+		mu.Unlock()
+		if fail {
+			return Fail(body)(req, b, forward)
+		}
+		resp, rb, err := forward(b)
+		return resp, rb, false, err
+	}
+}
+
+// SameLines reports how a table's lines (TableLines) differ from want.
+func SameLines(t testing.TB, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("the table holds %d items, want %d", len(got), len(want))
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Errorf("item differs:\n got %.300s\nwant %.300s", got[i], want[i])
+			return
+		}
+	}
+}

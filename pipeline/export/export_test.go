@@ -93,26 +93,13 @@ func TestItems(t *testing.T) {
 	ctx := context.Background()
 	src, _, fx := exportgen.CopyFixture(t)
 	full := exportgen.OpenFixture(t, src)
-	inc, err := export.OpenExport(ctx, src, fx.Incremental.Dir, export.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !inc.Summary.Incremental() || len(inc.Files) != 2 || !strings.HasPrefix(inc.DataKey(inc.Files[0]), "AWSDynamoDB/data/") {
-		t.Fatalf("incremental export: %+v", inc.Summary)
-	}
-	ov, err := export.LoadOverlay(ctx, full, []*export.Export{inc}, pipeline.Options{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ov.Len() != len(fx.Changes) {
-		t.Errorf("overlay holds %d items, want %d", ov.Len(), len(fx.Changes))
-	}
+	ov := exportgen.FixtureOverlay(t, src, full)
 	want := map[string]bool{}
 	for _, it := range fx.FinalItems {
 		want[string(pipeline.AppendItem(nil, it))] = true
 	}
 	n := 0
-	err = export.Items(ctx, full, ov, pipeline.Options{}, false, func(it pipeline.Item) error {
+	err := export.Items(ctx, full, ov, pipeline.Options{}, false, func(it pipeline.Item) error {
 		n++
 		if b := pipeline.AppendItem(nil, it); !want[string(b)] {
 			t.Errorf("Items gave %.200s, not a final item", b)

@@ -19,14 +19,7 @@ func TestRecomputeFixture(t *testing.T) {
 	ctx := context.Background()
 	src, _, fx := exportgen.CopyFixture(t)
 	full := exportgen.OpenFixture(t, src)
-	inc, err := export.OpenExport(ctx, src, fx.Incremental.Dir, export.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ov, err := export.LoadOverlay(ctx, full, []*export.Export{inc}, pipeline.Options{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ov := exportgen.FixtureOverlay(t, src, full)
 	for _, tc := range []struct {
 		name    string
 		overlay *export.Overlay

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/batchwrite"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export/reimport"
@@ -102,8 +103,8 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 		return reimportBulk(ctx, e, client, out, reimport.BulkPutOptions{Table: *table, Entity: entities[0], MaxWriteUnits: int64(*maxWCU)}, *noWait, *poll)
 	}
 	return reimportLoad(ctx, e, client, out, reimport.LoadOptions{
-		Table: *table, Entities: entities, MaxWriteUnits: *maxWCU, IfNewer: *ifNewer,
-		VersionAttribute: *versionAttr, Workers: *workers, Resume: *resume,
+		Table: *table, Entities: entities, IfNewer: *ifNewer, VersionAttribute: *versionAttr, Workers: *workers,
+		Write: batchwrite.Options{MaxWriteUnits: *maxWCU, Resume: *resume},
 	})
 }
 
@@ -172,7 +173,7 @@ func reimportLoad(ctx context.Context, e *env, client *dynamodb.Client, out *rei
 	}
 	prog := newByteProgress(e.stderr, "reimport", total)
 	prog.unit = "WCU"
-	opts.Progress = func(items int64, units float64) { prog.add(int64(units), items) }
+	opts.Write.Progress = func(items int64, units float64) { prog.add(int64(units), items) }
 	mode := "BatchWriteItem"
 	if opts.IfNewer {
 		mode = "conditional PutItem (--if-newer)"

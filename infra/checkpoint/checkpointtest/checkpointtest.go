@@ -5,10 +5,10 @@ package checkpointtest
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	"github.com/tributary/tributary/infra/checkpoint"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/pipeline/shardread"
 )
 
@@ -73,28 +73,9 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 	t.Run("ConcurrentRunsOneWins", func(t *testing.T) {
 		s := newStore(t)
 		job := checkpoint.JobID("race")
-		var wg sync.WaitGroup
-		errs := make([]error, 8)
-		for i := range errs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = s.Save(ctx, &checkpoint.Checkpoint{Job: job, Shards: map[string]shardread.Position{}})
-			}()
-		}
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				won++
-			case !errors.Is(err, checkpoint.ErrConflict):
-				t.Errorf("save: %v", err)
-			}
-		}
-		if won != 1 {
-			t.Errorf("%d saves of revision 0 succeeded, want exactly 1", won)
-		}
+		objstoretest.OneWins(t, 8, checkpoint.ErrConflict, func(int) error {
+			return s.Save(ctx, &checkpoint.Checkpoint{Job: job, Shards: map[string]shardread.Position{}})
+		})
 	})
 	t.Run("InvalidJob", func(t *testing.T) {
 		s := newStore(t)

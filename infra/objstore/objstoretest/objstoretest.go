@@ -239,31 +239,10 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 
 	t.Run("RacingCreatesOneWins", func(t *testing.T) {
 		st := newStore(t)
-		const n = 8
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, errs[i] = st.PutIfAbsent(ctx, "claims/_run.json", []byte(fmt.Sprintf(`{"run":%d}`, i)))
-			}()
-		}
-		wg.Wait()
-		won := -1
-		for i, err := range errs {
-			switch {
-			case err == nil && won >= 0:
-				t.Errorf("runs %d and %d both created the object", won, i)
-			case err == nil:
-				won = i
-			case !errors.Is(err, objstore.ErrPreconditionFailed):
-				t.Errorf("run %d: %v", i, err)
-			}
-		}
-		if won < 0 {
-			t.Fatal("no run created the object")
-		}
+		won := OneWins(t, 8, objstore.ErrPreconditionFailed, func(i int) error {
+			_, err := st.PutIfAbsent(ctx, "claims/_run.json", []byte(fmt.Sprintf(`{"run":%d}`, i)))
+			return err
+		})
 		if b, _ := objstore.ReadAll(ctx, st, "claims/_run.json"); string(b) != fmt.Sprintf(`{"run":%d}`, won) {
 			t.Errorf("the object holds %s, written by a run that lost", b)
 		}
@@ -292,19 +271,10 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 			t.Errorf("the refused swap created the object: %v", err)
 		}
 		// Of two swaps from one version, one wins.
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for i := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, errs[i] = st.Swap(ctx, "cp/job.json", []byte(fmt.Sprintf("rev 3 by %d", i)), v2)
-			}()
-		}
-		wg.Wait()
-		if (errs[0] == nil) == (errs[1] == nil) {
-			t.Errorf("two swaps from one version: %v and %v, want exactly one to succeed", errs[0], errs[1])
-		}
+		OneWins(t, 2, objstore.ErrPreconditionFailed, func(i int) error {
+			_, err := st.Swap(ctx, "cp/job.json", []byte(fmt.Sprintf("rev 3 by %d", i)), v2)
+			return err
+		})
 	})
 
 	t.Run("SweepKeepsObjects", func(t *testing.T) {
@@ -331,4 +301,37 @@ func count(t *testing.T, st objstore.Store, prefix string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// OneWins runs try(0) … try(n-1) at once and checks that exactly one
+// succeeds and that the others fail with an error matching lose; it
+// returns the winner. It is the race of two runs for one place, which the
+// stores' conditional writes, claims and checkpoints must decide.
+func OneWins(t *testing.T, n int, lose error, try func(i int) error) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = try(i)
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Errorf("tries %d and %d both succeeded", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, lose):
+			t.Errorf("try %d: %v, want success or an error matching %v", i, err, lose)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("none of %d tries succeeded", n)
+	}
+	return won
 }

@@ -200,3 +200,28 @@ func Generated(tb testing.TB, seed uint64, changes int, size int64, files int) (
 	}
 	return e, res.UncompressedBytes
 }
+
+// FixtureOverlay opens the fixture's incremental export in src and loads
+// it as an overlay onto full, checking on the way that it is the one the
+// generator wrote: an incremental export of two data files in the shared
+// data folder, touching every changed item.
+func FixtureOverlay(t testing.TB, src export.Source, full *export.Export) *export.Overlay {
+	t.Helper()
+	ctx := context.Background()
+	fx := FixtureItems(t)
+	inc, err := export.OpenExport(ctx, src, fx.Incremental.Dir, export.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inc.Summary.Incremental() || len(inc.Files) != 2 || !strings.HasPrefix(inc.DataKey(inc.Files[0]), "AWSDynamoDB/data/") {
+		t.Fatalf("incremental export: %+v", inc.Summary)
+	}
+	ov, err := export.LoadOverlay(ctx, full, []*export.Export{inc}, pipeline.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ov.Len() != len(fx.Changes) {
+		t.Errorf("overlay holds %d items, want %d", ov.Len(), len(fx.Changes))
+	}
+	return ov
+}

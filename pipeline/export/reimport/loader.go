@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -34,9 +33,6 @@ type LoadOptions struct {
 	// Entities selects the entity types to load (as the items spell them,
 	// repartition.UnknownEntity for items without one); empty loads them all.
 	Entities []string
-	// MaxWriteUnits limits the load to this many write units per second
-	// (0: no limit). An item costs one unit per started KB, as in DynamoDB.
-	MaxWriteUnits float64
 	// IfNewer writes each item with its own conditional PutItem, only if the
 	// table has no such item or an older version of it (by
 	// VersionAttribute): a rerun never overwrites newer data. Items without
@@ -46,21 +42,11 @@ type LoadOptions struct {
 	VersionAttribute string
 	// Workers is the number of parts loaded at once. Default 4.
 	Workers int
-	// MaxAttempts bounds the tries of one batch whose items DynamoDB leaves
-	// unprocessed (throttling). Default 12: about two minutes of backoff.
-	MaxAttempts int
-	// Resume continues from the checkpoint of an earlier run of the same
-	// load (table, output, IfNewer). Default: start over.
-	Resume bool
-	// CheckpointEvery is how often the checkpoint is saved. Default 2s.
-	CheckpointEvery time.Duration
-	// Progress, when set, is called (from several goroutines) after each
-	// batch with the items and write units it took.
-	Progress func(items int64, units float64)
-	// Sleep waits between retries and for the rate limit, and Now tells the
-	// time (tests replace both). Defaults: a timer, time.Now.
-	Sleep func(ctx context.Context, d time.Duration) error
-	Now   func() time.Time
+	// Write configures the batch writer: MaxAttempts, MaxWriteUnits,
+	// Resume (continue from the checkpoint of an earlier run of the same
+	// load: table, output, IfNewer), CheckpointEvery, Progress, Sleep and
+	// Now. Load sets its Condition and checkpoint fields itself.
+	Write batchwrite.Options
 }
 
 // LoadStats are a load's counts: the items of the selected parts, and the
@@ -116,18 +102,11 @@ func Load(ctx context.Context, client LoaderAPI, out *Output, opts LoadOptions) 
 	for _, p := range parts {
 		l.stats.Items += p.Items
 	}
-	wo := batchwrite.Options{
-		MaxAttempts:     opts.MaxAttempts,
-		MaxWriteUnits:   opts.MaxWriteUnits,
-		Checkpoints:     checkpoint.NewObjects(out.store, CheckpointDir),
-		Job:             checkpoint.JobIDFor("reimport", opts.Table),
-		About:           map[string]string{"table": opts.Table, "output": out.Summary.Fingerprint, "ifNewer": strconv.FormatBool(opts.IfNewer)},
-		Resume:          opts.Resume,
-		CheckpointEvery: opts.CheckpointEvery,
-		Progress:        opts.Progress,
-		Sleep:           opts.Sleep,
-		Now:             opts.Now,
-	}
+	wo := opts.Write
+	wo.Checkpoints = checkpoint.NewObjects(out.store, CheckpointDir)
+	wo.Job = checkpoint.JobIDFor("reimport", opts.Table)
+	wo.About = map[string]string{"table": opts.Table, "output": out.Summary.Fingerprint, "ifNewer": strconv.FormatBool(opts.IfNewer)}
+	wo.Condition = nil
 	if opts.IfNewer {
 		wo.Condition = l.ifNewer
 	}

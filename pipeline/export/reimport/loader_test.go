@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/batchwrite"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline/export/exportgen"
@@ -60,20 +60,8 @@ func TestLoadIntegrationResumesFromCheckpoint(t *testing.T) {
 	out, lines := repartitioned(t, repartition.Options{MaxPartBytes: 16 << 10})
 	want := wantLines(lines)
 	w.Reset()
-	var mu sync.Mutex
-	n := 0
-	w.On("BatchWriteItem", func(req *http.Request, body []byte, forward awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
-		mu.Lock()
-		n++
-		fail := n >= 9
-		mu.Unlock()
-		if fail {
-			return awstest.Fail(awstest.Throttled)(req, body, forward)
-		}
-		resp, rb, err := forward(body)
-		return resp, rb, false, err
-	})
-	opts := reimport.LoadOptions{Table: table, Workers: 1, CheckpointEvery: time.Millisecond}
+	w.On("BatchWriteItem", awstest.FailFrom(9, awstest.Throttled))
+	opts := reimport.LoadOptions{Table: table, Workers: 1, Write: batchwrite.Options{CheckpointEvery: time.Millisecond}}
 	s1, err := reimport.Load(t.Context(), client, out, opts)
 	var pte *types.ProvisionedThroughputExceededException
 	if !errors.As(err, &pte) || !strings.Contains(err.Error(), "BatchWriteItem into "+table) {
@@ -99,12 +87,12 @@ func TestLoadIntegrationResumesFromCheckpoint(t *testing.T) {
 	}
 
 	w.Reset()
-	opts.Resume = true
+	opts.Write.Resume = true
 	s2, err := reimport.Load(t.Context(), client, out, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameLines(t, awstest.TableLines(t, table), want)
+	awstest.SameLines(t, awstest.TableLines(t, table), want)
 	calls := w.Recorded("BatchWriteItem")
 	again := 0
 	for _, c := range calls {

@@ -30,20 +30,6 @@ func wantLines(lines map[string][]string, segs ...string) []string {
 	return out
 }
 
-// sameLines compares a table's lines with the expected ones.
-func sameLines(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("the table holds %d items, want %d", len(got), len(want))
-	}
-	for i := range min(len(got), len(want)) {
-		if got[i] != want[i] {
-			t.Errorf("item differs:\n got %.300s\nwant %.300s", got[i], want[i])
-			return
-		}
-	}
-}
-
 // newTable creates a PK/SK table on the test server, deleted after the test.
 func newTable(t *testing.T) string {
 	t.Helper()

@@ -150,20 +150,7 @@ func TestRepartitionOverlay(t *testing.T) {
 	ctx := context.Background()
 	src, _, fx := exportgen.CopyFixture(t)
 	full := exportgen.OpenFixture(t, src)
-	inc, err := export.OpenExport(ctx, src, fx.Incremental.Dir, export.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !inc.Summary.Incremental() || len(inc.Files) != 2 || !strings.HasPrefix(inc.DataKey(inc.Files[0]), "AWSDynamoDB/data/") {
-		t.Fatalf("incremental export: %+v", inc.Summary)
-	}
-	ov, err := export.LoadOverlay(ctx, full, []*export.Export{inc}, pipeline.Options{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ov.Len() != len(fx.Changes) {
-		t.Errorf("overlay holds %d items, want %d", ov.Len(), len(fx.Changes))
-	}
+	ov := exportgen.FixtureOverlay(t, src, full)
 	out := objstore.NewDir(t.TempDir()).WithoutSync()
 	r, err := repartition.NewRepartitioner(full, ov, out, repartition.Options{})
 	if err != nil {
