@@ -11,11 +11,15 @@ import (
 	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
-// Event is one invocation. Action is "plan", "file" or "finish"; the job's
-// fields default to the function's configuration. A "file" event names its
-// data file as manifest-files.json does, so a Distributed Map may read
-// manifest-files.json (JSONL) directly as its items, or map over the plan's
-// files.
+// Event is one invocation. Action is "plan", "file", "finish" or
+// "release"; the job's fields default to the function's configuration. A
+// "file" event names its data file as manifest-files.json does, so a
+// Distributed Map may read manifest-files.json (JSONL) directly as its
+// items, or map over the plan's files. Every event carries the execution's
+// ID (executionId: the state machine passes $$.Execution.Id), which its
+// steps share as the owner of the output's claim: a second execution into
+// the same output is refused while the first holds it, and "release" (the
+// state machine's Catch) gives it up when an execution fails.
 type Event struct {
 	Action string `json:"action"`
 	repartition.JobConfig
@@ -85,6 +89,7 @@ func (h *handler) job(ev Event) repartition.JobConfig {
 	}
 	j.SkipMD5 = j.SkipMD5 || e.SkipMD5
 	j.AllowMissingManifest = j.AllowMissingManifest || e.AllowMissingManifest
+	j.ExecutionID, j.Takeover = e.ExecutionID, e.Takeover
 	return j
 }
 
@@ -93,6 +98,9 @@ func (h *handler) job(ev Event) repartition.JobConfig {
 func (h *handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	start := time.Now()
 	jc := h.job(ev)
+	if jc.ExecutionID == "" {
+		return Response{}, errors.New("repartitioner: the event has no executionId: the steps of one run share the output's claim by it (the state machine passes $$.Execution.Id)")
+	}
 	job, err := repartition.OpenJob(ctx, jc, h.store, repartition.DefaultTransforms())
 	if err != nil {
 		return Response{}, err
@@ -124,8 +132,13 @@ func (h *handler) Handle(ctx context.Context, ev Event) (Response, error) {
 		}
 		resp.Entities, resp.OutputItems = len(s.Entities), s.Totals.OutputItems
 		h.log.Info("finish", "entities", len(s.Entities), "items", s.Totals.OutputItems, "orphansRemoved", s.Totals.OrphansRemoved)
+	case "release":
+		if err := job.Release(ctx); err != nil {
+			return resp, err
+		}
+		h.log.Info("release", "out", jc.Out, "execution", jc.ExecutionID)
 	default:
-		return resp, fmt.Errorf("repartitioner: unknown action %q: want plan, file or finish", ev.Action)
+		return resp, fmt.Errorf("repartitioner: unknown action %q: want plan, file, finish or release", ev.Action)
 	}
 	return resp, nil
 }

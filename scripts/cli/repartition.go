@@ -31,6 +31,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	level := fs.Int("level", repartition.DefaultLevel, "compression level (-1: the codec's default: gzip 5, zstd 3)")
 	partMB := fs.Int64("max-part-mb", 512, "start a new part file after this many MB of uncompressed lines")
 	force := fs.Bool("force", false, "redo everything, even a complete output of the same inputs")
+	takeover := fs.Bool("takeover", false, "take the output over from the run that holds it (its claim, "+repartition.ClaimKey+"): say so only when that run is gone")
 	noSync := fs.Bool("no-sync", false, "do not fsync local output (faster; a power cut may then lose committed files)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -58,7 +59,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if *partMB < 1 {
 		return fmt.Errorf("%w: --max-part-mb must be at least 1", errUsage)
 	}
-	opts := repartition.Options{TypeAttribute: sf.typeAttr, Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5}
+	opts := repartition.Options{TypeAttribute: sf.typeAttr, Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5, Takeover: *takeover}
 	if *transform != "" {
 		t, err := reg.Lookup(*transform)
 		if err != nil {
@@ -96,8 +97,18 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if prog.items.Load() == 0 && !*force {
+	rep := r.Report()
+	if o := rep.TookOver; o != nil {
+		fmt.Fprintf(e.stdout, "took over the output from %s, which is gone\n", o)
+	}
+	if rep.Swept > 0 {
+		fmt.Fprintf(e.stdout, "removed %d temporary files and incomplete uploads that a crashed run left\n", rep.Swept)
+	}
+	switch {
+	case rep.AlreadyComplete:
 		fmt.Fprintf(e.stdout, "already complete: %s was written %s by a run of the same inputs and settings (--force redoes it)\n", repartition.SummaryKey, s.Finished)
+	case rep.Resumed > 0:
+		fmt.Fprintf(e.stdout, "resumed: %d of %d data files were done by an earlier run; this run did the rest and wrote the summary\n", rep.Resumed, rep.Resumed+rep.Done)
 	}
 	printSummary(e.stdout, s, time.Since(start), prog.bytes.Load())
 	return nil

@@ -182,12 +182,19 @@ func OpenFixture(t testing.TB, st export.Source) *export.Export {
 // opens it; it returns the export and its uncompressed size.
 func Generated(tb testing.TB, seed uint64, changes int, size int64, files int) (*export.Export, int64) {
 	tb.Helper()
+	return GeneratedIn(tb, tb.TempDir(), seed, changes, size, files)
+}
+
+// GeneratedIn is Generated into the directory dir (the export is
+// dir/AWSDynamoDB/<ExportId>).
+func GeneratedIn(tb testing.TB, dir string, seed uint64, changes int, size int64, files int) (*export.Export, int64) {
+	tb.Helper()
 	ctx := context.Background()
 	h, err := sim.Workload{Seed: seed, Changes: changes}.Run()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src := objstore.NewDir(tb.TempDir()).WithoutSync()
+	src := objstore.NewDir(dir).WithoutSync()
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	res, err := WriteFull(ctx, src, Export{ID: ExportID(at, seed), Time: at, Files: files},
 		Synthetic(h.Table.Items(), size, seed))

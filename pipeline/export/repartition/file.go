@@ -20,7 +20,13 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 	if !ok {
 		return nil, false, fmt.Errorf("repartition: %s is not a data file of %s", dataKey, r.src)
 	}
+	if err := r.hold(ctx); err != nil {
+		return nil, false, err
+	}
 	if rec, err := r.Record(ctx, id); err != nil || rec != nil {
+		if rec != nil {
+			r.count(func(rp *Report) { rp.Resumed++ })
+		}
 		return rec, rec != nil, err
 	}
 	f := r.files[dataKey]
@@ -119,6 +125,7 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 	if err := r.commitRecord(ctx, rec, parts); err != nil {
 		return nil, false, err
 	}
+	r.count(func(rp *Report) { rp.Done++ })
 	return rec, false, nil
 }
 
@@ -145,6 +152,9 @@ func (r *Repartitioner) commitRecord(ctx context.Context, rec *SourceRecord, par
 	}
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := r.check(ctx); err != nil {
 		return err
 	}
 	return r.out.Put(ctx, recordKey(rec.SourceID), append(b, '\n'))

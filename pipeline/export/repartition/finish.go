@@ -19,8 +19,11 @@ import (
 // Finish checks that every data file is done, writes the items only the
 // incremental exports have, removes parts no record claims (left by a
 // crashed or different run), and writes each entity's manifest and then the
-// summary.
+// summary; then it releases the output's claim.
 func (r *Repartitioner) Finish(ctx context.Context) (*RunSummary, error) {
+	if err := r.hold(ctx); err != nil {
+		return nil, err
+	}
 	recs, err := r.records(ctx)
 	if err != nil {
 		return nil, err
@@ -76,10 +79,16 @@ func (r *Repartitioner) Finish(ctx context.Context) (*RunSummary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.sweep(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.check(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.out.Put(ctx, SummaryKey, append(b, '\n')); err != nil {
 		return nil, err
 	}
-	return s, nil
+	return s, r.Release(ctx)
 }
 
 // records returns every data file's record, or an error when one is not
@@ -119,10 +128,14 @@ func (r *Repartitioner) removeOrphans(ctx context.Context, claimed map[string]Pa
 		base := path.Base(o.Key)
 		switch {
 		case strings.HasPrefix(base, "part-"):
-			if _, ok := claimed[o.Key]; ok {
-				present[o.Key] = true
-			} else {
+			p, ok := claimed[o.Key]
+			switch {
+			case !ok:
 				orphans = append(orphans, o.Key)
+			case o.Size != p.Bytes:
+				return fmt.Errorf("repartition: part %s is %d bytes, but its record says %d: another writer replaced it; rerun with --force", objstore.Name(r.out, o.Key), o.Size, p.Bytes)
+			default:
+				present[o.Key] = true
 			}
 		case base == manifestName && !entities[path.Dir(o.Key)]:
 			orphans = append(orphans, o.Key)

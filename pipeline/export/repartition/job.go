@@ -3,6 +3,7 @@ package repartition
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
@@ -24,6 +25,15 @@ type JobConfig struct {
 	MaxPartBytes         int64       `json:"maxPartBytes,omitempty"`
 	SkipMD5              bool        `json:"skipMd5,omitempty"`
 	AllowMissingManifest bool        `json:"allowMissingManifest,omitempty"`
+
+	// ExecutionID names the run the step belongs to (the Step Functions
+	// execution's ARN): the steps of one execution share the output's
+	// claim, and a second execution is refused while it holds it. Empty:
+	// the run of this process.
+	ExecutionID string `json:"executionId,omitempty"`
+	// Takeover takes the output's claim from whatever run holds it (the
+	// caller asserts that it is gone).
+	Takeover bool `json:"takeover,omitempty"`
 }
 
 // Job is an opened repartition, for running it a step at a time (the
@@ -75,7 +85,10 @@ func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{TypeAttribute: cfg.TypeAttribute, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5}
+	opts := Options{TypeAttribute: cfg.TypeAttribute, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover}
+	if cfg.ExecutionID != "" {
+		opts.Owner = objstore.Owner{ID: cfg.ExecutionID, Started: time.Now().UTC(), What: "repartition of " + cfg.Export}
+	}
 	if cfg.Transform != "" {
 		if opts.Transform, err = transforms.Lookup(cfg.Transform); err != nil {
 			return nil, err
@@ -123,7 +136,12 @@ func (j *Job) File(ctx context.Context, dataFileS3Key string) (*SourceRecord, bo
 	return j.Partitioner.ProcessFile(ctx, key)
 }
 
-// Finish writes the entity manifests and the summary.
+// Finish writes the entity manifests and the summary, and releases the
+// output.
 func (j *Job) Finish(ctx context.Context) (*RunSummary, error) {
 	return j.Partitioner.Finish(ctx)
 }
+
+// Release gives the output up if the job's run holds it: a failed
+// execution's last step, so that the next one need not take it over.
+func (j *Job) Release(ctx context.Context) error { return j.Partitioner.Release(ctx) }

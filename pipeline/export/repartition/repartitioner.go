@@ -41,6 +41,13 @@ type Options struct {
 	Progress func(bytes, items int64)
 	// Now returns the time recorded in the summary. Default time.Now.
 	Now func() time.Time
+	// Owner is the run, in the output's claim (ClaimKey). Default: this
+	// process (objstore.NewOwner). The steps of one Step Functions
+	// execution share one, named by the execution.
+	Owner objstore.Owner
+	// Takeover takes the claim over from whatever run holds it: the caller
+	// asserts that it is gone (a run of another machine that crashed).
+	Takeover bool
 }
 
 func (o Options) withDefaults() Options {
@@ -73,6 +80,7 @@ type Repartitioner struct {
 	fingerprint string
 	ids         map[string]string // data file key → source ID
 	files       map[string]export.DataFile
+	c           claims
 }
 
 // NewRepartitioner prepares a repartition of src into out. overlay may be
@@ -118,6 +126,12 @@ func NewRepartitioner(src *export.Export, overlay *export.Overlay, out objstore.
 		r.ids[key] = id
 		r.files[key] = f
 	}
+	if err := checkOutput(out, r); err != nil {
+		return nil, err
+	}
+	if r.opts.Owner.ID == "" {
+		r.opts.Owner = objstore.NewOwner(fmt.Sprintf("repartition of %s (fingerprint %s)", src, r.fingerprint))
+	}
 	return r, nil
 }
 
@@ -142,22 +156,31 @@ func (r *Repartitioner) DataFiles() []string {
 	return keys
 }
 
-// Begin starts (or resumes) a run. If the output already holds a complete
-// run of the same inputs and settings, it returns that summary and the
-// caller has nothing to do (unless force, which discards it). A summary of
-// other inputs or settings is deleted first, so that the output never looks
+// Begin starts (or resumes) a run: it takes the output's claim (refusing
+// an output another run is writing) and removes what crashed writes left
+// there. If the output already holds a complete run of the same inputs and
+// settings, it releases the claim and returns that summary, and the caller
+// has nothing to do (unless force, which discards it). A summary of other
+// inputs or settings is deleted first, so that the output never looks
 // complete while it is being rewritten.
 func (r *Repartitioner) Begin(ctx context.Context, force bool) (*RunSummary, error) {
+	if err := r.hold(ctx); err != nil {
+		return nil, err
+	}
 	b, err := objstore.ReadAll(ctx, r.out, SummaryKey)
 	switch {
 	case errors.Is(err, objstore.ErrNotFound):
-		return nil, nil
+		return nil, r.sweep(ctx)
 	case err != nil:
 		return nil, err
 	}
 	var s RunSummary
 	if err := json.Unmarshal(b, &s); err == nil && s.Fingerprint == r.fingerprint && !force {
-		return &s, nil
+		r.count(func(rp *Report) { rp.AlreadyComplete = true })
+		return &s, r.Release(ctx)
+	}
+	if err := r.sweep(ctx); err != nil {
+		return nil, err
 	}
 	if err := r.out.Delete(ctx, SummaryKey); err != nil {
 		return nil, err

@@ -6,11 +6,18 @@ import (
 )
 
 // Run does the whole repartition: Begin, every data file with workers in
-// parallel (resuming files already done), then Finish.
-func (r *Repartitioner) Run(ctx context.Context, workers int, force bool) (*RunSummary, error) {
+// parallel (resuming files already done), then Finish. The output's claim
+// is released at the end, whatever happens: a run that failed leaves the
+// output to the next (which resumes it).
+func (r *Repartitioner) Run(ctx context.Context, workers int, force bool) (s *RunSummary, err error) {
 	if done, err := r.Begin(ctx, force); err != nil || done != nil {
 		return done, err
 	}
+	defer func() {
+		if err != nil {
+			r.Release(ctx)
+		}
+	}()
 	if workers < 1 {
 		workers = 1
 	}
