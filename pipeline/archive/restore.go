@@ -8,8 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 	"time"
@@ -215,11 +215,16 @@ func RestoreTable(ctx context.Context, s *Selection, client batchwrite.API, tabl
 	return int(st.Written), nil
 }
 
+// ErrExportExists matches the error of restoring into an export directory
+// that exists already: a finished restore's, or one another restore is
+// writing.
+var ErrExportExists = errors.New("the export exists already")
+
 // ExportStore is where RestoreExport writes: a directory or an S3 prefix
 // (objstore's stores).
 type ExportStore interface {
 	Put(ctx context.Context, key string, body []byte) error
-	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	PutIfAbsent(ctx context.Context, key string, body []byte) (string, error)
 	String() string
 }
 
@@ -250,8 +255,9 @@ type ExportResult struct {
 //
 // Data lines are the archived items byte for byte, without the metadata, so
 // the data/ prefix can be given to ImportTable, and the directory to the
-// export reimport tooling. Each file is written atomically; the summary,
-// written last, marks a complete export.
+// export reimport tooling. Each file is written atomically; _started is
+// created only if absent (a second restore into the same export fails with
+// ErrExportExists); the summary, written last, marks a complete export.
 func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts ExportOptions) (ExportResult, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
@@ -269,11 +275,11 @@ func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts Expo
 		return ExportResult{}, fmt.Errorf("archive: invalid export ID %q", opts.ExportID)
 	}
 	res := ExportResult{Dir: objstore.Name(out, base)}
-	if r, err := out.Open(ctx, base+"/_started"); err == nil {
-		r.Close()
-		return ExportResult{}, fmt.Errorf("archive: %s already exists", res.Dir)
-	}
-	if err := out.Put(ctx, base+"/_started", nil); err != nil {
+	// The export's first object, created only if absent: of two restores
+	// into one export directory, one writes it and the other stops here.
+	if _, err := out.PutIfAbsent(ctx, base+"/_started", nil); errors.Is(err, objstore.ErrPreconditionFailed) {
+		return ExportResult{}, fmt.Errorf("archive: %s: %w (written, or being written, by another restore)", res.Dir, ErrExportExists)
+	} else if err != nil {
 		return ExportResult{}, err
 	}
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
 )
 
 // removedItems returns the old images of an event's TTL removals in
@@ -389,5 +392,54 @@ func TestRestoreArchiveChanged(t *testing.T) {
 	err = sel.Each(ctx, func(ObjectInfo, pipeline.Item, json.RawMessage) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 items found again") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// meetingStore holds every write of an export's _started until two have
+// arrived: two restores that have both looked and found no export there.
+type meetingStore struct {
+	*objstore.Dir
+	arrived sync.WaitGroup
+}
+
+func (m *meetingStore) meet(key string) {
+	if strings.HasSuffix(key, "/_started") {
+		m.arrived.Done()
+		m.arrived.Wait()
+	}
+}
+
+func (m *meetingStore) Put(ctx context.Context, key string, body []byte) error {
+	m.meet(key)
+	return m.Dir.Put(ctx, key, body)
+}
+
+func (m *meetingStore) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+	m.meet(key)
+	return m.Dir.PutIfAbsent(ctx, key, body)
+}
+
+// TestRestoreExportConcurrent: two restores into one export directory at
+// once (the same export ID): exactly one writes it, the other is refused
+// with an error naming it, and the export is the winner's, whole.
+func TestRestoreExportConcurrent(t *testing.T) {
+	ctx := context.Background()
+	sel, err := Open(archiveEvents(t, "ttl", readEvent(t)), "ttl").Select(ctx, Filter{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	st := &meetingStore{Dir: objstore.NewDir(out)}
+	st.arrived.Add(2)
+	objstoretest.OneWins(t, 2, ErrExportExists, func(int) error {
+		_, err := RestoreExport(ctx, sel, st, ExportOptions{ExportID: "01767225600000-archive"})
+		if err != nil && !strings.Contains(err.Error(), "AWSDynamoDB/01767225600000-archive") {
+			t.Errorf("the refusal %q does not name the export", err)
+		}
+		return err
+	})
+	e, err := export.OpenExport(ctx, objstore.NewDir(out), "", export.OpenOptions{})
+	if err != nil || e.Summary.ItemCount != 7 {
+		t.Fatalf("the restored export: %+v, %v", e, err)
 	}
 }
