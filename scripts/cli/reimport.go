@@ -39,7 +39,8 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 	ifNewer := fs.Bool("if-newer", false, "loader: write each item with a conditional PutItem, only over an older version (never overwrites newer data; 25× the requests)")
 	versionAttr := fs.String("version-attribute", pipeline.DefaultVersionAttribute, "loader --if-newer: the version attribute")
 	workers := fs.Int("workers", max(4, 2*runtime.NumCPU()), "loader: parts loaded at once")
-	resume := fs.Bool("resume", false, "loader: continue from the checkpoint a stopped run left in the output (_reimport/<table>.json)")
+	resume := fs.Bool("resume", false, "loader: continue from the checkpoint a stopped run left in the output (under _reimport/)")
+	takeover := fs.Bool("takeover", false, "loader: take the load over from the run that holds it: say so only when that run is gone")
 	kmsKey := fs.String("kms-key-id", "", "--bulk-put: encrypt the report with SSE-KMS under this key")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -103,7 +104,7 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 		return reimportBulk(ctx, e, client, out, reimport.BulkPutOptions{Table: *table, Entity: entities[0], MaxWriteUnits: int64(*maxWCU)}, *noWait, *poll)
 	}
 	return reimportLoad(ctx, e, client, out, reimport.LoadOptions{
-		Table: *table, Entities: entities, IfNewer: *ifNewer, VersionAttribute: *versionAttr, Workers: *workers,
+		Table: *table, Entities: entities, IfNewer: *ifNewer, VersionAttribute: *versionAttr, Workers: *workers, Takeover: *takeover,
 		Write: batchwrite.Options{MaxWriteUnits: *maxWCU, Resume: *resume},
 	})
 }

@@ -42,6 +42,9 @@ type LoadOptions struct {
 	VersionAttribute string
 	// Workers is the number of parts loaded at once. Default 4.
 	Workers int
+	// Takeover takes the load's claim from whatever run holds it (the
+	// caller asserts that it is gone).
+	Takeover bool
 	// Write configures the batch writer: MaxAttempts, MaxWriteUnits,
 	// Resume (continue from the checkpoint of an earlier run of the same
 	// load: table, output, IfNewer), CheckpointEvery, Progress, Sleep and
@@ -56,9 +59,11 @@ type LoadStats struct {
 	batchwrite.Stats
 }
 
-// CheckpointDir is where, below the output, a load keeps its checkpoint:
-// one object per target table (checkpoint.Objects, job
-// checkpoint.JobIDFor("reimport", table)).
+// CheckpointDir is where, below the output, a load keeps its checkpoint
+// and its claim: one of each per target table (checkpoint.Objects, job
+// checkpoint.JobIDFor("reimport", table); the claim <job>.run.json). The
+// claim makes a second load of the output into the same table wait its
+// turn: it is refused while the first runs.
 const CheckpointDir = "_reimport/"
 
 // Load writes the items of a repartition's output into an existing table
@@ -105,6 +110,12 @@ func Load(ctx context.Context, client LoaderAPI, out *Output, opts LoadOptions) 
 	wo := opts.Write
 	wo.Checkpoints = checkpoint.NewObjects(out.store, CheckpointDir)
 	wo.Job = checkpoint.JobIDFor("reimport", opts.Table)
+	claim, err := objstore.Acquire(ctx, out.store, CheckpointDir+wo.Job+".run.json",
+		objstore.NewOwner(fmt.Sprintf("reimport of %s into table %s", out.store, opts.Table)), opts.Takeover)
+	if err != nil {
+		return l.stats, fmt.Errorf("reimport: %w, which is loading %s into table %s; if that run is gone, take the claim over (--takeover)", err, out.store, opts.Table)
+	}
+	defer claim.Release(context.WithoutCancel(ctx))
 	wo.About = map[string]string{"table": opts.Table, "output": out.Summary.Fingerprint, "ifNewer": strconv.FormatBool(opts.IfNewer)}
 	wo.Condition = nil
 	if opts.IfNewer {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,4 +256,49 @@ func TestBulkPutIntegrationRequest(t *testing.T) {
 	if calls := w.Recorded(); len(calls) != 0 {
 		t.Errorf("%d requests for refused bulk puts", len(calls))
 	}
+}
+
+// TestLoadIntegrationConcurrentRefused holds a load in its first
+// BatchWriteItem and starts a second load of the same output into the same
+// table: the second is refused, naming the first, before it writes
+// anything; the first, released, loads everything.
+func TestLoadIntegrationConcurrentRefused(t *testing.T) {
+	client, w := awstest.WireDynamoDB(t)
+	table := newTable(t)
+	out, lines := repartitioned(t, repartition.Options{MaxPartBytes: 16 << 10})
+	w.Reset()
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	w.On("BatchWriteItem", func(req *http.Request, body []byte, forward awstest.ForwardFunc) (*http.Response, []byte, bool, error) {
+		if first.CompareAndSwap(false, true) {
+			close(arrived)
+			<-release
+		}
+		resp, rb, err := forward(body)
+		return resp, rb, false, err
+	})
+	opts := reimport.LoadOptions{Table: table, Workers: 2}
+	done := make(chan error, 1)
+	go func() {
+		_, err := reimport.Load(t.Context(), client, out, opts)
+		done <- err
+	}()
+	<-arrived
+	before := len(w.Recorded("BatchWriteItem", "PutItem"))
+	second, err := reimport.OpenOutput(t.Context(), out.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = reimport.Load(t.Context(), client, second, opts)
+	if !errors.Is(err, objstore.ErrHeld) || !strings.Contains(err.Error(), table) {
+		t.Errorf("second load: %v, want it refused as held by the first", err)
+	}
+	if after := len(w.Recorded("BatchWriteItem", "PutItem")); after != before {
+		t.Errorf("the refused load wrote: %d writes before it, %d after", before, after)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	awstest.SameLines(t, awstest.TableLines(t, table), wantLines(lines))
 }
