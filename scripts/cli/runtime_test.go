@@ -453,7 +453,9 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	}
 
 	var inits []time.Duration
-	plan, d := step(map[string]any{"action": "plan"})
+	// Every step carries the execution's ID, as the state machine passes it.
+	run := event["executionId"]
+	plan, d := step(map[string]any{"action": "plan", "executionId": run})
 	inits = append(inits, d)
 	files, _ := plan["files"].([]any)
 	if len(files) != 5 || plan["complete"] != nil || plan["action"] != "plan" || plan["fingerprint"] == "" {
@@ -468,10 +470,10 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	}
 	for _, f := range files {
 		key := f.(map[string]any)["dataFileS3Key"]
-		_, d := step(map[string]any{"action": "file", "dataFileS3Key": key})
+		_, d := step(map[string]any{"action": "file", "executionId": run, "dataFileS3Key": key})
 		inits = append(inits, d)
 	}
-	fin, d := step(map[string]any{"action": "finish"})
+	fin, d := step(map[string]any{"action": "finish", "executionId": run})
 	inits = append(inits, d)
 	if fin["outputItems"] != float64(913) || fin["entities"] == nil {
 		t.Errorf("finish: %v", fin)
