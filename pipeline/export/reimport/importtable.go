@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/retry"
+	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
@@ -44,21 +45,25 @@ type ImportOptions struct {
 
 // s3Prefix returns the bucket and key prefix of an entity's parts, checking
 // that the output is in S3 and that the prefix holds exactly the parts the
-// manifest lists (ImportTable and StartBulkPutItems read every object
-// under it).
+// manifest lists, each of its size (ImportTable and StartBulkPutItems read
+// every object under it, as it is).
 func s3Prefix(ctx context.Context, out *Output, m *repartition.EntityManifest) (bucket, prefix string, err error) {
 	s3s, ok := out.store.(*objstore.S3)
 	if !ok {
 		return "", "", fmt.Errorf("reimport: %s is not in S3: ImportTable and StartBulkPutItems read from S3 (use --table to load from a directory)", out.store)
 	}
-	want := map[string]bool{}
+	want := map[string]int64{}
 	for _, p := range m.Parts {
-		want[p.Key] = true
+		want[p.Key] = p.Bytes
 	}
 	var extra []string
 	err = out.store.List(ctx, m.ImportPrefix, func(o objstore.Object) error {
-		if !want[o.Key] {
+		size, ok := want[o.Key]
+		switch {
+		case !ok:
 			extra = append(extra, o.Key)
+		case o.Size != size:
+			return export.Corrupt(objstore.Name(out.store, o.Key), 0, fmt.Errorf("%d bytes, the manifest says %d: another writer replaced it", o.Size, size))
 		}
 		delete(want, o.Key)
 		return nil

@@ -176,13 +176,17 @@ type loader struct {
 	stats    LoadStats
 }
 
-// part loads one part, batch by batch, in order, from where the checkpoint
-// says it stopped.
+// part checks one part against its manifest entry, then loads it, batch
+// by batch, in order, from where the checkpoint says it stopped: no item
+// of a part that is not the one the repartition wrote is written.
 func (l *loader) part(ctx context.Context, p repartition.PartInfo) error {
 	from := l.w.Position(p.Key)
 	if from >= p.Items {
 		l.w.Resumed(p.Items)
 		return nil
+	}
+	if err := l.out.VerifyPart(ctx, p); err != nil {
+		return err
 	}
 	name := objstore.Name(l.out.store, p.Key)
 	dec := pipeline.NewExportDecoder(pipeline.Options{KeyAttributes: l.keyAttrs, VersionAttribute: l.opts.VersionAttribute})

@@ -1,11 +1,14 @@
 package reimport_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -14,10 +17,12 @@ import (
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/tributary/tributary/infra/batchwrite"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline/export/exportgen"
 	"github.com/tributary/tributary/pipeline/export/reimport"
 	"github.com/tributary/tributary/pipeline/export/repartition"
@@ -30,12 +35,18 @@ import (
 // tests skip (awstest).
 
 // repartitioned returns the fixture repartitioned into a fresh directory,
-// opened as an output.
+// opened as an output, and the lines it must hold.
 func repartitioned(t *testing.T, opts repartition.Options) (*reimport.Output, map[string][]string) {
 	t.Helper()
-	ctx := context.Background()
 	src, _, fx := exportgen.CopyFixture(t)
-	e := exportgen.OpenFixture(t, src)
+	return repartitionedExport(t, exportgen.OpenFixture(t, src), opts), exportgen.ExpectedLines(fx.FullItems, nil)
+}
+
+// repartitionedExport returns e repartitioned into a fresh directory,
+// opened as an output.
+func repartitionedExport(t *testing.T, e *export.Export, opts repartition.Options) *reimport.Output {
+	t.Helper()
+	ctx := context.Background()
 	out := objstore.NewDir(t.TempDir()).WithoutSync()
 	r, err := repartition.NewRepartitioner(e, nil, out, opts)
 	if err != nil {
@@ -48,7 +59,7 @@ func repartitioned(t *testing.T, opts repartition.Options) (*reimport.Output, ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	return o, exportgen.ExpectedLines(fx.FullItems, nil)
+	return o
 }
 
 // TestLoadIntegrationResumesFromCheckpoint throttles the ninth
@@ -249,6 +260,17 @@ func TestBulkPutIntegrationRequest(t *testing.T) {
 	if _, err := reimport.StartBulkPut(ctx, client, out, reimport.BulkPutOptions{Table: "comments", Entity: "Comment"}); err == nil || !strings.Contains(err.Error(), "does not list") {
 		t.Errorf("stray object: %v", err)
 	}
+	// A part another writer replaced would be loaded as it is: refused.
+	if err := s3out.Delete(ctx, "entity=Comment/part-stray.json.zst"); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := out.Entity("Comment")
+	if err := s3out.Put(ctx, m.Parts[0].Key, []byte("another run's bytes")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reimport.StartBulkPut(ctx, client, out, reimport.BulkPutOptions{Table: "comments", Entity: "Comment"}); err == nil || !strings.Contains(err.Error(), m.Parts[0].Key) || !strings.Contains(err.Error(), "bytes, the manifest says") {
+		t.Errorf("replaced part: %v", err)
+	}
 	// A local output cannot be bulk-put.
 	if _, err := reimport.StartBulkPut(ctx, client, out0, reimport.BulkPutOptions{Table: "comments", Entity: "Comment"}); err == nil || !strings.Contains(err.Error(), "not in S3") {
 		t.Errorf("local output: %v", err)
@@ -277,7 +299,7 @@ func TestLoadIntegrationConcurrentRefused(t *testing.T) {
 		resp, rb, err := forward(body)
 		return resp, rb, false, err
 	})
-	opts := reimport.LoadOptions{Table: table, Workers: 2}
+	opts := reimport.LoadOptions{Table: table, Workers: 1} // one write in flight: the held one
 	done := make(chan error, 1)
 	go func() {
 		_, err := reimport.Load(t.Context(), client, out, opts)
@@ -301,4 +323,58 @@ func TestLoadIntegrationConcurrentRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	awstest.SameLines(t, awstest.TableLines(t, table), wantLines(lines))
+}
+
+// TestLoadIntegrationTamperedPart changes the last line of a part of many
+// batches (still a valid item, so only the part's size and MD5 can tell):
+// the load fails naming the part and what its manifest says, and writes
+// none of its items, the tampered one or any other.
+func TestLoadIntegrationTamperedPart(t *testing.T) {
+	ctx := t.Context()
+	client, w := awstest.WireDynamoDB(t)
+	table := newTable(t)
+	e, _ := exportgen.Generated(t, 3, 3000, 2<<20, 1)
+	out := repartitionedExport(t, e, repartition.Options{})
+	m := out.Entities[0]
+	for _, c := range out.Entities {
+		if c.ItemCount > m.ItemCount {
+			m = c
+		}
+	}
+	if len(m.Parts) != 1 || m.ItemCount < 4*25 {
+		t.Fatalf("%s: %d items in %d parts, want one part of several batches", m.Segment, m.ItemCount, len(m.Parts))
+	}
+	p := m.Parts[0]
+	dir := out.Store().String()
+	path := filepath.Join(dir, filepath.FromSlash(p.Key))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(zr)
+	lines := strings.SplitAfter(string(raw), "\n")
+	last := len(lines) - 2 // the last line (the final element is empty)
+	lines[last] = strings.Replace(lines[last], `"S":"`, `"S":"tampered `, 1)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(strings.Join(lines, "")))
+	zw.Close()
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Reset()
+	_, err = reimport.Load(ctx, client, out, reimport.LoadOptions{Table: table, Entities: []string{m.Entity}, Workers: 1})
+	if !errors.Is(err, export.ErrCorrupt) || !strings.Contains(err.Error(), p.Key) || !strings.Contains(err.Error(), "the manifest says") {
+		t.Fatalf("load of a tampered part: %v, want a corrupt-data error naming %s and what its manifest says", err, p.Key)
+	}
+	if n := len(w.Recorded("BatchWriteItem", "PutItem")); n != 0 {
+		t.Errorf("%d writes before the tampered part was refused", n)
+	}
+	if got := awstest.TableLines(t, table); len(got) != 0 {
+		t.Errorf("the table holds %d items of the tampered part", len(got))
+	}
 }

@@ -95,18 +95,36 @@ func (o *Output) Entity(name string) (*repartition.EntityManifest, error) {
 	return nil, fmt.Errorf("reimport: no entity %q in %s (it has %q)", name, o.store, names)
 }
 
-// ReadPart streams a part's lines (without newlines; the slice is valid
-// only during the call), numbered from 1, and checks the part's item count
-// and MD5 against its manifest entry at the end.
-func (o *Output) ReadPart(ctx context.Context, p repartition.PartInfo, fn func(line []byte, n int) error) error {
-	name := objstore.Name(o.store, p.Key)
-	r, err := o.store.Open(ctx, p.Key)
+// VerifyPart reads a part's object whole and checks its size and MD5
+// against its manifest entry: a part that passes is the one the
+// repartition wrote, byte for byte. Load verifies each part so before it
+// writes any of its items.
+func (o *Output) VerifyPart(ctx context.Context, p repartition.PartInfo) error {
+	name, r, check, err := o.openPart(ctx, p)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	h := md5.New()
-	br := bufio.NewReaderSize(io.TeeReader(r, h), 256<<10)
+	n, err := io.Copy(io.Discard, r)
+	if err != nil {
+		return fmt.Errorf("reimport: reading %s: %w", name, err)
+	}
+	if n != p.Bytes {
+		return export.Corrupt(name, 0, fmt.Errorf("%d bytes, the manifest says %d", n, p.Bytes))
+	}
+	return check()
+}
+
+// ReadPart streams a part's lines (without newlines; the slice is valid
+// only during the call), numbered from 1, and checks the part's item count
+// and MD5 against its manifest entry at the end.
+func (o *Output) ReadPart(ctx context.Context, p repartition.PartInfo, fn func(line []byte, n int) error) error {
+	name, r, check, err := o.openPart(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 256<<10)
 	zr, err := repartition.CompressionOf(p.Key).NewReader(br)
 	if err != nil {
 		return export.Corrupt(name, 0, err)
@@ -124,8 +142,26 @@ func (o *Output) ReadPart(ctx context.Context, p repartition.PartInfo, fn func(l
 	if lines != p.Items {
 		return export.Corrupt(name, 0, fmt.Errorf("%d items, the manifest says %d", lines, p.Items))
 	}
-	if sum := base64.StdEncoding.EncodeToString(h.Sum(nil)); sum != p.MD5 {
-		return export.Corrupt(name, 0, fmt.Errorf("MD5 %s, the manifest says %s", sum, p.MD5))
+	return check()
+}
+
+// openPart opens a part for reading, hashing what is read; check compares
+// the hash of everything read with the part's manifest MD5.
+func (o *Output) openPart(ctx context.Context, p repartition.PartInfo) (name string, r io.ReadCloser, check func() error, err error) {
+	name = objstore.Name(o.store, p.Key)
+	rc, err := o.store.Open(ctx, p.Key)
+	if err != nil {
+		return name, nil, nil, err
 	}
-	return nil
+	h := md5.New()
+	check = func() error {
+		if sum := base64.StdEncoding.EncodeToString(h.Sum(nil)); sum != p.MD5 {
+			return export.Corrupt(name, 0, fmt.Errorf("MD5 %s, the manifest says %s", sum, p.MD5))
+		}
+		return nil
+	}
+	return name, struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(rc, h), rc}, check, nil
 }
