@@ -15,13 +15,14 @@ import (
 	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
-// holdingStore holds the first commit of a part until released, and says
-// when it is there: a run caught in the middle of its writes.
+// holdingStore holds every part's creation until released, and says when
+// the first is there: a run caught in the middle of its work, its claim
+// taken, writing nothing while held.
 type holdingStore struct {
 	objstore.Store
 	once    sync.Once
-	writing chan struct{} // closed at the first part's commit
-	release chan struct{} // the commit goes on once this is closed
+	writing chan struct{} // closed at the first part's creation
+	release chan struct{} // the creations go on once this is closed
 }
 
 func newHoldingStore(st objstore.Store) *holdingStore {
@@ -29,26 +30,11 @@ func newHoldingStore(st objstore.Store) *holdingStore {
 }
 
 func (h *holdingStore) Create(ctx context.Context, key string) (objstore.Writer, error) {
-	w, err := h.Store.Create(ctx, key)
-	if err != nil || !strings.Contains(key, "/part-") {
-		return w, err
+	if strings.Contains(key, "/part-") {
+		h.once.Do(func() { close(h.writing) })
+		<-h.release
 	}
-	return &holdingWriter{Writer: w, h: h}, nil
-}
-
-type holdingWriter struct {
-	objstore.Writer
-	h *holdingStore
-}
-
-func (w *holdingWriter) Commit(ctx context.Context) error {
-	first := false
-	w.h.once.Do(func() { first = true })
-	if first {
-		close(w.h.writing)
-		<-w.h.release
-	}
-	return w.Writer.Commit(ctx)
+	return h.Store.Create(ctx, key)
 }
 
 // TestConcurrentRunsRefused starts a repartition, holds it in the middle of
