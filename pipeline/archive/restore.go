@@ -298,7 +298,7 @@ func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts Expo
 		if items == 0 {
 			return nil
 		}
-		key := path.Join(base, "data", curObj.Date+"-"+curObj.EntitySegment+"-"+curObj.FirstSeq+".json.gz")
+		key := path.Join(base, "data", objstore.FitName("", curObj.Date+"-"+curObj.EntitySegment+"-"+curObj.FirstSeq, ".json.gz", objstore.MaxSegmentBytes))
 		body := Gzip(data)
 		if err := out.Put(ctx, key, body); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -441,5 +442,42 @@ func TestRestoreExportConcurrent(t *testing.T) {
 	e, err := export.OpenExport(ctx, objstore.NewDir(out), "", export.OpenOptions{})
 	if err != nil || e.Summary.ItemCount != 7 {
 		t.Fatalf("the restored export: %+v, %v", e, err)
+	}
+}
+
+// TestRestoreLongNames: an entity type whose escaped segment is at the
+// archive's limit (200 bytes) and a sequence number of 40 digits (the
+// longest DynamoDB Streams gives) make a restored data file's name,
+// <date>-<segment>-<seq>.json.gz, longer than a file name may be: it is
+// fitted, and the export reads back with every item.
+func TestRestoreLongNames(t *testing.T) {
+	ctx := context.Background()
+	long := strings.Repeat("T", 200)
+	seq := strings.Repeat("9", 40)
+	it := pipeline.Item{
+		"PK": &types.AttributeValueMemberS{Value: "L#1"}, "SK": &types.AttributeValueMemberS{Value: "x"},
+		"EntityType": &types.AttributeValueMemberS{Value: long}, "ttl": &types.AttributeValueMemberN{Value: "1767225000"},
+	}
+	src := archiveEvents(t, "", eventJSON([]simRecord{ttlRemoval(it, seq)}))
+	sel, err := Open(src, "").Select(ctx, Filter{}, nil)
+	if err != nil || sel.Items() != 1 {
+		t.Fatalf("%d items, %v", sel.Items(), err)
+	}
+	if seg := sel.Objects()[0].EntitySegment; seg != long {
+		t.Fatalf("the archive's segment is %d bytes, want the type as it is", len(seg))
+	}
+	dir := t.TempDir()
+	res, err := RestoreExport(ctx, sel, objstore.NewDir(dir), ExportOptions{ExportID: "01767225600000-archive"})
+	if err != nil {
+		t.Fatalf("restore with a long name: %v", err)
+	}
+	e, err := export.OpenExport(ctx, objstore.NewDir(dir), "", export.OpenOptions{})
+	if err != nil || res.Items != 1 || e.Summary.ItemCount != 1 {
+		t.Fatalf("restored %+v; export %v", res, err)
+	}
+	for _, f := range e.Files {
+		if name := path.Base(f.DataFileS3Key); len(name) > objstore.MaxSegmentBytes || !strings.HasSuffix(name, ".json.gz") {
+			t.Errorf("data file %s: %d bytes", name, len(name))
+		}
 	}
 }

@@ -25,23 +25,29 @@ func bigEvent(t *testing.T, n, size int) []byte {
 	for i := range n {
 		blob := make([]byte, size)
 		rand.Read(blob)
-		it := pipeline.Item{
+		recs = append(recs, ttlRemoval(pipeline.Item{
 			"PK":         &types.AttributeValueMemberS{Value: fmt.Sprintf("BLOB#%d", i)},
 			"SK":         &types.AttributeValueMemberS{Value: "META"},
 			"EntityType": &types.AttributeValueMemberS{Value: "Blob"},
 			"data":       &types.AttributeValueMemberB{Value: blob},
 			"ttl":        &types.AttributeValueMemberN{Value: "1767225000"},
-		}
-		seq := fmt.Sprintf("5%021d", i)
-		var b []byte
-		b = fmt.Appendf(b, `{"eventID":"big-%d","eventName":"REMOVE","eventVersion":"1.1","eventSource":"aws:dynamodb","awsRegion":"eu-west-1","eventSourceARN":%q,`, i, simStreamARN)
-		b = append(b, `"userIdentity":{"type":"Service","principalId":"dynamodb.amazonaws.com"},"dynamodb":{"ApproximateCreationDateTime":1767225600,"Keys":{"PK":{"S":"`...)
-		b = fmt.Appendf(b, `BLOB#%d"},"SK":{"S":"META"}},"OldImage":`, i)
-		b = pipeline.AppendItem(b, it)
-		b = fmt.Appendf(b, `,"SequenceNumber":%q,"SizeBytes":%d,"StreamViewType":"NEW_AND_OLD_IMAGES"}}`, seq, size)
-		recs = append(recs, simRecord{json: b})
+		}, fmt.Sprintf("5%021d", i)))
 	}
 	return eventJSON(recs)
+}
+
+// ttlRemoval is the stream record of the TTL removal of it (keyed by its
+// PK and SK) at sequence number seq.
+func ttlRemoval(it pipeline.Item, seq string) simRecord {
+	keys := pipeline.Item{"PK": it["PK"], "SK": it["SK"]}
+	var b []byte
+	b = fmt.Appendf(b, `{"eventID":"ttl-%s","eventName":"REMOVE","eventVersion":"1.1","eventSource":"aws:dynamodb","awsRegion":"eu-west-1","eventSourceARN":%q,`, seq, simStreamARN)
+	b = append(b, `"userIdentity":{"type":"Service","principalId":"dynamodb.amazonaws.com"},"dynamodb":{"ApproximateCreationDateTime":1767225600,"Keys":`...)
+	b = pipeline.AppendItem(b, keys)
+	b = append(b, `,"OldImage":`...)
+	b = pipeline.AppendItem(b, it)
+	b = fmt.Appendf(b, `,"SequenceNumber":%q,"SizeBytes":%d,"StreamViewType":"NEW_AND_OLD_IMAGES"}}`, seq, pipeline.ItemSize(it))
+	return simRecord{json: b, seq: seq, ttl: true}
 }
 
 // readAll returns every object of a store, by key.

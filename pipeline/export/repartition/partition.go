@@ -2,8 +2,9 @@ package repartition
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
+
+	"github.com/tributary/tributary/infra/objstore"
 )
 
 // UnknownEntity is the partition of items without an entity type (no type
@@ -16,14 +17,16 @@ const UnknownEntity = "_unknown"
 // " # % ' * / : = ? \ { [ ] ^ become %XX with upper-case hex; other
 // characters, non-ASCII included, stay as they are. A leading '_' or '.' is
 // encoded too, so that no type can be mistaken for _unknown or a hidden
-// name. An empty type is UnknownEntity.
+// name. An empty type is UnknownEntity. A segment longer than a file name
+// may be (a type of more than about 250 bytes) ends in objstore.FitName's
+// hash instead of the value: "entity=_sha256-<16 hex digits>", which no
+// escaped type can spell; the manifests keep the type itself.
 func EntitySegment(entityType string) string {
 	if entityType == "" {
 		return "entity=" + UnknownEntity
 	}
 	var b strings.Builder
-	b.Grow(len("entity=") + len(entityType) + 8)
-	b.WriteString("entity=")
+	b.Grow(len(entityType) + 8)
 	for i := 0; i < len(entityType); i++ {
 		c := entityType[i]
 		if hiveEscape(c) || (i == 0 && (c == '_' || c == '.')) {
@@ -32,7 +35,7 @@ func EntitySegment(entityType string) string {
 		}
 		b.WriteByte(c)
 	}
-	return b.String()
+	return objstore.FitName("entity=", b.String(), "", objstore.MaxSegmentBytes)
 }
 
 func hiveEscape(c byte) bool {
@@ -44,21 +47,4 @@ func hiveEscape(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// ParseEntitySegment inverts EntitySegment: it returns the entity type of
-// an "entity=<value>" segment ("" for UnknownEntity).
-func ParseEntitySegment(seg string) (string, error) {
-	v, ok := strings.CutPrefix(seg, "entity=")
-	if !ok {
-		return "", fmt.Errorf("repartition: %q is not an entity partition", seg)
-	}
-	if v == UnknownEntity {
-		return "", nil
-	}
-	t, err := url.PathUnescape(v)
-	if err != nil {
-		return "", fmt.Errorf("repartition: partition %q: %w", seg, err)
-	}
-	return t, nil
 }

@@ -70,6 +70,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// maxSourceID is the longest source ID: part-<id>-<seq of up to 6
+// digits>.json.zst fits in a file name.
+const maxSourceID = objstore.MaxSegmentBytes - len("part--000000.json.zst")
+
 // Repartitioner splits one export (optionally with an incremental overlay)
 // into per-entity output under out.
 type Repartitioner struct {
@@ -119,6 +123,9 @@ func NewRepartitioner(src *export.Export, overlay *export.Overlay, out objstore.
 		for _, ext := range []string{".gz", ".json"} {
 			id = strings.TrimSuffix(id, ext)
 		}
+		// The ID names the part files, part-<id>-<seq>.json.zst, and the
+		// record, _parts/<id>.json: it is kept short enough for both.
+		id = objstore.FitName("", id, "", maxSourceID)
 		if id == "" || seen[id] {
 			id = fmt.Sprintf("%s-%d", id, i)
 		}
