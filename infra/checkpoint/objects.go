@@ -68,6 +68,9 @@ func (o *Objects) load(ctx context.Context, job string) (*Checkpoint, string, er
 	if cp.Job != job {
 		return nil, "", fmt.Errorf("checkpoint: %s holds job %q, not %q", objstore.Name(o.st, o.key(job)), cp.Job, job)
 	}
+	if cp.Rev < 1 {
+		return nil, "", fmt.Errorf("checkpoint: %s holds revision %d, which no save writes (the first is 1): not a checkpoint this tool saved", objstore.Name(o.st, o.key(job)), cp.Rev)
+	}
 	return &cp, ver, nil
 }
 
