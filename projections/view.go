@@ -43,7 +43,9 @@ func (v *View) add(k AggregateKey, values map[string]decimal.Decimal) {
 	}
 }
 
-func (v *View) prune() {
+// Prune drops values that sum to zero and aggregates left with none: a view
+// built with Adder reads as ReadView and Recompute give it.
+func (v *View) Prune() {
 	for k, vs := range v.Aggregates {
 		for name, x := range vs {
 			if x.IsZero() {
@@ -73,7 +75,7 @@ func ReadView(ctx context.Context, r Reader) (*View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading rows: %w", err)
 	}
-	v.prune()
+	v.Prune()
 	return v, nil
 }
 
@@ -81,6 +83,23 @@ func ReadView(ctx context.Context, r Reader) (*View, error) {
 // the aggregate table must hold once every change has been applied. It is the
 // reference the engine is checked against.
 func Recompute(items []pipeline.Item, typeAttribute string, ps ...Projection) (*View, error) {
+	v := NewView()
+	add := v.Adder(typeAttribute, ps...)
+	for _, item := range items {
+		if err := add(item); err != nil {
+			return nil, err
+		}
+	}
+	v.Prune()
+	return v, nil
+}
+
+// Adder returns a function that adds one item's contributions to v, under
+// every projection of ps that reads the item's entity type (typeAttribute;
+// default EntityType): its counters' values add up, its rows are set. Items
+// added one by one make the view Recompute makes of them all; call Prune at
+// the end.
+func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.Item) error {
 	if typeAttribute == "" {
 		typeAttribute = pipeline.DefaultTypeAttribute
 	}
@@ -90,8 +109,7 @@ func Recompute(items []pipeline.Item, typeAttribute string, ps ...Projection) (*
 			byType[t] = append(byType[t], p)
 		}
 	}
-	v := NewView()
-	for _, item := range items {
+	return func(item pipeline.Item) error {
 		var t string
 		if sv, ok := item[typeAttribute].(*types.AttributeValueMemberS); ok {
 			t = sv.Value
@@ -99,7 +117,7 @@ func Recompute(items []pipeline.Item, typeAttribute string, ps ...Projection) (*
 		for _, p := range byType[t] {
 			con, err := contribute(p, item)
 			if err != nil {
-				return nil, fmt.Errorf("recompute: projection %s: %w", p.Name(), err)
+				return fmt.Errorf("recompute: projection %s: %w", p.Name(), err)
 			}
 			for _, c := range con.Counters {
 				v.add(AggregateKey{p.Name(), c.Key}, c.Values)
@@ -108,9 +126,8 @@ func Recompute(items []pipeline.Item, typeAttribute string, ps ...Projection) (*
 				v.Rows[RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}] = r.Attrs
 			}
 		}
+		return nil
 	}
-	v.prune()
-	return v, nil
 }
 
 // Diff lists the differences between two views, "want" being the reference,

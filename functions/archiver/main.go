@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
 )
@@ -39,13 +40,13 @@ func newProcessor(ctx context.Context, getenv func(string) string, metrics io.Wr
 	if err != nil {
 		return nil, err
 	}
-	var store archive.Putter = archive.NewDir(cfg.Dir)
+	var store archive.Putter = objstore.NewDir(cfg.Dir)
 	if cfg.Bucket != "" {
 		awsCfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("AWS configuration: %w", err)
 		}
-		store = archive.NewS3(s3.NewFromConfig(awsCfg), cfg.Bucket, cfg.S3Options())
+		store = objstore.NewS3(s3.NewFromConfig(awsCfg), cfg.Bucket, "", cfg.S3Options())
 	}
 	h := archive.New(store, cfg.HandlerOptions(metrics))
 	return pipeline.NewStreamsProcessor(h, cfg.PipelineConfig(metrics)), nil

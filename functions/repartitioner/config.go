@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // Config is the function's configuration, read from the environment: the
 // defaults of every event's job (an event may override each).
 type Config struct {
-	Job export.JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
+	Job repartition.JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
 	// KMSKeyID encrypts output with SSE-KMS (KMS_KEY_ID); default SSE-S3.
 	KMSKeyID string
 	// TempDir spools output parts before upload (TMPDIR; Lambda: /tmp,
@@ -22,19 +23,19 @@ type Config struct {
 // loadConfig reads the configuration and reports every problem at once.
 func loadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
-		Job: export.JobConfig{
+		Job: repartition.JobConfig{
 			Export:        getenv("EXPORT_LOCATION"),
 			Out:           getenv("OUTPUT_LOCATION"),
 			TypeAttribute: getenv("TYPE_ATTRIBUTE"),
 			Transform:     getenv("TRANSFORM"),
-			Compression:   export.Compression(getenv("COMPRESSION")),
+			Compression:   repartition.Compression(getenv("COMPRESSION")),
 		},
 		KMSKeyID: getenv("KMS_KEY_ID"),
 		TempDir:  getenv("TMPDIR"),
 	}
 	var errs []error
 	if c.Job.Compression != "" {
-		if _, err := export.ParseCompression(string(c.Job.Compression)); err != nil {
+		if _, err := repartition.ParseCompression(string(c.Job.Compression)); err != nil {
 			errs = append(errs, fmt.Errorf("COMPRESSION: %w", err))
 		}
 	}
@@ -56,12 +57,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		if v == "" {
 			continue
 		}
-		if _, err := export.ParseLocation(v); err != nil {
+		if _, err := objstore.Parse(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
 	if c.Job.Transform != "" {
-		if _, err := export.DefaultTransforms().Lookup(c.Job.Transform); err != nil {
+		if _, err := repartition.DefaultTransforms().Lookup(c.Job.Transform); err != nil {
 			errs = append(errs, fmt.Errorf("TRANSFORM: %w", err))
 		}
 	}

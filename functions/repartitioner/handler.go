@@ -7,17 +7,22 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
-// Event is one invocation. Action is "plan", "file" or "finish"; the job's
-// fields default to the function's configuration. A "file" event names its
-// data file as manifest-files.json does, so a Distributed Map may read
-// manifest-files.json (JSONL) directly as its items, or map over the plan's
-// files.
+// Event is one invocation. Action is "plan", "file", "finish" or
+// "release"; the job's fields default to the function's configuration. A
+// "file" event names its data file as manifest-files.json does, so a
+// Distributed Map may read manifest-files.json (JSONL) directly as its
+// items, or map over the plan's files. Every event carries the execution's
+// ID (executionId: the state machine passes $$.Execution.Id), which its
+// steps share as the owner of the output's claim: a second execution into
+// the same output is refused while the first holds it, and "release" (the
+// state machine's Catch) gives it up when an execution fails.
 type Event struct {
 	Action string `json:"action"`
-	export.JobConfig
+	repartition.JobConfig
 	DataFileS3Key string `json:"dataFileS3Key,omitempty"`
 	// Force (plan) redoes a complete output.
 	Force bool `json:"force,omitempty"`
@@ -28,8 +33,8 @@ type Response struct {
 	Action      string `json:"action"`
 	Fingerprint string `json:"fingerprint"`
 	// plan: the data files to map over (empty when Complete).
-	Files    []export.PlanFile `json:"files,omitempty"`
-	Complete bool              `json:"complete,omitempty"`
+	Files    []repartition.PlanFile `json:"files,omitempty"`
+	Complete bool                   `json:"complete,omitempty"`
 	// file: what was written (Resumed: it had been done already).
 	Source  string `json:"source,omitempty"`
 	Items   int64  `json:"items,omitempty"`
@@ -42,23 +47,23 @@ type Response struct {
 
 type handler struct {
 	cfg Config
-	s3  export.S3API
+	s3  objstore.S3API
 	log *slog.Logger
 }
 
-func newHandler(cfg Config, client export.S3API, log *slog.Logger) *handler {
+func newHandler(cfg Config, client objstore.S3API, log *slog.Logger) *handler {
 	return &handler{cfg: cfg, s3: client, log: log}
 }
 
-func (h *handler) store(l export.Location) (export.Store, error) {
+func (h *handler) store(l objstore.Location) (objstore.Store, error) {
 	if !l.IsS3() {
-		return export.NewDir(l.Dir), nil
+		return objstore.NewDir(l.Dir), nil
 	}
-	return export.NewS3(h.s3, l.Bucket, l.Prefix, export.S3Options{KMSKeyID: h.cfg.KMSKeyID, TempDir: h.cfg.TempDir}), nil
+	return objstore.NewS3(h.s3, l.Bucket, l.Prefix, objstore.S3Options{KMSKeyID: h.cfg.KMSKeyID, TempDir: h.cfg.TempDir}), nil
 }
 
 // job merges the event's job over the configured one.
-func (h *handler) job(ev Event) export.JobConfig {
+func (h *handler) job(ev Event) repartition.JobConfig {
 	j := h.cfg.Job
 	e := ev.JobConfig
 	set := func(dst *string, v string) {
@@ -84,6 +89,7 @@ func (h *handler) job(ev Event) export.JobConfig {
 	}
 	j.SkipMD5 = j.SkipMD5 || e.SkipMD5
 	j.AllowMissingManifest = j.AllowMissingManifest || e.AllowMissingManifest
+	j.ExecutionID, j.Takeover = e.ExecutionID, e.Takeover
 	return j
 }
 
@@ -92,7 +98,10 @@ func (h *handler) job(ev Event) export.JobConfig {
 func (h *handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	start := time.Now()
 	jc := h.job(ev)
-	job, err := export.OpenJob(ctx, jc, h.store, export.DefaultTransforms())
+	if jc.ExecutionID == "" {
+		return Response{}, errors.New("repartitioner: the event has no executionId: the steps of one run share the output's claim by it (the state machine passes $$.Execution.Id)")
+	}
+	job, err := repartition.OpenJob(ctx, jc, h.store, repartition.DefaultTransforms())
 	if err != nil {
 		return Response{}, err
 	}
@@ -123,8 +132,13 @@ func (h *handler) Handle(ctx context.Context, ev Event) (Response, error) {
 		}
 		resp.Entities, resp.OutputItems = len(s.Entities), s.Totals.OutputItems
 		h.log.Info("finish", "entities", len(s.Entities), "items", s.Totals.OutputItems, "orphansRemoved", s.Totals.OrphansRemoved)
+	case "release":
+		if err := job.Release(ctx); err != nil {
+			return resp, err
+		}
+		h.log.Info("release", "out", jc.Out, "execution", jc.ExecutionID)
 	default:
-		return resp, fmt.Errorf("repartitioner: unknown action %q: want plan, file or finish", ev.Action)
+		return resp, fmt.Errorf("repartitioner: unknown action %q: want plan, file, finish or release", ev.Action)
 	}
 	return resp, nil
 }

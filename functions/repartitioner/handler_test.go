@@ -3,25 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline/export/reimport"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
-
-const fixture = "../../pipeline/export/testdata/export"
 
 // TestStateMachine runs the steps a Distributed Map runs, against S3
 // (gofakes3, in process): plan, one file step per data file (the first one
@@ -29,15 +27,12 @@ const fixture = "../../pipeline/export/testdata/export"
 // against a local repartition of the same export.
 func TestStateMachine(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	t.Cleanup(srv.Close)
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	client := awstest.GoFakeS3(t)
 	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("tributary-exports")}); err != nil {
 		t.Fatal(err)
 	}
-	up := export.NewS3(client, "tributary-exports", "exports/app", export.S3Options{})
-	if err := exportgen.CopyDir(ctx, up, fixture); err != nil {
+	up := objstore.NewS3(client, "tributary-exports", "exports/app", objstore.S3Options{})
+	if err := exportgen.CopyDir(ctx, up, exportgen.FixtureDir()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -53,8 +48,9 @@ func TestStateMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHandler(cfg, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	run := repartition.JobConfig{ExecutionID: ev.ExecutionID}
 
-	plan, err := h.Handle(ctx, Event{Action: "plan"})
+	plan, err := h.Handle(ctx, Event{Action: "plan", JobConfig: run})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,33 +68,33 @@ func TestStateMachine(t *testing.T) {
 		}
 	}
 	for _, f := range plan.Files {
-		if _, err := h.Handle(ctx, Event{Action: "file", DataFileS3Key: f.DataFileS3Key}); err != nil {
+		if _, err := h.Handle(ctx, Event{Action: "file", JobConfig: run, DataFileS3Key: f.DataFileS3Key}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fin, err := h.Handle(ctx, Event{Action: "finish"})
+	fin, err := h.Handle(ctx, Event{Action: "finish", JobConfig: run})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fin.OutputItems != 913 {
 		t.Errorf("finish: %+v", fin)
 	}
-	again, err := h.Handle(ctx, Event{Action: "plan"})
+	again, err := h.Handle(ctx, Event{Action: "plan", JobConfig: run})
 	if err != nil || !again.Complete || len(again.Files) != 0 {
 		t.Errorf("plan after finish: %+v, %v", again, err)
 	}
 
 	// The same job run locally gives the same entity manifests.
-	so, err := export.OpenOutput(ctx, export.NewS3(client, "tributary-exports", "split/app", export.S3Options{}))
+	so, err := reimport.OpenOutput(ctx, objstore.NewS3(client, "tributary-exports", "split/app", objstore.S3Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Job.Export = filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8")
+	cfg.Job.Export = filepath.Join(exportgen.FixtureDir(), "AWSDynamoDB", "01796032802314-fa5ad9a8")
 	if err := exportgen.SameAsLocal(ctx, cfg.Job, t.TempDir(), so); err != nil {
 		t.Error(err)
 	}
 
-	if _, err := h.Handle(ctx, Event{Action: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown action") {
+	if _, err := h.Handle(ctx, Event{Action: "nope", JobConfig: run}); err == nil || !strings.Contains(err.Error(), "unknown action") {
 		t.Errorf("unknown action: %v", err)
 	}
 }
@@ -115,7 +111,77 @@ func TestConfig(t *testing.T) {
 	c, err := loadConfig(func(k string) string {
 		return map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3"}[k]
 	})
-	if err != nil || c.Job.Compression != export.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 {
+	if err != nil || c.Job.Compression != repartition.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 {
 		t.Errorf("config %+v, %v", c, err)
+	}
+}
+
+// TestSecondExecutionRefused: while one execution holds the output, a
+// second one's steps are refused, naming the first; the first's steps
+// share the claim; once the first is released (its Catch's "release"
+// step), the second runs to the end. An event without an execution is
+// refused outright.
+func TestSecondExecutionRefused(t *testing.T) {
+	ctx := context.Background()
+	client := awstest.GoFakeS3(t)
+	bucket := awstest.CreateBucket(ctx, t, client, "exports")
+	if err := exportgen.CopyDir(ctx, objstore.NewS3(client, bucket, "exports/app", objstore.S3Options{}), exportgen.FixtureDir()); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(func(k string) string {
+		return map[string]string{"EXPORT_LOCATION": "s3://" + bucket + "/exports/app/AWSDynamoDB/01796032802314-fa5ad9a8", "OUTPUT_LOCATION": "s3://" + bucket + "/split/app", "TMPDIR": t.TempDir()}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(cfg, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	first := repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:first"}
+	second := repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:second"}
+
+	plan, err := h.Handle(ctx, Event{Action: "plan", JobConfig: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Handle(ctx, Event{Action: "file", JobConfig: first, DataFileS3Key: plan.Files[0].DataFileS3Key}); err != nil {
+		t.Fatalf("a step of the execution holding the output: %v", err)
+	}
+	for _, ev := range []Event{
+		{Action: "plan", JobConfig: second},
+		{Action: "file", JobConfig: second, DataFileS3Key: plan.Files[1].DataFileS3Key},
+		{Action: "finish", JobConfig: second},
+	} {
+		_, err := h.Handle(ctx, ev)
+		if !errors.Is(err, objstore.ErrHeld) || !strings.Contains(err.Error(), first.ExecutionID) {
+			t.Errorf("%s of the second execution: %v, want it refused naming the first", ev.Action, err)
+		}
+	}
+	// The second's release leaves the first's claim alone.
+	if _, err := h.Handle(ctx, Event{Action: "release", JobConfig: second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Handle(ctx, Event{Action: "file", JobConfig: first, DataFileS3Key: plan.Files[1].DataFileS3Key}); err != nil {
+		t.Fatalf("the first execution after the second's release: %v", err)
+	}
+	// The first fails, and its Catch releases the output.
+	if _, err := h.Handle(ctx, Event{Action: "release", JobConfig: first}); err != nil {
+		t.Fatal(err)
+	}
+	plan2, err := h.Handle(ctx, Event{Action: "plan", JobConfig: second})
+	if err != nil {
+		t.Fatalf("the second execution after the first's release: %v", err)
+	}
+	if len(plan2.Files) != len(plan.Files)-2 {
+		t.Errorf("the second plan lists %d files, want the %d the first left", len(plan2.Files), len(plan.Files)-2)
+	}
+	for _, f := range plan2.Files {
+		if _, err := h.Handle(ctx, Event{Action: "file", JobConfig: second, DataFileS3Key: f.DataFileS3Key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fin, err := h.Handle(ctx, Event{Action: "finish", JobConfig: second}); err != nil || fin.OutputItems != 913 {
+		t.Fatalf("finish: %+v, %v", fin, err)
+	}
+	if _, err := h.Handle(ctx, Event{Action: "plan"}); err == nil || !strings.Contains(err.Error(), "executionId") {
+		t.Errorf("an event without an execution: %v", err)
 	}
 }

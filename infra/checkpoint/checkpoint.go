@@ -1,16 +1,20 @@
-// Package checkpoint keeps how far a replay has come, so that an
-// interrupted one resumes: per shard, the last sequence number applied and
-// whether the shard is finished (shardread.Position).
+// Package checkpoint keeps how far a job has come, so that an interrupted
+// one resumes: for a replay, per shard, the last sequence number applied and
+// whether the shard is finished (shardread.Position); for a batch load
+// (infra/batchwrite), per source, how many of its items are written.
 //
 // A checkpoint belongs to a job: one replay of one stream, window, set of
-// projections and target store (JobID). Saves are conditional on the
-// revision the saver last saw, so two runs of the same job at once cannot
-// both go on: the second save of the slower one fails with ErrConflict.
+// projections and target store, or one load of one output into one table
+// (JobID, JobIDFor). Saves are conditional on the revision the saver last
+// saw, so two runs of the same job at once cannot both go on: the second
+// save of the slower one fails with ErrConflict.
 //
-// Two stores implement Store and pass the same suite (checkpointtest): Dir,
-// one JSON file per job in a local directory (the default), and Table, one
-// item per job in a DynamoDB table with string keys PK and SK (the aggregate
-// table itself will do: the items, PK "C#<job>", are none of its own).
+// Two stores implement Store and pass the same suite (checkpointtest):
+// Objects, one JSON object per job in an object store (NewDir: a local
+// directory, the default; or the S3 prefix of a load's output), and Table,
+// one item per job in a DynamoDB table with string keys PK and SK (the
+// aggregate table itself will do: the items, PK "C#<job>", are none of its
+// own).
 package checkpoint
 
 import (
@@ -33,8 +37,11 @@ type Checkpoint struct {
 	Rev int64 `json:"rev"`
 	// About describes the job for people: source, window, target.
 	About map[string]string `json:"about,omitempty"`
-	// Shards holds each shard's position.
-	Shards map[string]shardread.Position `json:"shards"`
+	// Shards holds each shard's position (a replay).
+	Shards map[string]shardread.Position `json:"shards,omitempty"`
+	// Sources holds, per source (an output part, an archive object), the
+	// number of its items written, in order from the first (a batch load).
+	Sources map[string]int64 `json:"sources,omitempty"`
 	// Updated is when the checkpoint was last saved.
 	Updated time.Time `json:"updated"`
 }
@@ -59,12 +66,16 @@ var (
 	ErrConflict = errors.New("checkpoint: saved by another run of the job since it was read")
 )
 
-// JobID names a job by what defines it (source, window, projections,
+// JobID names a replay by what defines it (source, window, projections,
 // target): "replay-" and 16 hex digits of their SHA-256. The same parts give
 // the same ID, on any machine.
-func JobID(parts ...string) string {
+func JobID(parts ...string) string { return JobIDFor("replay", parts...) }
+
+// JobIDFor names a job of a kind ("replay", "reimport", …) by what defines
+// it: kind, "-" and 16 hex digits of the parts' SHA-256.
+func JobIDFor(kind string, parts ...string) string {
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return "replay-" + hex.EncodeToString(sum[:8])
+	return kind + "-" + hex.EncodeToString(sum[:8])
 }
 
 // validJob reports whether a job ID is safe as a file name and a key.

@@ -12,12 +12,33 @@ import (
 
 	"github.com/tributary/tributary/infra/checkpoint"
 	"github.com/tributary/tributary/infra/checkpoint/checkpointtest"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline/shardread"
 )
 
 func TestDir(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store { return checkpoint.NewDir(t.TempDir()) })
+}
+
+// TestObjectsS3 runs the suite on checkpoints kept in S3 (gofakes3, in
+// process), as a load keeps its own in its output.
+func TestObjectsS3(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store {
+		c := awstest.GoFakeS3(t)
+		bucket := awstest.CreateBucket(context.Background(), t, c, "ckpt")
+		return checkpoint.NewObjects(objstore.NewS3(c, bucket, "out", objstore.S3Options{}), "_reimport/")
+	})
+}
+
+// TestIntegrationObjectsS3 runs the suite on checkpoints kept in S3 on the
+// test server.
+func TestIntegrationObjectsS3(t *testing.T) {
+	c := awstest.S3(t)
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store {
+		bucket := awstest.CreateBucket(context.Background(), t, c, "ckpt")
+		return checkpoint.NewObjects(objstore.NewS3(c, bucket, "out", objstore.S3Options{}), "_reimport/")
+	})
 }
 
 // TestIntegrationTable runs the suite on a DynamoDB table on the test
@@ -35,6 +56,9 @@ func TestJobID(t *testing.T) {
 	a, b := checkpoint.JobID("kinesis://s", "TRIM_HORIZON", ""), checkpoint.JobID("kinesis://s", "TRIM_HORIZON", "x")
 	if a == b || !strings.HasPrefix(a, "replay-") || len(a) != len("replay-")+16 || a != checkpoint.JobID("kinesis://s", "TRIM_HORIZON", "") {
 		t.Errorf("JobID: %s, %s", a, b)
+	}
+	if r := checkpoint.JobIDFor("reimport", "kinesis://s", "TRIM_HORIZON", ""); !strings.HasPrefix(r, "reimport-") || r[len("reimport-"):] != a[len("replay-"):] {
+		t.Errorf("JobIDFor: %s beside %s", r, a)
 	}
 }
 

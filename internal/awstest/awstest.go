@@ -90,10 +90,14 @@ func Kinesis(t testing.TB) *kinesis.Client {
 	return kinesis.NewFromConfig(Config(t))
 }
 
-// S3 returns a path-style S3 client for the test server.
-func S3(t testing.TB) *s3.Client {
+// S3 returns a path-style S3 client for the test server; opts adjust it.
+func S3(t testing.TB, opts ...func(*s3.Options)) *s3.Client {
 	t.Helper()
-	return s3.NewFromConfig(Config(t), func(o *s3.Options) { o.UsePathStyle = true })
+	return s3.NewFromConfig(Config(t), append([]func(*s3.Options){func(o *s3.Options) {
+		o.UsePathStyle = true
+		// Test servers send no response checksums; do not log each one.
+		o.DisableLogOutputChecksumValidationSkipped = true
+	}}, opts...)...)
 }
 
 const (
@@ -210,30 +214,6 @@ func DeleteTableAtEnd(t testing.TB, c *dynamodb.Client, name string) {
 			t.Errorf("awstest: deleting table %s: %v", name, err)
 		}
 	})
-}
-
-// CreateBucket creates an S3 bucket named from prefix and the test
-// (UniqueName), registers a cleanup that empties and deletes it (a failure
-// fails t), and returns its name.
-func CreateBucket(ctx context.Context, t testing.TB, c *s3.Client, prefix string) string {
-	t.Helper()
-	name := UniqueName(t, prefix)
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("awstest.CreateBucket %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		// The test's context may already be canceled here.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := emptyBucket(ctx, c, name); err != nil {
-			t.Errorf("awstest: emptying bucket %s: %v", name, err)
-			return
-		}
-		if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)}); err != nil {
-			t.Errorf("awstest: deleting bucket %s: %v", name, err)
-		}
-	})
-	return name
 }
 
 // emptyBucket deletes every object of a bucket.

@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline/export/reimport"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // CopyDir copies a local directory (a checked-in export fixture, say) into
 // a store, keys being the files' paths below dir with forward slashes.
-func CopyDir(ctx context.Context, st export.Store, dir string) error {
+func CopyDir(ctx context.Context, st Store, dir string) error {
 	return filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
 			return err
@@ -33,21 +35,21 @@ func CopyDir(ctx context.Context, st export.Store, dir string) error {
 // each entity's parts, compared by the manifest's SHA-256 over its parts.
 // It checks that a run elsewhere (the Lambda function's, in S3) wrote what
 // `tributary repartition` writes.
-func SameAsLocal(ctx context.Context, cfg export.JobConfig, dir string, out *export.Output) error {
+func SameAsLocal(ctx context.Context, cfg repartition.JobConfig, dir string, out *reimport.Output) error {
 	cfg.Out = dir
-	job, err := export.OpenJob(ctx, cfg, func(l export.Location) (export.Store, error) {
+	job, err := repartition.OpenJob(ctx, cfg, func(l objstore.Location) (objstore.Store, error) {
 		if l.IsS3() {
-			return nil, fmt.Errorf("exportgen.SameAsLocal: s3://%s/%s is not local", l.Bucket, l.Prefix)
+			return nil, fmt.Errorf("exportgen.SameAsLocal: %s is not local", l)
 		}
-		return export.NewDir(l.Dir).WithoutSync(), nil
-	}, export.DefaultTransforms())
+		return objstore.NewDir(l.Dir).WithoutSync(), nil
+	}, repartition.DefaultTransforms())
 	if err != nil {
 		return err
 	}
 	if _, err := job.Partitioner.Run(ctx, 2, false); err != nil {
 		return err
 	}
-	local, err := export.OpenOutput(ctx, export.NewDir(dir))
+	local, err := reimport.OpenOutput(ctx, objstore.NewDir(dir))
 	if err != nil {
 		return err
 	}

@@ -35,10 +35,17 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 )
+
+// Store is where exports are written: objstore's stores.
+type Store interface {
+	Put(ctx context.Context, key string, body []byte) error
+	Create(ctx context.Context, key string) (objstore.Writer, error)
+}
 
 // Export describes an export to write.
 type Export struct {
@@ -107,7 +114,7 @@ func dataName(id string, i int) string {
 type fileBuf struct {
 	key   string
 	level int
-	ow    export.ObjectWriter
+	ow    objstore.Writer
 	h     hash.Hash
 	n     int64
 	zw    *gzip.Writer
@@ -135,7 +142,7 @@ func (f *fileBuf) add(line []byte) error {
 	return err
 }
 
-func newFiles(ctx context.Context, st export.Store, keys []string, level int) ([]*fileBuf, error) {
+func newFiles(ctx context.Context, st Store, keys []string, level int) ([]*fileBuf, error) {
 	files := make([]*fileBuf, len(keys))
 	for i, k := range keys {
 		ow, err := st.Create(ctx, k)
@@ -152,7 +159,7 @@ func newFiles(ctx context.Context, st export.Store, keys []string, level int) ([
 
 // WriteFull writes a full DYNAMODB_JSON export of items to st. Items go to
 // data files by a hash of their PK, as table partitions hold them.
-func WriteFull(ctx context.Context, st export.Store, e Export, items iter.Seq[pipeline.Item]) (Result, error) {
+func WriteFull(ctx context.Context, st Store, e Export, items iter.Seq[pipeline.Item]) (Result, error) {
 	e.defaults()
 	dir := "AWSDynamoDB/" + e.ID
 	keys := make([]string, e.Files+e.Empty)
@@ -195,7 +202,7 @@ type Change struct {
 // WriteIncremental writes an incremental export (NEW_AND_OLD_IMAGES view)
 // of changes: manifests under AWSDynamoDB/<ID>/, data files in the shared
 // AWSDynamoDB/data/ folder.
-func WriteIncremental(ctx context.Context, st export.Store, e Export, changes []Change) (Result, error) {
+func WriteIncremental(ctx context.Context, st Store, e Export, changes []Change) (Result, error) {
 	e.defaults()
 	dir := "AWSDynamoDB/" + e.ID
 	keys := make([]string, e.Files)
@@ -231,7 +238,7 @@ func WriteIncremental(ctx context.Context, st export.Store, e Export, changes []
 	return e.finish(ctx, st, dir, files, true)
 }
 
-func (e *Export) finish(ctx context.Context, st export.Store, dir string, files []*fileBuf, incremental bool) (Result, error) {
+func (e *Export) finish(ctx context.Context, st Store, dir string, files []*fileBuf, incremental bool) (Result, error) {
 	res := Result{Dir: dir}
 	var manifest bytes.Buffer
 	for i, f := range files {
@@ -344,7 +351,7 @@ type Fixture struct {
 }
 
 // WriteFixture writes the fixture export to st.
-func WriteFixture(ctx context.Context, st export.Store) (*Fixture, error) {
+func WriteFixture(ctx context.Context, st Store) (*Fixture, error) {
 	h, err := sim.Workload{Seed: 7, Changes: 2000}.Run()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -82,7 +83,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("set only one of ARCHIVE_BUCKET and ARCHIVE_DIR"))
 	}
 	if c.Bucket != "" {
-		if err := validBucket(c.Bucket); err != nil {
+		if err := objstore.ValidBucket(c.Bucket); err != nil {
 			errs = append(errs, fmt.Errorf("ARCHIVE_BUCKET: %w", err))
 		}
 	}
@@ -115,7 +116,7 @@ func ValidatePrefix(p string) error {
 	if p == "" {
 		return nil
 	}
-	if !validKey(p) {
+	if !objstore.ValidKey(p) {
 		return fmt.Errorf("%q: want segments separated by single slashes, none empty, \".\" or \"..\", no leading or trailing slash", p)
 	}
 	for _, seg := range strings.Split(p, "/") {
@@ -129,29 +130,17 @@ func ValidatePrefix(p string) error {
 	return nil
 }
 
-// validBucket checks S3's general-purpose bucket naming rules.
-func validBucket(b string) error {
-	if len(b) < 3 || len(b) > 63 {
-		return fmt.Errorf("%q: a bucket name has 3 to 63 characters", b)
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
-			return fmt.Errorf("%q: only lower-case letters, digits, '-' and '.' are allowed", b)
-		}
-	}
-	if !isAlnum(b[0]) || !isAlnum(b[len(b)-1]) {
-		return fmt.Errorf("%q: must begin and end with a letter or digit", b)
-	}
-	return nil
-}
-
-func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
-
 // S3Options returns the S3 store options the configuration asks for.
-func (c Config) S3Options() S3Options {
-	return S3Options{KMSKeyID: c.KMSKeyID, MultipartThreshold: c.MultipartThreshold}
+func (c Config) S3Options() objstore.S3Options {
+	return objstore.S3Options{KMSKeyID: c.KMSKeyID, MultipartThreshold: c.MultipartThreshold, PartSize: DefaultPartSize}
 }
+
+// Defaults of the S3 store's options: objects of S3's smallest part (5 MiB)
+// and up go multipart, in parts of that size.
+const (
+	DefaultMultipartThreshold = objstore.MinPartSize
+	DefaultPartSize           = objstore.MinPartSize
+)
 
 // HandlerOptions returns the Handler options the configuration asks for,
 // with metrics written to metrics (os.Stdout on Lambda).
@@ -162,42 +151,4 @@ func (c Config) HandlerOptions(metrics io.Writer) Options {
 // PipelineConfig returns the stream processor's configuration.
 func (c Config) PipelineConfig(metrics io.Writer) pipeline.Config {
 	return pipeline.Config{Options: pipeline.Options{TypeAttribute: c.TypeAttribute}, Metrics: metrics, EntityTypes: c.EntityTypes}
-}
-
-// Target is where an archive is: an S3 bucket and prefix, or a directory.
-type Target struct {
-	Bucket, Prefix string // S3
-	Dir            string // local
-}
-
-// ParseTarget reads "s3://bucket/prefix" (prefix optional) or a directory
-// path.
-func ParseTarget(s string) (Target, error) {
-	rest, ok := strings.CutPrefix(s, "s3://")
-	if !ok {
-		if s == "" {
-			return Target{}, errors.New("archive: empty location")
-		}
-		return Target{Dir: s}, nil
-	}
-	bucket, prefix, _ := strings.Cut(rest, "/")
-	prefix = strings.TrimSuffix(prefix, "/")
-	if err := validBucket(bucket); err != nil {
-		return Target{}, fmt.Errorf("archive: %s: bucket %w", s, err)
-	}
-	if err := ValidatePrefix(prefix); err != nil {
-		return Target{}, fmt.Errorf("archive: %s: prefix %w", s, err)
-	}
-	return Target{Bucket: bucket, Prefix: prefix}, nil
-}
-
-// String renders the target as ParseTarget reads it.
-func (t Target) String() string {
-	if t.Bucket == "" {
-		return t.Dir
-	}
-	if t.Prefix == "" {
-		return "s3://" + t.Bucket
-	}
-	return "s3://" + t.Bucket + "/" + t.Prefix
 }

@@ -3,8 +3,6 @@ package archive
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -49,8 +48,9 @@ const (
 // hex), and so is a leading "_" or "." so that "_unknown", "." and ".." can
 // never be spelled by a real type. An empty type (the attribute is missing)
 // is UnknownEntity. A type whose escaped form is longer than 200 bytes
-// becomes "_sha256-" and the first 16 hex digits of its SHA-256, which keeps
-// keys under S3's 1,024-byte limit.
+// becomes objstore.FitName's "_sha256-" and the first 16 hex digits of the
+// SHA-256 of that escaped form, which keeps keys under S3's 1,024-byte
+// limit with a prefix of up to 512 bytes.
 func EntitySegment(entityType string) string {
 	if entityType == "" {
 		return UnknownEntity
@@ -66,11 +66,7 @@ func EntitySegment(entityType string) string {
 		b.WriteByte(upperHex[c>>4])
 		b.WriteByte(upperHex[c&0xf])
 	}
-	if b.Len() > maxEntitySegment {
-		sum := sha256.Sum256([]byte(entityType))
-		return "_sha256-" + hex.EncodeToString(sum[:8])
-	}
-	return b.String()
+	return objstore.FitName("", b.String(), "", maxEntitySegment)
 }
 
 const upperHex = "0123456789ABCDEF"

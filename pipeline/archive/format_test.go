@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -165,69 +163,16 @@ func TestGzipDeterministic(t *testing.T) {
 	}
 }
 
-func TestDirStore(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	d := NewDir(root)
-	if err := d.Put(ctx, "p/entity=A/date=2026-01-01/1.jsonl.gz", []byte("one")); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Put(ctx, "p/entity=A/date=2026-01-01/1.jsonl.gz", []byte("two")); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Put(ctx, "p/entity=B/date=2026-01-01/2.jsonl.gz", []byte("three")); err != nil {
-		t.Fatal(err)
-	}
-	// A leftover temporary file of a crashed write is never listed.
-	os.WriteFile(filepath.Join(root, "p", "entity=A", "date=2026-01-01", ".tmp-123"), []byte("partial"), 0o644)
-
-	var got []string
-	err := d.List(ctx, "p/entity=A/", func(o Object) error {
-		got = append(got, o.Key+":"+string(rune('0'+o.Size)))
-		return nil
-	})
-	if err != nil || len(got) != 1 || got[0] != "p/entity=A/date=2026-01-01/1.jsonl.gz:3" {
-		t.Errorf("List = %v, %v", got, err)
-	}
-	rc, err := d.Open(ctx, "p/entity=A/date=2026-01-01/1.jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	b.ReadFrom(rc)
-	rc.Close()
-	if b.String() != "two" {
-		t.Errorf("overwritten object reads %q", b.String())
-	}
-	if _, err := d.Open(ctx, "p/none"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Open of a missing object: %v", err)
-	}
-	for _, bad := range []string{"", "/abs", "a//b", "a/../b", "a/./b", `a\b`, "a/"} {
-		if err := d.Put(ctx, bad, nil); err == nil {
-			t.Errorf("Put(%q) accepted", bad)
-		}
-	}
-	// No temporary files are left behind by successful writes.
-	entries, _ := os.ReadDir(filepath.Join(root, "p", "entity=B", "date=2026-01-01"))
-	if len(entries) != 1 {
-		t.Errorf("entries %v", entries)
-	}
-	// Listing a missing directory lists nothing.
-	if err := NewDir(filepath.Join(root, "missing")).List(ctx, "", func(Object) error { return errors.New("called") }); err != nil {
-		t.Errorf("List of a missing root: %v", err)
-	}
-}
-
 // TestReadLines: lines longer than the read buffer, and objects that are
 // not whole.
 func TestReadLines(t *testing.T) {
 	ctx := context.Background()
-	store := newMemStore()
+	store := newTestStore(t)
 	long := bytes.Repeat([]byte("x"), 300_000)
-	store.objs["ok"] = Gzip(append(append(append([]byte("a\n"), long...), '\n'), "b\n"...))
-	store.objs["truncated"] = Gzip([]byte("a\nb"))
-	store.objs["blank"] = Gzip([]byte("a\n\nb\n"))
-	store.objs["plain"] = []byte("a\n")
+	store.set(t, "ok", Gzip(append(append(append([]byte("a\n"), long...), '\n'), "b\n"...)))
+	store.set(t, "truncated", Gzip([]byte("a\nb")))
+	store.set(t, "blank", Gzip([]byte("a\n\nb\n")))
+	store.set(t, "plain", []byte("a\n"))
 	a := Open(store, "")
 	var got []int
 	if err := a.ReadLines(ctx, "ok", func(n int, line []byte) error { got = append(got, len(line)); return nil }); err != nil {
@@ -261,10 +206,10 @@ func TestReadLinesBounded(t *testing.T) {
 	}
 	zw.Close()
 	key := "entity=Order/date=2026-11-30/4421584500000000017450439091.jsonl.gz"
-	if err := NewDir(dir).Put(context.Background(), key, b.Bytes()); err != nil {
+	if err := objstore.NewDir(dir).Put(context.Background(), key, b.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	err := Open(NewDir(dir), "").ReadLines(context.Background(), key, func(int, []byte) error { return nil })
+	err := Open(objstore.NewDir(dir), "").ReadLines(context.Background(), key, func(int, []byte) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line 1: longer than %d bytes", MaxLineBytes)) {
 		t.Fatalf("err = %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -33,9 +34,9 @@ func readEvent(t testing.TB) []byte {
 func dumpArchive(t testing.TB, root string) []byte {
 	t.Helper()
 	ctx := context.Background()
-	a := Open(NewDir(root), "")
+	a := Open(objstore.NewDir(root), "")
 	var out bytes.Buffer
-	err := NewDir(root).List(ctx, "", func(o Object) error {
+	err := objstore.NewDir(root).List(ctx, "", func(o objstore.Object) error {
 		out.WriteString("== " + o.Key + "\n")
 		return a.ReadLines(ctx, o.Key, func(_ int, line []byte) error {
 			out.Write(line)
@@ -73,7 +74,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 func TestGoldenLayout(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	h := New(NewDir(root), Options{Prefix: "ttl-archive/app", Logger: quiet})
+	h := New(objstore.NewDir(root), Options{Prefix: "ttl-archive/app", Logger: quiet})
 	proc := pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet})
 	event := readEvent(t)
 	out, err := proc.Invoke(ctx, event)
@@ -135,7 +136,7 @@ func response(t *testing.T, out []byte) []string {
 // record is reported, although the other objects were written.
 func TestFailureReportsFirstRecord(t *testing.T) {
 	ctx := context.Background()
-	store := newMemStore()
+	store := newTestStore(t)
 	h := New(failingPutter{store, []string{"entity=CartItem"}}, Options{Logger: quiet})
 	proc := pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet})
 	out, err := proc.Invoke(ctx, readEvent(t))
@@ -145,7 +146,7 @@ func TestFailureReportsFirstRecord(t *testing.T) {
 	if got := response(t, out); len(got) != 1 || got[0] != "4421584500000000017450439091" {
 		t.Fatalf("reported %v, want the batch's first record", got)
 	}
-	if n := len(store.objs); n != 4 {
+	if n := len(store.objects(t)); n != 4 {
 		t.Errorf("%d objects written, want the 4 that did not fail", n)
 	}
 	if st := h.Stats(); st.FailedPuts != 1 {
@@ -173,7 +174,7 @@ func TestNoOldImageIsCut(t *testing.T) {
 	ev.Records[4]["dynamodb"], _ = json.Marshal(d)
 	event, _ = json.Marshal(ev)
 
-	store := newMemStore()
+	store := newTestStore(t)
 	h := New(store, Options{Logger: quiet})
 	proc := pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet})
 	res, err := proc.Process(ctx, event)
@@ -184,7 +185,7 @@ func TestNoOldImageIsCut(t *testing.T) {
 		t.Fatalf("result %+v, want a permanent failure of seq ...095", res)
 	}
 	var keys []string
-	for k := range store.objs {
+	for k := range store.objects(t) {
 		keys = append(keys, k)
 	}
 	if len(keys) != 2 {
@@ -209,15 +210,16 @@ func TestRefusesStreamsWithoutOldImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			ttl := bytes.Replace(event, []byte(`"eventName": "REMOVE",`), []byte(`"eventName": "REMOVE", "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},`), 1)
-			store := newMemStore()
+			store := newTestStore(t)
 			h := New(store, Options{Logger: quiet})
 			_, err = pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet}).Process(ctx, ttl)
 			var ve *pipeline.ViewError
+			n := len(store.objects(t))
 			switch {
-			case ok && (err != nil || len(store.objs) != 1):
-				t.Fatalf("%d objects, %v; want the TTL removal archived", len(store.objs), err)
-			case !ok && (!errors.As(err, &ve) || !strings.Contains(err.Error(), "OLD_IMAGE or NEW_AND_OLD_IMAGES is needed (the archiver archives the old image of each TTL removal)") || len(store.objs) != 0):
-				t.Fatalf("%d objects, %v; want the stream refused", len(store.objs), err)
+			case ok && (err != nil || n != 1):
+				t.Fatalf("%d objects, %v; want the TTL removal archived", n, err)
+			case !ok && (!errors.As(err, &ve) || !strings.Contains(err.Error(), "OLD_IMAGE or NEW_AND_OLD_IMAGES is needed (the archiver archives the old image of each TTL removal)") || n != 0):
+				t.Fatalf("%d objects, %v; want the stream refused", n, err)
 			}
 		})
 	}
@@ -227,7 +229,7 @@ func TestRefusesStreamsWithoutOldImages(t *testing.T) {
 // never archived, even with no filter in front of the function.
 func TestIgnoresNonTTL(t *testing.T) {
 	ctx := context.Background()
-	store := newMemStore()
+	store := newTestStore(t)
 	var metrics bytes.Buffer
 	h := New(store, Options{Logger: quiet, Metrics: &metrics, Function: "archiver-test"})
 	var ev struct{ Records []json.RawMessage }
@@ -241,8 +243,8 @@ func TestIgnoresNonTTL(t *testing.T) {
 	if err != nil || string(out) != `{"batchItemFailures":[]}` {
 		t.Fatalf("%s %v", out, err)
 	}
-	if len(store.objs) != 0 {
-		t.Errorf("archived %d objects from non-TTL records", len(store.objs))
+	if len(store.objects(t)) != 0 {
+		t.Errorf("archived %d objects from non-TTL records", len(store.objects(t)))
 	}
 	if st := h.Stats(); st.Ignored != 3 || st.Archived != 0 {
 		t.Errorf("stats %+v", st)
@@ -259,13 +261,8 @@ func TestIgnoresNonTTL(t *testing.T) {
 func TestConcurrentWritesBounded(t *testing.T) {
 	ctx := context.Background()
 	w := genWorkload(workloadConfig{seed: 7, shards: 1, records: 2000, startItems: 500, meanGap: 2e9})
-	var ttl []simRecord
-	for _, r := range w.shards[0] {
-		if r.ttl {
-			ttl = append(ttl, r)
-		}
-	}
-	cp := &countingPutter{inner: newMemStore()}
+	ttl := w.ttlRecords()
+	cp := &countingPutter{inner: newTestStore(t)}
 	h := New(cp, Options{Logger: quiet, Concurrency: 3})
 	if _, err := pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet}).Invoke(ctx, eventJSON(ttl)); err != nil {
 		t.Fatal(err)

@@ -1,68 +1,67 @@
 package archive
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"hash/fnv"
-	"io"
-	"sort"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
+
+	"github.com/tributary/tributary/infra/objstore"
 )
 
-// memStore is an in-memory Store for tests: whole objects, replaced
-// atomically, like S3.
-type memStore struct {
-	mu   sync.Mutex
-	objs map[string][]byte
+// testStore is the directory store (objstore.Dir, without fsync) the
+// archive's tests write to, counting its successful Puts: the tests run on
+// the real store, never on a fake of it.
+type testStore struct {
+	*objstore.Dir
 	puts atomic.Int64 // successful Put calls
 }
 
-var _ Store = (*memStore)(nil)
+func newTestStore(t testing.TB) *testStore {
+	return &testStore{Dir: objstore.NewDir(t.TempDir()).WithoutSync()}
+}
 
-func newMemStore() *memStore { return &memStore{objs: map[string][]byte{}} }
+func (s *testStore) Put(ctx context.Context, key string, body []byte) error {
+	err := s.Dir.Put(ctx, key, body)
+	if err == nil {
+		s.puts.Add(1)
+	}
+	return err
+}
 
-func (m *memStore) Put(ctx context.Context, key string, body []byte) error {
-	if err := ctx.Err(); err != nil {
+// objects returns every object, by key.
+func (s *testStore) objects(t testing.TB) map[string][]byte {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string][]byte{}
+	err := s.List(ctx, "", func(o objstore.Object) error {
+		b, err := objstore.ReadAll(ctx, s, o.Key)
+		out[o.Key] = b
 		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	m.mu.Lock()
-	m.objs[key] = bytes.Clone(body)
-	m.mu.Unlock()
-	m.puts.Add(1)
-	return nil
+	return out
 }
 
-func (m *memStore) List(ctx context.Context, prefix string, fn func(Object) error) error {
-	m.mu.Lock()
-	var objs []Object
-	for k, v := range m.objs {
-		if strings.HasPrefix(k, prefix) {
-			objs = append(objs, Object{Key: k, Size: int64(len(v))})
-		}
+// set writes an object behind the handler's back (uncounted).
+func (s *testStore) set(t testing.TB, key string, body []byte) {
+	t.Helper()
+	if err := s.Dir.Put(context.Background(), key, body); err != nil {
+		t.Fatal(err)
 	}
-	m.mu.Unlock()
-	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
-	for _, o := range objs {
-		if err := fn(o); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
-func (m *memStore) Open(ctx context.Context, key string) (io.ReadCloser, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.objs[key]
-	if !ok {
-		return nil, ErrNotFound
+// remove deletes an object behind the handler's back.
+func (s *testStore) remove(t testing.TB, key string) {
+	t.Helper()
+	if err := s.Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
 	}
-	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
 // faultStore wraps a Putter and fails writes as a schedule says. Every

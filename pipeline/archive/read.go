@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -83,7 +84,7 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 	if a.prefix != "" {
 		base = a.prefix + "/"
 	}
-	err = a.src.List(ctx, a.listPrefix(f), func(o Object) error {
+	err = a.src.List(ctx, a.listPrefix(f), func(o objstore.Object) error {
 		rel := strings.TrimPrefix(o.Key, base)
 		loc, ok := ParseKey(rel)
 		if !ok {

@@ -8,16 +8,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/tributary/tributary/internal/retry"
+	"github.com/tributary/tributary/infra/batchwrite"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -164,91 +162,70 @@ func (s *Selection) Each(ctx context.Context, fn func(o ObjectInfo, item pipelin
 	return nil
 }
 
-// BatchWriter is the DynamoDB call a restore makes. *dynamodb.Client
-// implements it.
-type BatchWriter interface {
-	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
-}
-
 // TableOptions configures RestoreTable. The zero value works.
 type TableOptions struct {
-	// MaxAttempts bounds the BatchWriteItem calls for one chunk of 25 items
+	// MaxAttempts bounds the BatchWriteItem calls for one batch of 25 items
 	// while some stay unprocessed. Default 12.
 	MaxAttempts int
 	// BaseDelay and MaxDelay shape the backoff between those calls: full
-	// jitter over min(MaxDelay, BaseDelay·2^attempt). Defaults 50 ms and 5 s.
+	// jitter over min(MaxDelay, BaseDelay·2^attempt). Defaults 50 ms and
+	// 10 s.
 	BaseDelay, MaxDelay time.Duration
 	// Sleep waits between attempts; nil waits on a timer, ending early when
 	// ctx is done. Tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// MaxBatchWrite is the most put requests one BatchWriteItem call may carry.
-const MaxBatchWrite = 25
-
-// RestoreTable puts every selected item into table with BatchWriteItem, 25
-// at a time, retrying unprocessed items with capped exponential backoff and
-// full jitter (the SDK itself retries throttled calls). It returns the
-// number of items written. Putting an item twice is harmless, so a failed
-// restore can simply be run again.
-func RestoreTable(ctx context.Context, s *Selection, client BatchWriter, table string, opts TableOptions) (int, error) {
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = 12
+// RestoreTable puts every selected item into table with the batch writer
+// (infra/batchwrite: BatchWriteItem, 25 at a time, unprocessed items
+// retried with capped exponential backoff and full jitter; the SDK itself
+// retries throttled calls). It returns the number of items written.
+// Putting an item twice is harmless, so a failed restore can simply be run
+// again.
+func RestoreTable(ctx context.Context, s *Selection, client batchwrite.API, table string, opts TableOptions) (int, error) {
+	w, err := batchwrite.New(ctx, client, table, batchwrite.Options{MaxAttempts: opts.MaxAttempts, BaseDelay: opts.BaseDelay, MaxDelay: opts.MaxDelay, Sleep: opts.Sleep})
+	if err != nil {
+		return 0, err
 	}
-	if opts.BaseDelay <= 0 {
-		opts.BaseDelay = 50 * time.Millisecond
-	}
-	if opts.MaxDelay <= 0 {
-		opts.MaxDelay = 5 * time.Second
-	}
-	if opts.Sleep == nil {
-		opts.Sleep = retry.Sleep
-	}
-	written := 0
-	chunk := make([]types.WriteRequest, 0, MaxBatchWrite)
-	flush := func() error {
-		if len(chunk) == 0 {
-			return nil
+	var b *batchwrite.Batch
+	cur, pos := "", int64(0)
+	keys := make(pipeline.Item, len(s.keys))
+	err = s.Each(ctx, func(o ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
+		if b == nil || o.Key != cur {
+			if b != nil {
+				if err := b.Flush(ctx); err != nil {
+					return err
+				}
+			}
+			b, cur, pos = w.Source(o.Key), o.Key, 0
 		}
-		if err := writeChunk(ctx, client, table, chunk, opts); err != nil {
-			return err
+		for _, k := range s.keys {
+			keys[k] = item[k]
 		}
-		written += len(chunk)
-		chunk = chunk[:0]
-		return nil
-	}
-	err := s.Each(ctx, func(_ ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
-		chunk = append(chunk, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
-		if len(chunk) == MaxBatchWrite {
-			return flush()
-		}
-		return nil
+		pos++
+		return b.Add(ctx, pipeline.ItemKey(keys), item, pos)
 	})
-	if err == nil {
-		err = flush()
+	if err == nil && b != nil {
+		err = b.Flush(ctx)
 	}
-	return written, err
+	st, _ := w.Close(ctx)
+	if err != nil {
+		return int(st.Written), fmt.Errorf("archive: restore into %s: %w", table, err)
+	}
+	return int(st.Written), nil
 }
 
-func writeChunk(ctx context.Context, client BatchWriter, table string, reqs []types.WriteRequest, opts TableOptions) error {
-	pending := map[string][]types.WriteRequest{table: reqs}
-	for attempt := 0; ; attempt++ {
-		out, err := client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-		if err != nil {
-			return fmt.Errorf("archive: restore into %s: %w", table, err)
-		}
-		left := out.UnprocessedItems[table]
-		if len(left) == 0 {
-			return nil
-		}
-		if attempt+1 >= opts.MaxAttempts {
-			return fmt.Errorf("archive: restore into %s: %d items still unprocessed after %d attempts", table, len(left), attempt+1)
-		}
-		pending = map[string][]types.WriteRequest{table: left}
-		if err := opts.Sleep(ctx, retry.Backoff(attempt, opts.BaseDelay, opts.MaxDelay)); err != nil {
-			return err
-		}
-	}
+// ErrExportExists matches the error of restoring into an export directory
+// that exists already: a finished restore's, or one another restore is
+// writing.
+var ErrExportExists = errors.New("the export exists already")
+
+// ExportStore is where RestoreExport writes: a directory or an S3 prefix
+// (objstore's stores).
+type ExportStore interface {
+	Put(ctx context.Context, key string, body []byte) error
+	PutIfAbsent(ctx context.Context, key string, body []byte) (string, error)
+	String() string
 }
 
 // ExportOptions configures RestoreExport.
@@ -262,13 +239,13 @@ type ExportOptions struct {
 
 // ExportResult is what RestoreExport wrote.
 type ExportResult struct {
-	// Dir is the export's directory: DIR/AWSDynamoDB/<ExportID>.
+	// Dir is the export's directory: <out>/AWSDynamoDB/<ExportID>.
 	Dir string
 	// Items and Files count the items and data files written.
 	Items, Files int
 }
 
-// RestoreExport writes the selected items into dir in the shape of a
+// RestoreExport writes the selected items into out in the shape of a
 // DynamoDB full export in DYNAMODB_JSON format:
 //
 //	AWSDynamoDB/<ExportID>/_started
@@ -278,9 +255,10 @@ type ExportResult struct {
 //
 // Data lines are the archived items byte for byte, without the metadata, so
 // the data/ prefix can be given to ImportTable, and the directory to the
-// export reimport tooling. Each file is written atomically; the summary,
-// written last, marks a complete export.
-func RestoreExport(ctx context.Context, s *Selection, dir string, opts ExportOptions) (ExportResult, error) {
+// export reimport tooling. Each file is written atomically; _started is
+// created only if absent (a second restore into the same export fails with
+// ErrExportExists); the summary, written last, marks a complete export.
+func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts ExportOptions) (ExportResult, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
@@ -293,15 +271,15 @@ func RestoreExport(ctx context.Context, s *Selection, dir string, opts ExportOpt
 		opts.ExportID = fmt.Sprintf("%014d-%s", opts.Now.UnixMilli(), hex.EncodeToString(h.Sum(nil))[:8])
 	}
 	base := "AWSDynamoDB/" + opts.ExportID
-	if !validKey(base) {
+	if !objstore.ValidKey(base) {
 		return ExportResult{}, fmt.Errorf("archive: invalid export ID %q", opts.ExportID)
 	}
-	out := NewDir(dir)
-	res := ExportResult{Dir: dir + string(os.PathSeparator) + "AWSDynamoDB" + string(os.PathSeparator) + opts.ExportID}
-	if _, err := os.Stat(res.Dir); err == nil {
-		return ExportResult{}, fmt.Errorf("archive: %s already exists", res.Dir)
-	}
-	if err := out.Put(ctx, base+"/_started", nil); err != nil {
+	res := ExportResult{Dir: objstore.Name(out, base)}
+	// The export's first object, created only if absent: of two restores
+	// into one export directory, one writes it and the other stops here.
+	if _, err := out.PutIfAbsent(ctx, base+"/_started", nil); errors.Is(err, objstore.ErrPreconditionFailed) {
+		return ExportResult{}, fmt.Errorf("archive: %s: %w (written, or being written, by another restore)", res.Dir, ErrExportExists)
+	} else if err != nil {
 		return ExportResult{}, err
 	}
 
@@ -320,7 +298,7 @@ func RestoreExport(ctx context.Context, s *Selection, dir string, opts ExportOpt
 		if items == 0 {
 			return nil
 		}
-		key := path.Join(base, "data", curObj.Date+"-"+curObj.EntitySegment+"-"+curObj.FirstSeq+".json.gz")
+		key := path.Join(base, "data", objstore.FitName("", curObj.Date+"-"+curObj.EntitySegment+"-"+curObj.FirstSeq, ".json.gz", objstore.MaxSegmentBytes))
 		body := Gzip(data)
 		if err := out.Put(ctx, key, body); err != nil {
 			return err

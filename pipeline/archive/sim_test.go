@@ -435,7 +435,7 @@ type simRun struct {
 
 type simResult struct {
 	w                                   *workload
-	store                               *memStore
+	store                               *testStore
 	faults                              *faultStore
 	invocations, failures, redeliveries int
 	duplicates, bisections              int
@@ -454,7 +454,7 @@ func (r simRun) run(t testing.TB) simResult {
 	t.Helper()
 	ctx := context.Background()
 	w := genWorkload(workloadConfig{seed: r.seed, shards: 3, records: r.records, startItems: 300, meanGap: 2 * time.Second})
-	store := newMemStore()
+	store := newTestStore(t)
 	faults := &faultStore{
 		inner: store, seed: r.seed,
 		pWholeOutage: 0.1, pPartial: 0.3, pObject: 0.4, pAmbiguous: 0.02,
@@ -548,7 +548,7 @@ func TestSimulationExactlyOnce(t *testing.T) {
 				}
 				t.Logf("%d records, %d TTL removals, %d invocations (%d failed, %d redelivered, %d duplicated, %d bisections), %d writes failed, %d ambiguous, %d objects",
 					res.w.records, res.w.ttlRemovals, res.invocations, res.failures, res.redeliveries, res.duplicates, res.bisections,
-					res.faults.failed.Load(), res.faults.ambiguous.Load(), len(res.store.objs))
+					res.faults.failed.Load(), res.faults.ambiguous.Load(), len(res.store.objects(t)))
 			})
 		}
 	}
@@ -576,20 +576,27 @@ func TestSimulationNaiveRuleDuplicates(t *testing.T) {
 	}
 }
 
-// putsPer1000 runs a fault-free workload, filtered to TTL removals like the
-// deployed event source mapping, in full batches of batchSize, and returns
-// the S3 PUTs per 1,000 TTL removals.
-func putsPer1000(t testing.TB, seed uint64, batchSize int, meanGap time.Duration) (float64, *workload) {
-	ctx := context.Background()
-	w := genWorkload(workloadConfig{seed: seed, shards: 1, records: 20000, startItems: 2000, meanGap: meanGap})
-	store := newMemStore()
-	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
+// ttlRecords returns the TTL removals of the workload's first shard, in
+// order.
+func (w *workload) ttlRecords() []simRecord {
 	var ttl []simRecord
 	for _, r := range w.shards[0] {
 		if r.ttl {
 			ttl = append(ttl, r)
 		}
 	}
+	return ttl
+}
+
+// putsPer1000 runs a fault-free workload, filtered to TTL removals like the
+// deployed event source mapping, in full batches of batchSize, and returns
+// the S3 PUTs per 1,000 TTL removals.
+func putsPer1000(t testing.TB, seed uint64, batchSize int, meanGap time.Duration) (float64, *workload) {
+	ctx := context.Background()
+	w := genWorkload(workloadConfig{seed: seed, shards: 1, records: 20000, startItems: 2000, meanGap: meanGap})
+	store := newTestStore(t)
+	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
+	ttl := w.ttlRecords()
 	for i := 0; i < len(ttl); i += batchSize {
 		out, err := proc.Invoke(ctx, eventJSON(ttl[i:min(i+batchSize, len(ttl))]))
 		if err != nil || !strings.Contains(string(out), `"batchItemFailures":[]`) {
@@ -635,11 +642,11 @@ func TestCheckArchiveDetectsLoss(t *testing.T) {
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	for k := range res.store.objs {
-		delete(res.store.objs, k)
+	for k := range res.store.objects(t) {
+		res.store.remove(t, k)
 		break
 	}
-	res.store.objs["archive/stray.json"] = []byte("{}")
+	res.store.set(t, "archive/stray.json", []byte("{}"))
 	err := checkArchive(context.Background(), res.store, "archive", res.w)
 	if err == nil || !strings.Contains(err.Error(), "is missing") || !strings.Contains(err.Error(), "unexpected object archive/stray.json") {
 		t.Fatalf("checker missed the damage: %v", err)
@@ -655,13 +662,8 @@ func TestCheckArchiveDetectsLoss(t *testing.T) {
 func TestReplayWithOtherBoundaries(t *testing.T) {
 	ctx := context.Background()
 	w := genWorkload(workloadConfig{seed: 5, shards: 1, records: 1500, startItems: 300, meanGap: 2 * time.Second})
-	var ttl []simRecord
-	for _, r := range w.shards[0] {
-		if r.ttl {
-			ttl = append(ttl, r)
-		}
-	}
-	store := newMemStore()
+	ttl := w.ttlRecords()
+	store := newTestStore(t)
 	proc := pipeline.NewStreamsProcessor(New(store, Options{Logger: quiet}), pipeline.Config{Logger: quiet})
 	pass := func(size int) {
 		for i := 0; i < len(ttl); i += size {

@@ -2,11 +2,13 @@ package archive
 
 import (
 	"context"
-	"errors"
 	"io"
+
+	"github.com/tributary/tributary/infra/objstore"
 )
 
-// Putter stores whole objects. It is what the archiver needs of S3.
+// Putter stores whole objects. It is what the archiver needs of S3 (or a
+// directory): objstore's stores implement it.
 //
 // Put writes body under key, replacing any object of that name. It returns
 // nil only once the object is durably stored, entirely: a reader never sees
@@ -17,30 +19,13 @@ type Putter interface {
 	Put(ctx context.Context, key string, body []byte) error
 }
 
-// Object is one listed object.
-type Object struct {
-	Key  string
-	Size int64
-}
-
 // Source lists and reads objects. It is what the archive readers (ls, cat,
 // restore) need.
 type Source interface {
-	// List calls fn for every object whose key starts with prefix, and
-	// stops at fn's first error, returning it. The order is the store's own
-	// (S3: by key; a directory: by path segment); callers that need an order
-	// sort.
-	List(ctx context.Context, prefix string, fn func(Object) error) error
+	// List calls fn for every object whose key starts with prefix, in key
+	// order, and stops at fn's first error, returning it.
+	List(ctx context.Context, prefix string, fn func(objstore.Object) error) error
 	// Open returns the object's body; the caller closes it. A missing
-	// object gives an error matching ErrNotFound.
+	// object gives an error matching objstore.ErrNotFound.
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
 }
-
-// Store is both sides: the local directory and S3 implement it.
-type Store interface {
-	Putter
-	Source
-}
-
-// ErrNotFound matches the error of opening a missing object.
-var ErrNotFound = errors.New("archive: object not found")

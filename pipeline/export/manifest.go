@@ -1,23 +1,18 @@
 package export
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/base64"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"path"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -66,7 +61,7 @@ type DataFile struct {
 // Export is an opened DynamoDB export to S3 (or a local copy of one): its
 // summary and the data files its manifest lists.
 type Export struct {
-	store Store
+	store Source
 	// Dir is the key of the export's directory, AWSDynamoDB/<ExportId>
 	// ("" for a manifest-less data directory).
 	Dir string
@@ -103,7 +98,7 @@ const awsDir = "AWSDynamoDB/"
 // lies. newStore makes the store for a location (rooted above AWSDynamoDB/
 // when loc names the export's directory, so that incremental exports' shared
 // data folder is reachable).
-func OpenExportAt(ctx context.Context, loc Location, newStore func(Location) (Store, error), opts OpenOptions) (*Export, error) {
+func OpenExportAt(ctx context.Context, loc objstore.Location, newStore func(objstore.Location) (Source, error), opts OpenOptions) (*Export, error) {
 	root, dir := splitExportLocation(loc)
 	st, err := newStore(root)
 	if err != nil {
@@ -114,7 +109,7 @@ func OpenExportAt(ctx context.Context, loc Location, newStore func(Location) (St
 
 // splitExportLocation splits a location naming AWSDynamoDB/<ExportId> into
 // the location above AWSDynamoDB and the export's directory key.
-func splitExportLocation(loc Location) (root Location, dir string) {
+func splitExportLocation(loc objstore.Location) (root objstore.Location, dir string) {
 	p := loc.Prefix
 	if !loc.IsS3() {
 		p = strings.TrimRight(loc.Dir, "/")
@@ -142,11 +137,11 @@ func splitExportLocation(loc Location) (root Location, dir string) {
 
 // OpenExport opens the export whose directory is dir in st ("" to find the
 // one export under st's root). It reads and checks both manifests.
-func OpenExport(ctx context.Context, st Store, dir string, opts OpenOptions) (*Export, error) {
+func OpenExport(ctx context.Context, st Source, dir string, opts OpenOptions) (*Export, error) {
 	if dir == "" {
 		var found []string
 		var dataDirs []string
-		err := st.List(ctx, awsDir, func(o Object) error {
+		err := st.List(ctx, awsDir, func(o objstore.Object) error {
 			rest := strings.TrimPrefix(o.Key, awsDir)
 			id, name, ok := strings.Cut(rest, "/")
 			if !ok {
@@ -169,7 +164,7 @@ func OpenExport(ctx context.Context, st Store, dir string, opts OpenOptions) (*E
 		case len(found) == 1:
 			dir = found[0]
 		case len(found) > 1:
-			return nil, fmt.Errorf("export: %s holds %d exports (%s); name one, e.g. %s", st, len(found), strings.Join(found, ", "), join(st.String(), found[0]))
+			return nil, fmt.Errorf("export: %s holds %d exports (%s); name one, e.g. %s", st, len(found), strings.Join(found, ", "), objstore.Name(st, found[0]))
 		case opts.AllowMissingManifest && len(dataDirs) == 1:
 			dir = dataDirs[0]
 		case opts.AllowMissingManifest && len(dataDirs) > 1:
@@ -180,35 +175,35 @@ func OpenExport(ctx context.Context, st Store, dir string, opts OpenOptions) (*E
 	}
 	e := &Export{store: st, Dir: dir, ID: path.Base(dir)}
 	sumKey := dir + "/manifest-summary.json"
-	sumBytes, err := readAll(ctx, st, sumKey)
-	if errors.Is(err, ErrNotFound) && opts.AllowMissingManifest {
+	sumBytes, err := objstore.ReadAll(ctx, st, sumKey)
+	if errors.Is(err, objstore.ErrNotFound) && opts.AllowMissingManifest {
 		return e.openWithoutManifest(ctx)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(sumBytes, &e.Summary); err != nil {
-		return nil, fmt.Errorf("export: %s: %w", join(st.String(), sumKey), err)
+		return nil, fmt.Errorf("export: %s: %w", objstore.Name(st, sumKey), err)
 	}
 	switch e.Summary.OutputFormat {
 	case "DYNAMODB_JSON", "":
 	case "ION":
-		return nil, fmt.Errorf("%w: %s is an ION export; only DYNAMODB_JSON is read so far (export again with ExportFormat DYNAMODB_JSON)", ErrUnsupportedFormat, join(st.String(), dir))
+		return nil, fmt.Errorf("%w: %s is an ION export; only DYNAMODB_JSON is read so far (export again with ExportFormat DYNAMODB_JSON)", ErrUnsupportedFormat, objstore.Name(st, dir))
 	default:
-		return nil, fmt.Errorf("%w: %s: outputFormat %q", ErrUnsupportedFormat, join(st.String(), sumKey), e.Summary.OutputFormat)
+		return nil, fmt.Errorf("%w: %s: outputFormat %q", ErrUnsupportedFormat, objstore.Name(st, sumKey), e.Summary.OutputFormat)
 	}
-	filesKey := e.storeKey(e.Summary.ManifestFilesS3Key)
+	filesKey := e.StoreKey(e.Summary.ManifestFilesS3Key)
 	if e.Summary.ManifestFilesS3Key == "" {
 		filesKey = dir + "/manifest-files.json"
 	}
-	filesBytes, err := readAll(ctx, st, filesKey)
+	filesBytes, err := objstore.ReadAll(ctx, st, filesKey)
 	if err != nil {
 		return nil, err
 	}
-	sum := newSHA256()
+	sum := sha256.New()
 	sum.Write(sumBytes)
 	sum.Write(filesBytes)
-	e.ManifestSHA256 = hexSum(sum)
+	e.ManifestSHA256 = hex.EncodeToString(sum.Sum(nil))
 	var total int64
 	for i, line := range bytes.Split(filesBytes, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -216,10 +211,10 @@ func OpenExport(ctx context.Context, st Store, dir string, opts OpenOptions) (*E
 		}
 		var f DataFile
 		if err := json.Unmarshal(line, &f); err != nil {
-			return nil, &FileError{File: join(st.String(), filesKey), Line: i + 1, Err: err}
+			return nil, &FileError{File: objstore.Name(st, filesKey), Line: i + 1, Err: err}
 		}
 		if f.DataFileS3Key == "" || f.ItemCount < 0 {
-			return nil, &FileError{File: join(st.String(), filesKey), Line: i + 1, Err: errors.New("want dataFileS3Key and a non-negative itemCount")}
+			return nil, &FileError{File: objstore.Name(st, filesKey), Line: i + 1, Err: errors.New("want dataFileS3Key and a non-negative itemCount")}
 		}
 		if strings.HasSuffix(f.DataFileS3Key, ".ion.gz") {
 			return nil, fmt.Errorf("%w: %s is an ION data file; only DYNAMODB_JSON is read so far", ErrUnsupportedFormat, f.DataFileS3Key)
@@ -229,7 +224,7 @@ func OpenExport(ctx context.Context, st Store, dir string, opts OpenOptions) (*E
 	}
 	if total != e.Summary.ItemCount {
 		return nil, fmt.Errorf("export: %s lists %d items in %d data files, but %s says itemCount %d",
-			join(st.String(), filesKey), total, len(e.Files), join(st.String(), sumKey), e.Summary.ItemCount)
+			objstore.Name(st, filesKey), total, len(e.Files), objstore.Name(st, sumKey), e.Summary.ItemCount)
 	}
 	return e, nil
 }
@@ -238,8 +233,8 @@ func OpenExport(ctx context.Context, st Store, dir string, opts OpenOptions) (*E
 func (e *Export) openWithoutManifest(ctx context.Context) (*Export, error) {
 	e.NoManifest = true
 	e.Summary = Summary{OutputFormat: "DYNAMODB_JSON", ExportType: FullExport}
-	sum := newSHA256()
-	err := e.store.List(ctx, e.Dir+"/data/", func(o Object) error {
+	sum := sha256.New()
+	err := e.store.List(ctx, e.Dir+"/data/", func(o objstore.Object) error {
 		if strings.HasSuffix(o.Key, ".ion.gz") {
 			return fmt.Errorf("%w: %s is an ION data file", ErrUnsupportedFormat, o.Key)
 		}
@@ -251,22 +246,22 @@ func (e *Export) openWithoutManifest(ctx context.Context) (*Export, error) {
 		return nil, err
 	}
 	if len(e.Files) == 0 {
-		return nil, fmt.Errorf("export: no manifest-summary.json and no data files under %s", join(e.store.String(), e.Dir))
+		return nil, fmt.Errorf("export: no manifest-summary.json and no data files under %s", objstore.Name(e.store, e.Dir))
 	}
-	e.ManifestSHA256 = hexSum(sum)
+	e.ManifestSHA256 = hex.EncodeToString(sum.Sum(nil))
 	return e, nil
 }
 
 // Store returns the store the export is read from.
-func (e *Export) Store() Store { return e.store }
+func (e *Export) Store() Source { return e.store }
 
 // String names the export for people.
-func (e *Export) String() string { return join(e.store.String(), e.Dir) }
+func (e *Export) String() string { return objstore.Name(e.store, e.Dir) }
 
-// storeKey maps a key from a manifest (a full bucket key, under the export
+// StoreKey maps a key from a manifest (a full bucket key, under the export
 // request's prefix) to a key in the store, whose root is the folder that
 // holds AWSDynamoDB/.
-func (e *Export) storeKey(bucketKey string) string {
+func (e *Export) StoreKey(bucketKey string) string {
 	if i := strings.LastIndex(bucketKey, awsDir); i >= 0 {
 		return bucketKey[i:]
 	}
@@ -279,7 +274,7 @@ func (e *Export) storeKey(bucketKey string) string {
 }
 
 // DataKey returns the store key of a data file.
-func (e *Export) DataKey(f DataFile) string { return e.storeKey(f.DataFileS3Key) }
+func (e *Export) DataKey(f DataFile) string { return e.StoreKey(f.DataFileS3Key) }
 
 // Time returns the export's point in time: exportTime for a full export,
 // exportToTime for an incremental one (zero if unknown).
@@ -291,34 +286,6 @@ func (e *Export) Time() time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
 }
-
-// FileError is an error in one export or output file, at a line when Line
-// is not 0.
-type FileError struct {
-	File string
-	Line int
-	Err  error
-}
-
-func (e *FileError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s line %d: %v", e.File, e.Line, e.Err)
-	}
-	return fmt.Sprintf("%s: %v", e.File, e.Err)
-}
-
-func (e *FileError) Unwrap() error { return e.Err }
-
-// ErrCorrupt matches data that cannot be read: bad compression, a truncated
-// file, a line that is not an export line, counts or checksums that do not
-// reconcile with the manifest.
-var ErrCorrupt = errors.New("corrupt export data")
-
-type corrupt struct{ error }
-
-func (c corrupt) Unwrap() []error { return []error{c.error, ErrCorrupt} }
-
-func corruptf(format string, args ...any) error { return corrupt{fmt.Errorf(format, args...)} }
 
 // MaxLineBytes is the longest data line read: the longest line an export
 // of DynamoDB's 400 KB items can hold (pipeline.MaxExportLineBytes).
@@ -340,7 +307,7 @@ type FileStats struct {
 // manifest (unless skipMD5, which also skips hashing).
 func (e *Export) ReadLines(ctx context.Context, f DataFile, skipMD5 bool, fn func(line []byte, n int) error) (FileStats, error) {
 	key := e.DataKey(f)
-	name := join(e.store.String(), key)
+	name := objstore.Name(e.store, key)
 	r, err := e.store.Open(ctx, key)
 	if err != nil {
 		return FileStats{}, err
@@ -357,148 +324,4 @@ func (e *Export) ReadLines(ctx context.Context, f DataFile, skipMD5 bool, fn fun
 		return st, &FileError{File: name, Err: corruptf("MD5 %s, but the manifest says md5Checksum %s (the object changed, or is not the one exported)", st.MD5, f.MD5Checksum)}
 	}
 	return st, nil
-}
-
-// countingReader counts and hashes the compressed bytes read through it.
-type countingReader struct {
-	r io.Reader
-	h hash.Hash
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	if c.h != nil {
-		c.h.Write(p[:n])
-	}
-	return n, err
-}
-
-// readGzipLines reads gzip-compressed lines, and hashes the compressed bytes
-// with MD5 if hash is set. An empty object is a file of no lines (an empty
-// partition's data file).
-func readGzipLines(ctx context.Context, r io.Reader, name string, maxLine int, hash bool, fn func(line []byte, n int) error) (FileStats, error) {
-	cr := &countingReader{r: r}
-	if hash {
-		cr.h = md5.New()
-	}
-	br := bufio.NewReaderSize(cr, 256<<10)
-	var st FileStats
-	finish := func() FileStats {
-		io.Copy(io.Discard, br) // hash the whole object
-		st.CompressedBytes = cr.n
-		if hash {
-			st.MD5 = base64.StdEncoding.EncodeToString(cr.h.Sum(nil))
-		}
-		return st
-	}
-	if _, err := br.Peek(1); err == io.EOF {
-		return finish(), nil
-	} else if err != nil {
-		return st, &FileError{File: name, Err: err}
-	}
-	zr, err := gzip.NewReader(br)
-	if err != nil {
-		return st, &FileError{File: name, Err: corruptf("not gzip: %v", err)}
-	}
-	defer zr.Close()
-	err = scanLines(ctx, zr, maxLine, func(line []byte, n int) error {
-		st.Lines++
-		st.UncompressedBytes += int64(len(line)) + 1
-		return fn(line, n)
-	})
-	if err != nil {
-		var le *lineErr
-		if errors.As(err, &le) {
-			return st, &FileError{File: name, Line: le.line, Err: le.err}
-		}
-		return st, err
-	}
-	return finish(), nil
-}
-
-// lineErr is a reading error at a line.
-type lineErr struct {
-	line int
-	err  error
-}
-
-func (e *lineErr) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
-func (e *lineErr) Unwrap() error { return e.err }
-
-// ScanLines calls fn with each line of r (without its newline; the slice
-// is only valid during the call) and its number, from 1, as the export's
-// data files are read: a line may have at most maxLine bytes
-// (pipeline.MaxExportLineBytes for DYNAMODB_JSON), an empty line is an
-// error, the last line may lack its newline. An error names the line.
-func ScanLines(ctx context.Context, r io.Reader, maxLine int, fn func(line []byte, n int) error) error {
-	return scanLines(ctx, r, maxLine, fn)
-}
-
-// scanLines splits r into lines. A read error (a gzip checksum, a truncated
-// stream) is reported at the line being read. The last line may lack its
-// newline; an empty line is an error.
-func scanLines(ctx context.Context, r io.Reader, maxLine int, fn func(line []byte, n int) error) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	var long []byte // a line longer than br's buffer, being assembled
-	inLong := false
-	n := 0
-	for {
-		if n&1023 == 0 && ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		chunk, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if len(long)+len(chunk) > maxLine {
-				return &lineErr{n + 1, corruptf("line longer than %d bytes", maxLine)}
-			}
-			long = append(long, chunk...)
-			inLong = true
-			continue
-		}
-		line := chunk
-		if inLong {
-			long = append(long, chunk...)
-			line = long
-		}
-		if err != nil && err != io.EOF {
-			return &lineErr{n + 1, corruptf("%v (a corrupt or truncated file)", readErr(err))}
-		}
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			line = line[:len(line)-1]
-		}
-		if len(line) > 0 && line[len(line)-1] == '\r' {
-			line = line[:len(line)-1]
-		}
-		if len(line) == 0 {
-			if err == io.EOF {
-				return nil
-			}
-			return &lineErr{n + 1, corruptf("empty line")}
-		}
-		if len(line) > maxLine {
-			return &lineErr{n + 1, corruptf("line longer than %d bytes", maxLine)}
-		}
-		n++
-		if ferr := fn(line, n); ferr != nil {
-			return ferr
-		}
-		long, inLong = long[:0], false
-		if err == io.EOF {
-			return nil
-		}
-	}
-}
-
-func readErr(err error) error {
-	if err == io.ErrUnexpectedEOF {
-		return errors.New("unexpected end of data: truncated")
-	}
-	return err
-}
-
-// sortFiles orders data files by key, for deterministic plans.
-func sortFiles(fs []DataFile) {
-	sort.Slice(fs, func(i, j int) bool { return fs[i].DataFileS3Key < fs[j].DataFileS3Key })
 }

@@ -2,10 +2,13 @@ package export
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -67,11 +70,11 @@ func LoadOverlay(ctx context.Context, full *Export, incs []*Export, opts pipelin
 		files := append([]DataFile(nil), e.Files...)
 		sortFiles(files)
 		for _, f := range files {
-			name := join(e.store.String(), e.DataKey(f))
+			name := objstore.Name(e.store, e.DataKey(f))
 			_, err := e.ReadLines(ctx, f, skipMD5, func(line []byte, n int) error {
 				c, err := dec.Decode(line, name, n)
 				if err != nil {
-					return &FileError{File: name, Line: n, Err: corrupt{decodeCause(err)}}
+					return Corrupt(name, n, err)
 				}
 				if c.Kind == 0 || len(c.Keys) == 0 {
 					return &FileError{File: name, Line: n, Err: corruptf("not an incremental-export line")}
@@ -124,11 +127,11 @@ func (o *Overlay) Entries() []*OverlayEntry {
 
 // Fingerprint identifies the overlay's inputs.
 func (o *Overlay) Fingerprint() string {
-	h := newSHA256()
+	h := sha256.New()
 	for _, e := range o.Exports {
 		h.Write([]byte(e.ManifestSHA256))
 	}
-	return hexSum(h)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // KeyOf returns the pipeline.ItemKey of item under the overlay's key

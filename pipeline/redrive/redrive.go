@@ -4,18 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"strings"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 )
 
-// Objects lists and reads the objects of an on-failure destination: S3
-// (NewS3) or a local copy of it (Dir).
+// Objects lists and reads the objects of an on-failure destination: an S3
+// prefix or a local copy of it (`aws s3 sync s3://bucket/prefix DIR`), as
+// objstore's stores give them. Keys with a segment that starts with "." (a
+// copy's hidden files, .DS_Store and the like) are passed over.
 type Objects interface {
-	// List calls fn with every object's key, in key order.
-	List(ctx context.Context, fn func(key string) error) error
-	// Get returns an object's content.
-	Get(ctx context.Context, key string) ([]byte, error)
+	// List calls fn for every object whose key starts with prefix, in key
+	// order.
+	List(ctx context.Context, prefix string, fn func(objstore.Object) error) error
+	// Open returns an object's body.
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
 }
 
 // Config configures Run.
@@ -76,12 +82,16 @@ func Run(ctx context.Context, objs Objects, cfg Config) (Report, error) {
 		pipeline.SourceStreams: pipeline.NewStreamsProcessor(cfg.Handler, pc),
 	}
 	var rep Report
-	err := objs.List(ctx, func(key string) error {
+	err := objs.List(ctx, "", func(o objstore.Object) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		key := o.Key
+		if hidden(key) {
+			return nil
+		}
 		res := ObjectResult{Key: key}
-		data, err := objs.Get(ctx, key)
+		data, err := read(ctx, objs, key)
 		if err == nil {
 			res.Invocation, err = Parse(key, data)
 		}
@@ -117,4 +127,24 @@ func Run(ctx context.Context, objs Objects, cfg Config) (Report, error) {
 		return nil
 	})
 	return rep, err
+}
+
+// hidden reports whether a key has a segment that starts with ".".
+func hidden(key string) bool {
+	return strings.HasPrefix(key, ".") || strings.Contains(key, "/.")
+}
+
+// read reads an object, up to one byte past MaxRecordBytes (Parse refuses
+// what is longer).
+func read(ctx context.Context, objs Objects, key string) ([]byte, error) {
+	r, err := objs.Open(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("redrive: %w", err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, MaxRecordBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("redrive: reading %s: %w", key, err)
+	}
+	return b, nil
 }

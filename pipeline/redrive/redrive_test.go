@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
@@ -104,7 +105,7 @@ func TestRedriveDir(t *testing.T) {
 	ctx := context.Background()
 	st := boltstoretest.Open(t)
 	e := engine(st)
-	rep, err := redrive.Run(ctx, redrive.Dir(destination), redrive.Config{Handler: e, Logger: quiet()})
+	rep, err := redrive.Run(ctx, objstore.NewDir(destination), redrive.Config{Handler: e, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestRedriveDir(t *testing.T) {
 	}
 
 	before := e.Stats()
-	rep2, err := redrive.Run(ctx, redrive.Dir(destination), redrive.Config{Handler: e, Logger: quiet()})
+	rep2, err := redrive.Run(ctx, objstore.NewDir(destination), redrive.Config{Handler: e, Logger: quiet()})
 	if err != nil || rep2.Applied != 10 {
 		t.Fatalf("second redrive: %+v, %v", rep2, err)
 	}
@@ -159,13 +160,14 @@ func TestIntegrationRedriveS3(t *testing.T) {
 	ctx := context.Background()
 	client := awstest.S3(t)
 	bucket := awstest.CreateBucket(ctx, t, client, "failures")
-	err := redrive.Dir(destination).List(ctx, func(key string) error {
-		data, err := redrive.Dir(destination).Get(ctx, key)
+	dest := objstore.NewS3(client, bucket, "projector", objstore.S3Options{})
+	src := objstore.NewDir(destination)
+	err := src.List(ctx, "", func(o objstore.Object) error {
+		data, err := objstore.ReadAll(ctx, src, o.Key)
 		if err != nil {
 			return err
 		}
-		_, err = client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + key), Body: bytes.NewReader(data)})
-		return err
+		return dest.Put(ctx, o.Key, data)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -175,31 +177,35 @@ func TestIntegrationRedriveS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := boltstoretest.Open(t)
-	rep, err := redrive.Run(ctx, redrive.NewS3(client, bucket, "projector/"), redrive.Config{Handler: engine(st), Logger: quiet()})
+	rep, err := redrive.Run(ctx, dest, redrive.Config{Handler: engine(st), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Objects != 2 || rep.Applied != 10 || rep.Failed != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	if rep.Results[0].Key != "projector/"+kinesisKey {
+	if rep.Results[0].Key != kinesisKey {
 		t.Errorf("keys: %s", rep.Results[0].Key)
 	}
 }
 
-func TestParseURL(t *testing.T) {
-	for _, tt := range []struct{ in, bucket, prefix string }{
-		{"s3://b/p/q/", "b", "p/q/"}, {"s3://b", "b", ""}, {"s3://b/", "b", ""},
-	} {
-		b, p, err := redrive.ParseURL(tt.in)
-		if err != nil || b != tt.bucket || p != tt.prefix {
-			t.Errorf("ParseURL(%q) = %q, %q, %v", tt.in, b, p, err)
+// TestRedriveSkipsHiddenFiles: the hidden files of a local copy (a Finder's
+// .DS_Store, a sync tool's folder) are not taken for invocation records.
+func TestRedriveSkipsHiddenFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(destination)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".DS_Store", "aws/.sync/state", "aws/lambda/.keep"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("not a record"), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
-	for _, bad := range []string{"b/p", "s3:///p", "http://x"} {
-		if _, _, err := redrive.ParseURL(bad); err == nil {
-			t.Errorf("ParseURL(%q): no error", bad)
-		}
+	rep, err := redrive.Run(ctx, objstore.NewDir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	if err != nil || rep.Objects != 2 || rep.Unreadable != 0 {
+		t.Fatalf("report %+v, %v; want the 2 records and nothing unreadable", rep, err)
 	}
 }
 
@@ -216,7 +222,7 @@ func TestUnreadablePayload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := redrive.Run(context.Background(), redrive.Dir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	rep, err := redrive.Run(context.Background(), objstore.NewDir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +248,7 @@ func TestSkippedRecordsCounted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "obj"), record(t, "DDBStreamBatchInfo", info, event, "r-skip", 3, "2026-11-30T10:15:42.123Z"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := redrive.Run(context.Background(), redrive.Dir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	rep, err := redrive.Run(context.Background(), objstore.NewDir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

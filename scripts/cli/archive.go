@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline/archive"
 )
@@ -65,30 +65,35 @@ func (s *selection) open(ctx context.Context) (*archive.Archive, archive.Filter,
 	if err := f.Validate(); err != nil {
 		return nil, f, fmt.Errorf("%w: --date: %v", errUsage, err)
 	}
-	t, err := archive.ParseTarget(s.from)
+	st, prefix, err := openArchiveLocation(ctx, s.from, "--from", true)
 	if err != nil {
-		return nil, f, fmt.Errorf("%w: --from: %v", errUsage, err)
+		return nil, f, err
 	}
-	if t.Bucket == "" {
-		if st, err := os.Stat(t.Dir); err != nil {
-			return nil, f, err
+	return archive.Open(st, prefix), f, nil
+}
+
+// openArchiveLocation opens an archive's location (flag names it in
+// errors): a directory, or an S3 bucket, with the archive's prefix
+// apart, as the archiver writes it. A directory to read must exist.
+func openArchiveLocation(ctx context.Context, spec, flag string, read bool) (objstore.Store, string, error) {
+	loc, err := objstore.Parse(spec)
+	if err == nil {
+		err = archive.ValidatePrefix(loc.Prefix)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %s: %v", errUsage, flag, err)
+	}
+	if !loc.IsS3() && read {
+		if st, err := os.Stat(loc.Dir); err != nil {
+			return nil, "", err
 		} else if !st.IsDir() {
-			return nil, f, fmt.Errorf("--from %s is not a directory", t.Dir)
+			return nil, "", fmt.Errorf("%s %s is not a directory", flag, loc.Dir)
 		}
-		return archive.Open(archive.NewDir(t.Dir), ""), f, nil
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, f, fmt.Errorf("AWS configuration: %w", err)
-	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		// A custom endpoint is a local S3-protocol server: address buckets
-		// by path, as those expect.
-		o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
-		// Local servers send no response checksums; do not log each one.
-		o.DisableLogOutputChecksumValidationSkipped = true
-	})
-	return archive.Open(archive.NewS3(client, t.Bucket, archive.S3Options{}), t.Prefix), f, nil
+	prefix := loc.Prefix
+	loc.Prefix = ""
+	st, err := openLocation(ctx, loc, "", objstore.S3Options{}, false)
+	return st, prefix, err
 }
 
 // objects lists the selected objects, warning about keys that are not
@@ -198,7 +203,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	s.register(fs)
 	table := fs.String("table", "", "put the items into this DynamoDB table (BatchWriteItem)")
 	endpoint := fs.String("endpoint", "", "DynamoDB endpoint URL for --table, e.g. a local server (default: AWS)")
-	to := fs.String("to", "", "write the items into this directory as a DynamoDB export (DYNAMODB_JSON), instead of a table")
+	to := fs.String("to", "", "write the items into this directory (or s3://bucket/prefix) as a DynamoDB export (DYNAMODB_JSON), instead of a table")
 	keys := fs.String("key-attributes", strings.Join(archive.DefaultKeyAttributes, ","), "the table's key attributes, comma-separated")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -237,7 +242,15 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 		superseded = fmt.Sprintf(" (%d older version(s) superseded)", n)
 	}
 	if *to != "" {
-		res, err := archive.RestoreExport(ctx, sel, *to, archive.ExportOptions{})
+		loc, err := objstore.Parse(*to)
+		if err != nil {
+			return fmt.Errorf("%w: --to: %v", errUsage, err)
+		}
+		out, err := openLocation(ctx, loc, "", objstore.S3Options{}, false)
+		if err != nil {
+			return err
+		}
+		res, err := archive.RestoreExport(ctx, sel, out, archive.ExportOptions{})
 		if err != nil {
 			return err
 		}

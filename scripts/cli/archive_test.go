@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,12 +13,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/limitio"
 	"github.com/tributary/tributary/pipeline"
@@ -79,7 +76,7 @@ total: 5 objects                                                                
 
 func TestArchiveLsCat(t *testing.T) {
 	root := t.TempDir()
-	makeArchive(t, archive.NewDir(root), "ttl")
+	makeArchive(t, objstore.NewDir(root), "ttl")
 	from := filepath.Join(root, "ttl")
 
 	code, out, errs := cli("archive", "ls", "--from", from)
@@ -138,7 +135,7 @@ func TestArchiveUsage(t *testing.T) {
 		{[]string{"archive", "rm"}, 2, `unknown subcommand "rm"`},
 		{[]string{"archive", "ls"}, 2, "--from is required"},
 		{[]string{"archive", "ls", "--from", "x", "--date", "2026-1-1"}, 2, "--date"},
-		{[]string{"archive", "cat", "--from", "s3://Bad_Bucket/x"}, 2, "--from"},
+		{[]string{"archive", "cat", "--from", "s3://bad*bucket/x"}, 2, "--from"},
 		{[]string{"archive", "ls", "--from", "/nonexistent/archive"}, 1, "no such file or directory"},
 		{[]string{"archive", "-h"}, 0, "Usage: tributary archive <ls|cat>"},
 		{[]string{"archive", "ls", "-h"}, 0, "-entity"},
@@ -180,7 +177,7 @@ func itemsOf(t *testing.T, event []byte) map[string]string {
 
 func TestRestoreToDir(t *testing.T) {
 	root := t.TempDir()
-	event := makeArchive(t, archive.NewDir(root), "")
+	event := makeArchive(t, objstore.NewDir(root), "")
 	to := t.TempDir()
 	code, out, errs := cli("restore", "--from", root, "--to", to)
 	if code != 0 || !strings.HasPrefix(out, "wrote 7 items from 5 objects into "+filepath.Join(to, "AWSDynamoDB")) {
@@ -244,17 +241,12 @@ func compare(t *testing.T, got, want map[string]string) {
 // AWS_ENDPOINT_URL_S3 as a user would point the tool at a local server.
 func TestArchiveS3(t *testing.T) {
 	awsEnv(t)
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	defer srv.Close()
-	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
-	c := s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
+	c := awstest.GoFakeS3(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", aws.ToString(c.Options().BaseEndpoint))
 	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("archive-bucket")}); err != nil {
 		t.Fatal(err)
 	}
-	makeArchive(t, archive.NewS3(c, "archive-bucket", archive.S3Options{}), "ttl/app")
+	makeArchive(t, objstore.NewS3(c, "archive-bucket", "", objstore.S3Options{}), "ttl/app")
 
 	code, out, errs := cli("archive", "ls", "--from", "s3://archive-bucket/ttl/app")
 	if code != 0 || out != wantLs {
@@ -282,7 +274,7 @@ func TestRestoreTableIntegration(t *testing.T) {
 	awstest.CreateTable(ctx, t, ddb, table, false)
 
 	root := t.TempDir()
-	event := makeArchive(t, archive.NewDir(root), "")
+	event := makeArchive(t, objstore.NewDir(root), "")
 	code, out, errs := cli("restore", "--from", root, "--table", table, "--endpoint", url)
 	if code != 0 || out != "restored 7 items from 5 objects into table "+table+"\n" {
 		t.Fatalf("restore --table: exit %d\n%s%s", code, out, errs)

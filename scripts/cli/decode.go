@@ -96,7 +96,7 @@ func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline
 			lines = bytes.NewReader(data)
 		}
 		d := pipeline.NewExportDecoder(opts)
-		err := export.ScanLines(ctx, lines, pipeline.MaxExportLineBytes, func(line []byte, n int) error {
+		err := export.ScanLines(ctx, lines, name, func(line []byte, n int) error {
 			c, err := d.Decode(line, name, n)
 			if err != nil {
 				return report(&pipeline.DecodeError{Records: []*pipeline.RecordError{asRecordError(err)}})
@@ -104,10 +104,7 @@ func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline
 			emit(&c)
 			return nil
 		})
-		if err != nil {
-			return bad, fmt.Errorf("%s: %w", name, err)
-		}
-		return bad, nil
+		return bad, err // a *export.FileError names the file and the line
 	}
 	if data == nil {
 		if data, err = readPayload(name, format, in); err != nil {

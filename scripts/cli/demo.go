@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -287,7 +288,7 @@ func demoArchive(ctx context.Context, out io.Writer, dir string, h *sim.History,
 		return false, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	handler := archive.New(archive.NewDir(dir), archive.Options{Logger: quiet})
+	handler := archive.New(objstore.NewDir(dir), archive.Options{Logger: quiet})
 	p := pipeline.NewStreamsProcessor(handler, pipeline.Config{Logger: quiet})
 	invoke := &sim.FlakyInvoke{Invoke: p.Invoke, Seed: seedValue + 4, FailBefore: faultRate / 2, FailAfter: faultRate / 2}
 	esm := &sim.ESM{BatchSize: batch, Bisect: true, RedeliverRate: 2 * faultRate, MaxAttempts: 10_000, Seed: seedValue + 5}
@@ -304,7 +305,7 @@ func demoArchive(ctx context.Context, out io.Writer, dir string, h *sim.History,
 			removals++
 		}
 	}
-	a := archive.Open(archive.NewDir(dir), "")
+	a := archive.Open(objstore.NewDir(dir), "")
 	objs, _, err := a.Objects(ctx, archive.Filter{})
 	if err != nil {
 		return false, err

@@ -225,7 +225,7 @@ func TestGzipBomb(t *testing.T) {
 		{"DecodeEvent", []string{"decode", event}, "event.json.gz: decompresses to more than 6291456 bytes: not a streams payload"},
 		{"DecodeZeros", []string{"decode", zeros}, `zeros.gz: cannot tell its format (give --format): not JSON: starts with "\x00\x00`},
 		{"DecodeZerosAsKinesis", []string{"decode", "--format", "kinesis", zeros}, "zeros.gz: decompresses to more than 6291456 bytes: not a kinesis payload"},
-		{"DecodeZerosAsExport", []string{"decode", "--format", "export", zeros}, fmt.Sprintf("zeros.gz: line 1: line longer than %d bytes", pipeline.MaxExportLineBytes)},
+		{"DecodeZerosAsExport", []string{"decode", "--format", "export", zeros}, fmt.Sprintf("zeros.gz line 1: line longer than %d bytes", pipeline.MaxExportLineBytes)},
 		{"DecodeZerosAsGetRecords", []string{"decode", "--format", "streams-api", zeros}, fmt.Sprintf("zeros.gz: decompresses to more than %d bytes: not a streams-api payload", pipeline.MaxStreamsAPIBodyBytes)},
 	}
 	for _, tt := range tests {

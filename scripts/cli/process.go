@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
@@ -156,22 +152,5 @@ func readLambdaEvent(e *env, name, format string) (string, []byte, error) {
 // bucket and prefix (a custom endpoint from AWS_ENDPOINT_URL_S3 or
 // AWS_ENDPOINT_URL means a local server, addressed by path).
 func openArchive(ctx context.Context, spec string) (archive.Putter, string, error) {
-	t, err := archive.ParseTarget(spec)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: --archive: %v", errUsage, err)
-	}
-	if t.Bucket == "" {
-		if err := os.MkdirAll(t.Dir, 0o755); err != nil {
-			return nil, "", err
-		}
-		return archive.NewDir(t.Dir), "", nil
-	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, "", fmt.Errorf("AWS configuration: %w", err)
-	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
-	})
-	return archive.NewS3(client, t.Bucket, archive.S3Options{}), t.Prefix, nil
+	return openArchiveLocation(ctx, spec, "--archive", false)
 }

@@ -7,13 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
@@ -108,7 +104,11 @@ func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 
 // redriveObjects opens --from: an S3 prefix or a directory.
 func redriveObjects(ctx context.Context, from, endpoint string) (redrive.Objects, string, error) {
-	if !strings.HasPrefix(from, "s3://") {
+	loc, err := objstore.Parse(from)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: --from: %v", errUsage, err)
+	}
+	if !loc.IsS3() {
 		st, err := os.Stat(from)
 		if err != nil {
 			return nil, "", err
@@ -116,26 +116,9 @@ func redriveObjects(ctx context.Context, from, endpoint string) (redrive.Objects
 		if !st.IsDir() {
 			return nil, "", fmt.Errorf("--from %s is not a directory", from)
 		}
-		return redrive.Dir(from), from, nil
 	}
-	bucket, prefix, err := redrive.ParseURL(from)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: --from: %v", errUsage, err)
-	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, "", fmt.Errorf("loading AWS configuration: %w", err)
-	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-		// A custom endpoint is a local S3-protocol server: address buckets
-		// by path, as those expect.
-		o.UsePathStyle = endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
-		o.DisableLogOutputChecksumValidationSkipped = true
-	})
-	return redrive.NewS3(client, bucket, prefix), from, nil
+	objs, err := openLocation(ctx, loc, endpoint, objstore.S3Options{}, false)
+	return objs, from, err
 }
 
 // printRedriven reports one object: on stdout what it held and came to, on

@@ -12,8 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/batchwrite"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline/export/reimport"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // runReimport is `tributary reimport`: load a repartition's output back
@@ -22,7 +25,7 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "reimport", "")
 	from := fs.String("from", "", "a repartition's output: a directory or s3://bucket/prefix (required)")
 	var entities stringList
-	fs.Var(&entities, "entity", "entity type to load (repeatable; default all; "+export.UnknownEntity+" for items without one)")
+	fs.Var(&entities, "entity", "entity type to load (repeatable; default all; "+repartition.UnknownEntity+" for items without one)")
 	importTable := fs.String("import-table", "", "ImportTable: create this new table from the entity's parts in S3 (one --entity)")
 	bulkPut := fs.Bool("bulk-put", false, "StartBulkPutItems: server-side load of the entity's parts in S3 into the existing --table (one --entity)")
 	table := fs.String("table", "", "existing table to load into (BatchWriteItem loader, or the --bulk-put target)")
@@ -36,7 +39,8 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 	ifNewer := fs.Bool("if-newer", false, "loader: write each item with a conditional PutItem, only over an older version (never overwrites newer data; 25× the requests)")
 	versionAttr := fs.String("version-attribute", pipeline.DefaultVersionAttribute, "loader --if-newer: the version attribute")
 	workers := fs.Int("workers", max(4, 2*runtime.NumCPU()), "loader: parts loaded at once")
-	resume := fs.Bool("resume", false, "loader: continue from the checkpoint a stopped run left in the output (_reimport/<table>.json)")
+	resume := fs.Bool("resume", false, "loader: continue from the checkpoint a stopped run left in the output (under _reimport/)")
+	takeover := fs.Bool("takeover", false, "loader: take the load over from the run that holds it: say so only when that run is gone")
 	kmsKey := fs.String("kms-key-id", "", "--bulk-put: encrypt the report with SSE-KMS under this key")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -65,7 +69,7 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 	case *maxWCU < 0:
 		return fmt.Errorf("%w: --max-wcu must not be negative", errUsage)
 	}
-	loc, err := export.ParseLocation(*from)
+	loc, err := objstore.Parse(*from)
 	if err != nil {
 		return fmt.Errorf("%w: --from: %v", errUsage, err)
 	}
@@ -74,7 +78,7 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	out, err := export.OpenOutput(ctx, st)
+	out, err := reimport.OpenOutput(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -89,28 +93,28 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 	})
 	switch {
 	case *importTable != "":
-		ks := export.KeySchema{HashKey: *hashKey, RangeKey: *rangeKey}
+		ks := reimport.KeySchema{HashKey: *hashKey, RangeKey: *rangeKey}
 		kt := strings.Split(*keyTypes, ",")
 		ks.HashType = types.ScalarAttributeType(kt[0])
 		if len(kt) > 1 {
 			ks.RangeType = types.ScalarAttributeType(kt[1])
 		}
-		return reimportTable(ctx, e, client, out, export.ImportOptions{Table: *importTable, Entity: entities[0], Key: ks}, *noWait, *poll)
+		return reimportTable(ctx, e, client, out, reimport.ImportOptions{Table: *importTable, Entity: entities[0], Key: ks}, *noWait, *poll)
 	case *bulkPut:
-		return reimportBulk(ctx, e, client, out, export.BulkPutOptions{Table: *table, Entity: entities[0], MaxWriteUnits: int64(*maxWCU)}, *noWait, *poll)
+		return reimportBulk(ctx, e, client, out, reimport.BulkPutOptions{Table: *table, Entity: entities[0], MaxWriteUnits: int64(*maxWCU)}, *noWait, *poll)
 	}
-	return reimportLoad(ctx, e, client, out, export.LoadOptions{
-		Table: *table, Entities: entities, MaxWriteUnits: *maxWCU, IfNewer: *ifNewer,
-		VersionAttribute: *versionAttr, Workers: *workers, Resume: *resume,
+	return reimportLoad(ctx, e, client, out, reimport.LoadOptions{
+		Table: *table, Entities: entities, IfNewer: *ifNewer, VersionAttribute: *versionAttr, Workers: *workers, Takeover: *takeover,
+		Write: batchwrite.Options{MaxWriteUnits: *maxWCU, Resume: *resume},
 	})
 }
 
-func reimportTable(ctx context.Context, e *env, client *dynamodb.Client, out *export.Output, opts export.ImportOptions, noWait bool, poll time.Duration) error {
+func reimportTable(ctx context.Context, e *env, client *dynamodb.Client, out *reimport.Output, opts reimport.ImportOptions, noWait bool, poll time.Duration) error {
 	m, err := out.Entity(opts.Entity)
 	if err != nil {
 		return err
 	}
-	d, err := export.StartImport(ctx, client, out, opts)
+	d, err := reimport.StartImport(ctx, client, out, opts)
 	if err != nil {
 		return err
 	}
@@ -120,7 +124,7 @@ func reimportTable(ctx context.Context, e *env, client *dynamodb.Client, out *ex
 		return nil
 	}
 	start := time.Now()
-	d, err = export.WaitImport(ctx, client, arn, m.ItemCount, poll, func(d *types.ImportTableDescription) {
+	d, err = reimport.WaitImport(ctx, client, arn, m.ItemCount, poll, func(d *types.ImportTableDescription) {
 		fmt.Fprintf(e.stdout, "  %s after %s: %d of %d items processed, %d imported, %d errors\n",
 			d.ImportStatus, time.Since(start).Round(time.Second), d.ProcessedItemCount, m.ItemCount, d.ImportedItemCount, d.ErrorCount)
 	})
@@ -131,12 +135,12 @@ func reimportTable(ctx context.Context, e *env, client *dynamodb.Client, out *ex
 	return nil
 }
 
-func reimportBulk(ctx context.Context, e *env, client *dynamodb.Client, out *export.Output, opts export.BulkPutOptions, noWait bool, poll time.Duration) error {
+func reimportBulk(ctx context.Context, e *env, client *dynamodb.Client, out *reimport.Output, opts reimport.BulkPutOptions, noWait bool, poll time.Duration) error {
 	m, err := out.Entity(opts.Entity)
 	if err != nil {
 		return err
 	}
-	d, err := export.StartBulkPut(ctx, client, out, opts)
+	d, err := reimport.StartBulkPut(ctx, client, out, opts)
 	if err != nil {
 		return err
 	}
@@ -146,7 +150,7 @@ func reimportBulk(ctx context.Context, e *env, client *dynamodb.Client, out *exp
 		return nil
 	}
 	start := time.Now()
-	d, err = export.WaitBulkPut(ctx, client, arn, poll, func(d *types.BulkOperationDescription) {
+	d, err = reimport.WaitBulkPut(ctx, client, arn, poll, func(d *types.BulkOperationDescription) {
 		pct := ""
 		if tb := aws.ToInt64(d.TotalInputBytes); tb > 0 {
 			pct = fmt.Sprintf(" (%.0f%% of the input)", 100*float64(aws.ToInt64(d.ProcessedInputBytes))/float64(tb))
@@ -161,23 +165,23 @@ func reimportBulk(ctx context.Context, e *env, client *dynamodb.Client, out *exp
 	return nil
 }
 
-func reimportLoad(ctx context.Context, e *env, client *dynamodb.Client, out *export.Output, opts export.LoadOptions) error {
+func reimportLoad(ctx context.Context, e *env, client *dynamodb.Client, out *reimport.Output, opts reimport.LoadOptions) error {
 	var total int64
 	for _, m := range out.Entities {
-		if len(opts.Entities) == 0 || contains(opts.Entities, m.Entity) || (m.Entity == "" && contains(opts.Entities, export.UnknownEntity)) {
+		if len(opts.Entities) == 0 || contains(opts.Entities, m.Entity) || (m.Entity == "" && contains(opts.Entities, repartition.UnknownEntity)) {
 			total += m.ItemCount
 		}
 	}
 	prog := newByteProgress(e.stderr, "reimport", total)
 	prog.unit = "WCU"
-	opts.Progress = func(items int64, units float64) { prog.add(int64(units), items) }
+	opts.Write.Progress = func(items int64, units float64) { prog.add(int64(units), items) }
 	mode := "BatchWriteItem"
 	if opts.IfNewer {
 		mode = "conditional PutItem (--if-newer)"
 	}
 	fmt.Fprintf(e.stdout, "loading %d items from %s into %s with %s\n", total, out.Store(), opts.Table, mode)
 	start := time.Now()
-	s, err := export.Load(ctx, client, out, opts)
+	s, err := reimport.Load(ctx, client, out, opts)
 	prog.done()
 	took := time.Since(start)
 	fmt.Fprintf(e.stdout, "%d written, %d skipped (the table had them in this or a newer version), %d already done by an earlier run; %.0f write units in %d requests, %d unprocessed items retried; %.1fs (%.0f items/s)\n",

@@ -16,11 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -59,11 +60,11 @@ func scanItems(t *testing.T, c *dynamodb.Client, table string) []string {
 // moved, encode to, for the selected entity types ("" for all).
 func expectedItems(t *testing.T, entity string) []string {
 	t.Helper()
-	fx, err := exportgen.WriteFixture(context.Background(), export.NewDir(t.TempDir()).WithoutSync())
+	fx, err := exportgen.WriteFixture(context.Background(), objstore.NewDir(t.TempDir()).WithoutSync())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := export.CommentsTable()
+	tr := repartition.CommentsTable()
 	var out []string
 	for _, it := range fx.FinalItems {
 		typ := strAttr(it, "EntityType")
@@ -102,7 +103,7 @@ func sameItems(t *testing.T, what string, got, want []string) {
 func TestExportPipelineIntegration(t *testing.T) {
 	ctx := context.Background()
 	s3c, ddb, bucket := motoExportEnv(t)
-	up := export.NewS3(s3c, bucket, "exports/app", export.S3Options{})
+	up := objstore.NewS3(s3c, bucket, "exports/app", objstore.S3Options{})
 	if err := exportgen.CopyDir(ctx, up, exportFixture); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestVerifyDynamoDBIntegration(t *testing.T) {
 	if _, err := esm.Run(ctx, sim.StreamsShards(h.Records), p.Invoke); err != nil {
 		t.Fatal(err)
 	}
-	st := export.NewS3(s3c, bucket, "exports", export.S3Options{})
+	st := objstore.NewS3(s3c, bucket, "exports", objstore.S3Options{})
 	ex := exportgen.Export{ID: "01796040000000-00000033", Prefix: "exports", Bucket: bucket, Time: sim.DefaultStart.Add(time.Hour), Files: 2}
 	if _, err := exportgen.WriteFull(ctx, st, ex, func(yield func(pipeline.Item) bool) {
 		for _, it := range h.Table.Items() {

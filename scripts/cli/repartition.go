@@ -12,12 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // runRepartition is `tributary repartition`: split an export by entity type.
@@ -30,14 +29,15 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	list := fs.Bool("list-transforms", false, "list the registered transforms and exit")
 	workers := fs.Int("workers", runtime.NumCPU(), "data files repartitioned at once (each also compresses its entity types in parallel)")
 	compression := fs.String("compression", "gzip", "output compression: gzip, zstd or none (ImportTable reads all three)")
-	level := fs.Int("level", export.DefaultLevel, "compression level (-1: the codec's default: gzip 5, zstd 3)")
+	level := fs.Int("level", repartition.DefaultLevel, "compression level (-1: the codec's default: gzip 5, zstd 3)")
 	partMB := fs.Int64("max-part-mb", 512, "start a new part file after this many MB of uncompressed lines")
 	force := fs.Bool("force", false, "redo everything, even a complete output of the same inputs")
+	takeover := fs.Bool("takeover", false, "take the output over from the run that holds it (its claim, "+repartition.ClaimKey+"): say so only when that run is gone")
 	noSync := fs.Bool("no-sync", false, "do not fsync local output (faster; a power cut may then lose committed files)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	reg := export.DefaultTransforms()
+	reg := repartition.DefaultTransforms()
 	if *list {
 		for _, t := range reg.Transforms() {
 			fmt.Fprintf(e.stdout, "%-16s %s (types: %s)\n", t.Name, t.Doc, strings.Join(t.Types(), ", "))
@@ -50,7 +50,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if *out == "" {
 		return fmt.Errorf("%w: --out is required", errUsage)
 	}
-	comp, err := export.ParseCompression(*compression)
+	comp, err := repartition.ParseCompression(*compression)
 	if err != nil {
 		return fmt.Errorf("%w: --compression: %v", errUsage, err)
 	}
@@ -60,7 +60,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if *partMB < 1 {
 		return fmt.Errorf("%w: --max-part-mb must be at least 1", errUsage)
 	}
-	opts := export.Options{TypeAttribute: sf.typeAttr, Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5}
+	opts := repartition.Options{TypeAttribute: sf.typeAttr, Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5, Takeover: *takeover}
 	if *transform != "" {
 		t, err := reg.Lookup(*transform)
 		if err != nil {
@@ -68,7 +68,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 		}
 		opts.Transform = t
 	}
-	outLoc, err := export.ParseLocation(*out)
+	outLoc, err := objstore.Parse(*out)
 	if err != nil {
 		return fmt.Errorf("%w: --out: %v", errUsage, err)
 	}
@@ -83,7 +83,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	}
 	prog := newByteProgress(e.stderr, "repartition", src.Summary.ItemCount+overlay.Lines)
 	opts.Progress = prog.add
-	r, err := export.NewRepartitioner(src, overlay, outStore, opts)
+	r, err := repartition.NewRepartitioner(src, overlay, outStore, opts)
 	if err != nil {
 		return err
 	}
@@ -98,15 +98,25 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if prog.items.Load() == 0 && !*force {
-		fmt.Fprintf(e.stdout, "already complete: %s was written %s by a run of the same inputs and settings (--force redoes it)\n", export.SummaryKey, s.Finished)
+	rep := r.Report()
+	if o := rep.TookOver; o != nil {
+		fmt.Fprintf(e.stdout, "took over the output from %s, which is gone\n", o)
+	}
+	if rep.Swept > 0 {
+		fmt.Fprintf(e.stdout, "removed %d temporary files and incomplete uploads that a crashed run left\n", rep.Swept)
+	}
+	switch {
+	case rep.AlreadyComplete:
+		fmt.Fprintf(e.stdout, "already complete: %s was written %s by a run of the same inputs and settings (--force redoes it)\n", repartition.SummaryKey, s.Finished)
+	case rep.Resumed > 0:
+		fmt.Fprintf(e.stdout, "resumed: %d of %d data files were done by an earlier run; this run did the rest and wrote the summary\n", rep.Resumed, rep.Resumed+rep.Done)
 	}
 	printSummary(e.stdout, s, time.Since(start), prog.bytes.Load())
 	return nil
 }
 
 // printSummary prints a run's per-entity table and totals.
-func printSummary(w io.Writer, s *export.RunSummary, took time.Duration, read int64) {
+func printSummary(w io.Writer, s *repartition.RunSummary, took time.Duration, read int64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PARTITION\tENTITY TYPE\tITEMS\tPARTS\tMB\tMB UNCOMPRESSED\t")
 	for _, en := range s.Entities {
@@ -165,12 +175,12 @@ func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export
 	if f.export == "" {
 		return nil, nil, fmt.Errorf("%w: --export is required", errUsage)
 	}
-	loc, err := export.ParseLocation(f.export)
+	loc, err := objstore.Parse(f.export)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: --export: %v", errUsage, err)
 	}
 	oo := export.OpenOptions{AllowMissingManifest: f.noManifest}
-	src, err := export.OpenExportAt(ctx, loc, func(l export.Location) (export.Store, error) { return f.store(ctx, l) }, oo)
+	src, err := export.OpenExportAt(ctx, loc, f.source(ctx), oo)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,11 +192,11 @@ func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export
 	}
 	var incs []*export.Export
 	for _, s := range f.incrementals {
-		l, err := export.ParseLocation(s)
+		l, err := objstore.Parse(s)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: --incremental: %v", errUsage, err)
 		}
-		inc, err := export.OpenExportAt(ctx, l, func(l export.Location) (export.Store, error) { return f.store(ctx, l) }, export.OpenOptions{})
+		inc, err := export.OpenExportAt(ctx, l, f.source(ctx), export.OpenOptions{})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -201,33 +211,13 @@ func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export
 
 // store opens a location: a directory, or S3 through the default AWS
 // configuration.
-func (f *exportFlags) store(ctx context.Context, l export.Location) (export.Store, error) {
-	if !l.IsS3() {
-		d := export.NewDir(l.Dir)
-		if f.noSync {
-			d = d.WithoutSync()
-		}
-		return d, nil
-	}
-	client, err := s3Client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return export.NewS3(client, l.Bucket, l.Prefix, export.S3Options{KMSKeyID: f.kmsKey}), nil
+func (f *exportFlags) store(ctx context.Context, l objstore.Location) (objstore.Store, error) {
+	return openLocation(ctx, l, "", objstore.S3Options{KMSKeyID: f.kmsKey}, f.noSync)
 }
 
-// s3Client builds an S3 client from the default AWS configuration. A custom
-// endpoint (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3) is a local S3-protocol
-// server: buckets are then addressed by path, as those expect.
-func s3Client(ctx context.Context) (*s3.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading AWS configuration: %w", err)
-	}
-	return s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
-		o.DisableLogOutputChecksumValidationSkipped = true
-	}), nil
+// source is store for reading exports.
+func (f *exportFlags) source(ctx context.Context) func(objstore.Location) (export.Source, error) {
+	return func(l objstore.Location) (export.Source, error) { return f.store(ctx, l) }
 }
 
 // byteProgress prints a progress line to a terminal every second (bytes,

@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 )
 
 const (
@@ -154,7 +154,7 @@ func TestVerifyCommand(t *testing.T) {
 	items := h.Table.Items()
 	write := func(dir string, items []pipeline.Item) string {
 		e := exportgen.Export{ID: "01796040000000-0000abcd", Time: sim.DefaultStart.Add(time.Hour), Files: 3}
-		if _, err := exportgen.WriteFull(ctx, export.NewDir(dir).WithoutSync(), e, func(yield func(pipeline.Item) bool) {
+		if _, err := exportgen.WriteFull(ctx, objstore.NewDir(dir).WithoutSync(), e, func(yield func(pipeline.Item) bool) {
 			for _, it := range items {
 				if !yield(it) {
 					return

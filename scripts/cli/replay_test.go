@@ -16,10 +16,10 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -263,12 +263,12 @@ func TestIntegrationRedriveCommandS3(t *testing.T) {
 	ctx := context.Background()
 	client := awstest.S3(t)
 	bucket := awstest.CreateBucket(ctx, t, client, "failures")
-	err := redrive.Dir(redriveFixtures).List(ctx, func(key string) error {
-		data, err := os.ReadFile(filepath.Join(redriveFixtures, key))
+	err := objstore.NewDir(redriveFixtures).List(ctx, "", func(o objstore.Object) error {
+		data, err := os.ReadFile(filepath.Join(redriveFixtures, o.Key))
 		if err != nil {
 			return err
 		}
-		_, err = client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + key), Body: bytes.NewReader(data)})
+		_, err = client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("projector/" + o.Key), Body: bytes.NewReader(data)})
 		return err
 	})
 	if err != nil {

@@ -1,20 +1,5 @@
 package cli
 
-// The Lambda functions as deployed — each functions/<name> main built like
-// `make build` and `sam build` build it — run under the Lambda runtime
-// interface emulator (github.com/aws/aws-lambda-runtime-interface-emulator,
-// built from the Go module proxy by .ci/template-check.sh; no Docker), with
-// their AWS calls going to the moto server the harness starts. Each must
-// answer its fixture events as expected (a partial batch response from the
-// stream consumers, the state machine's JSON from the repartitioner); the
-// emulator's INIT REPORT line gives the cold start, and the linux/arm64
-// bootstrap's size is what Lambda loads.
-//
-// Needs TRIBUTARY_RIE (the emulator binary) and TRIBUTARY_MOTO_URL:
-//
-//	bash .ci/servers.sh run -- env TRIBUTARY_RIE=.tools/bin/aws-lambda-rie \
-//	    go test -run TestRuntimeEmulator -v ./scripts/cli/
-
 import (
 	"bytes"
 	"context"
@@ -40,11 +25,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
-	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/pipeline/export/reimport"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections"
 )
+
+// The Lambda functions as deployed — each functions/<name> main built like
+// `make build` and `sam build` build it — run under the Lambda runtime
+// interface emulator (github.com/aws/aws-lambda-runtime-interface-emulator,
+// built from the Go module proxy by .ci/template-check.sh; no Docker), with
+// their AWS calls going to the moto server the harness starts. Each must
+// answer its fixture events as expected (a partial batch response from the
+// stream consumers, the state machine's JSON from the repartitioner); the
+// emulator's INIT REPORT line gives the cold start, and the linux/arm64
+// bootstrap's size is what Lambda loads.
+//
+// Needs TRIBUTARY_RIE (the emulator binary) and TRIBUTARY_MOTO_URL:
+//
+//	bash .ci/servers.sh run -- env TRIBUTARY_RIE=.tools/bin/aws-lambda-rie \
+//	    go test -run TestRuntimeEmulator -v ./scripts/cli/
 
 const (
 	envRIE = "TRIBUTARY_RIE"
@@ -432,8 +434,8 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}
-	fixture := filepath.Join(repoRoot, "pipeline", "export", "testdata", "export")
-	up := export.NewS3(client, bucket, "exports/app", export.S3Options{})
+	fixture := exportgen.FixtureDir()
+	up := objstore.NewS3(client, bucket, "exports/app", objstore.S3Options{})
 	if err := exportgen.CopyDir(ctx, up, fixture); err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +461,9 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	}
 
 	var inits []time.Duration
-	plan, d := step(map[string]any{"action": "plan"})
+	// Every step carries the execution's ID, as the state machine passes it.
+	run := event["executionId"]
+	plan, d := step(map[string]any{"action": "plan", "executionId": run})
 	inits = append(inits, d)
 	files, _ := plan["files"].([]any)
 	if len(files) != 5 || plan["complete"] != nil || plan["action"] != "plan" || plan["fingerprint"] == "" {
@@ -474,21 +478,21 @@ func TestRuntimeEmulatorRepartitioner(t *testing.T) {
 	}
 	for _, f := range files {
 		key := f.(map[string]any)["dataFileS3Key"]
-		_, d := step(map[string]any{"action": "file", "dataFileS3Key": key})
+		_, d := step(map[string]any{"action": "file", "executionId": run, "dataFileS3Key": key})
 		inits = append(inits, d)
 	}
-	fin, d := step(map[string]any{"action": "finish"})
+	fin, d := step(map[string]any{"action": "finish", "executionId": run})
 	inits = append(inits, d)
 	if fin["outputItems"] != float64(913) || fin["entities"] == nil {
 		t.Errorf("finish: %v", fin)
 	}
 
 	// The same job run locally gives the same entity manifests.
-	so, err := export.OpenOutput(ctx, export.NewS3(client, bucket, "split/app", export.S3Options{}))
+	so, err := reimport.OpenOutput(ctx, objstore.NewS3(client, bucket, "split/app", objstore.S3Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := export.JobConfig{Export: filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8"), Transform: "comments-table"}
+	local := repartition.JobConfig{Export: filepath.Join(fixture, "AWSDynamoDB", "01796032802314-fa5ad9a8"), Transform: "comments-table"}
 	if err := exportgen.SameAsLocal(ctx, local, t.TempDir(), so); err != nil {
 		t.Error(err)
 	}

@@ -11,9 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/projections"
 )
 
@@ -88,4 +90,41 @@ func (s *storeFlags) open(ctx context.Context, create bool) (store, func() error
 		return dynamostore.New(client, s.table), func() error { return nil }, nil
 	}
 	return nil, nil, fmt.Errorf("%w: give --store DIR or --table NAME", errUsage)
+}
+
+// openLocation opens a parsed location as an object store: a directory, or
+// an S3 prefix through the default AWS configuration (endpoint, when set,
+// is the S3 endpoint to use; see s3Client). noSync skips fsync in a
+// directory.
+func openLocation(ctx context.Context, loc objstore.Location, endpoint string, opts objstore.S3Options, noSync bool) (objstore.Store, error) {
+	if !loc.IsS3() {
+		d := objstore.NewDir(loc.Dir)
+		if noSync {
+			d = d.WithoutSync()
+		}
+		return d, nil
+	}
+	client, err := s3Client(ctx, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return objstore.NewS3(client, loc.Bucket, loc.Prefix, opts), nil
+}
+
+// s3Client builds an S3 client from the default AWS configuration. A custom
+// endpoint (the endpoint argument, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL)
+// is a local S3-protocol server: buckets are then addressed by path, as
+// those expect, and its responses' missing checksums are not logged.
+func s3Client(ctx context.Context, endpoint string) (*s3.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS configuration: %w", err)
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		o.UsePathStyle = endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+		o.DisableLogOutputChecksumValidationSkipped = true
+	}), nil
 }

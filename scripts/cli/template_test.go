@@ -766,7 +766,10 @@ func TestTemplateOperations(t *testing.T) {
 
 // TestTemplateRepartition: the export state machine is a Distributed Map
 // whose ItemReader reads the export's manifest-files.json as JSON lines and
-// runs the repartitioner once per data file, between a plan and a finish step.
+// runs the repartitioner once per data file, between a plan and a finish
+// step; every step carries the execution's ID (the owner of the output's
+// claim, which its steps share), and a failure of the map or the finish is
+// caught by a release step before the execution fails.
 func TestTemplateRepartition(t *testing.T) {
 	tp := loadTemplate(t)
 	sms := tp.ofType("AWS::Serverless::StateMachine")
@@ -805,8 +808,29 @@ func TestTemplateRepartition(t *testing.T) {
 		for _, a := range regexp.MustCompile(`'action': '(\w+)'`).FindAllStringSubmatch(string(b), -1) {
 			actions = append(actions, a[1])
 		}
-		if !sameSet(actions, []string{"plan", "file", "finish"}) {
-			t.Errorf("%s: repartitioner actions %v, want plan, file and finish", name, actions)
+		if !sameSet(actions, []string{"plan", "file", "finish", "release"}) {
+			t.Errorf("%s: repartitioner actions %v, want plan, file, finish and release", name, actions)
+		}
+		// The execution's ID goes into the plan's payload and the job every
+		// later step merges into its own.
+		plan, _ := states["Plan"].(obj)
+		pargs, _ := plan["Arguments"].(obj)
+		assign, _ := plan["Assign"].(obj)
+		for what, v := range map[string]any{"the plan's payload": pargs["Payload"], "the job": assign["job"]} {
+			if e, _ := v.(string); !strings.Contains(e, "'executionId': $states.context.Execution.Id") {
+				t.Errorf("%s: %s is %v, without the execution's ID", name, what, v)
+			}
+		}
+		for _, st := range []string{"Files", "Finish"} {
+			s, _ := states[st].(obj)
+			catches, _ := s["Catch"].([]any)
+			if len(catches) != 1 || catches[0].(obj)["Next"] != "Release" {
+				t.Errorf("%s: %s's Catch is %v, want one to the Release step", name, st, s["Catch"])
+			}
+		}
+		rel, _ := states["Release"].(obj)
+		if rel["Next"] != "Failed" || states["Failed"].(obj)["Type"] != "Fail" {
+			t.Errorf("%s: the Release step goes to %v, want a Fail state", name, rel["Next"])
 		}
 		subs, _ := props(sm)["DefinitionSubstitutions"].(obj)
 		if fn := refName(subs["RepartitionerArn"]); tp.resources()[fn]["Type"] != "AWS::Serverless::Function" {

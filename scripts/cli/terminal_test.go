@@ -13,9 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 )
 
 // hostile sets the terminal's title and clears the screen.
@@ -87,7 +87,7 @@ func TestTerminalOutputEscaped(t *testing.T) {
 	dir := t.TempDir()
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	res, err := exportgen.WriteFull(context.Background(), export.NewDir(dir).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 1), Prefix: "exports/app", Time: at, Files: 1},
+	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(dir).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 1), Prefix: "exports/app", Time: at, Files: 1},
 		func(yield func(pipeline.Item) bool) {
 			_ = yield(pipeline.Item{"PK": s("X#1"), "SK": s("A"), "EntityType": s(hostile)}) && yield(pipeline.Item{"PK": s("X#2"), "SK": s("B"), "EntityType": s("Order\u202egnp.exe")})
 		})

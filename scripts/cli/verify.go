@@ -10,8 +10,8 @@ import (
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/verify"
 )
 
 // runVerify is `tributary verify`: recompute every projection from an
@@ -69,7 +69,7 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	start := time.Now()
-	want, items, err := export.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: typeAttr}, xf.skipMD5, ps...)
+	want, items, err := verify.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: typeAttr}, xf.skipMD5, ps...)
 	if err != nil {
 		return err
 	}

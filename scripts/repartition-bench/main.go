@@ -30,9 +30,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
-	"github.com/tributary/tributary/pipeline/export"
 )
 
 func main() {
@@ -78,7 +78,7 @@ func gen(args []string) error {
 	templates := h.Table.Items()
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	e := exportgen.Export{ID: exportgen.ExportID(at, 9), Prefix: "exports/bench", Time: at, Files: *files}
-	res, err := exportgen.WriteFull(context.Background(), export.NewDir(*dir).WithoutSync(), e, exportgen.Synthetic(templates, int64(*size), 9))
+	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(*dir).WithoutSync(), e, exportgen.Synthetic(templates, int64(*size), 9))
 	if err != nil {
 		return err
 	}

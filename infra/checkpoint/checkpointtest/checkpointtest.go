@@ -5,10 +5,10 @@ package checkpointtest
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	"github.com/tributary/tributary/infra/checkpoint"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/pipeline/shardread"
 )
 
@@ -28,9 +28,10 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 	t.Run("SaveLoadRevisions", func(t *testing.T) {
 		s := newStore(t)
 		cp := &checkpoint.Checkpoint{
-			Job:    checkpoint.JobID("kinesis://s", "TRIM_HORIZON"),
-			About:  map[string]string{"source": "kinesis://s"},
-			Shards: map[string]shardread.Position{"shardId-000000000000": {Seq: "49590338271490256608559692538361571095921575989136588898"}, "shardId-000000000001": {Done: true}},
+			Job:     checkpoint.JobID("kinesis://s", "TRIM_HORIZON"),
+			About:   map[string]string{"source": "kinesis://s"},
+			Shards:  map[string]shardread.Position{"shardId-000000000000": {Seq: "49590338271490256608559692538361571095921575989136588898"}, "shardId-000000000001": {Done: true}},
+			Sources: map[string]int64{"entity=Order/part-x-0000.json.gz": 25},
 		}
 		if err := s.Save(ctx, cp); err != nil {
 			t.Fatal(err)
@@ -44,7 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 		}
 		if got.Rev != 1 || got.Job != cp.Job || got.About["source"] != "kinesis://s" || len(got.Shards) != 2 ||
 			got.Shards["shardId-000000000000"] != cp.Shards["shardId-000000000000"] || !got.Shards["shardId-000000000001"].Done ||
-			!got.Updated.Equal(cp.Updated) {
+			!got.Updated.Equal(cp.Updated) || got.Sources["entity=Order/part-x-0000.json.gz"] != 25 {
 			t.Fatalf("loaded %+v, saved %+v", got, cp)
 		}
 		// A save from a stale copy fails and changes nothing.
@@ -72,28 +73,9 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 	t.Run("ConcurrentRunsOneWins", func(t *testing.T) {
 		s := newStore(t)
 		job := checkpoint.JobID("race")
-		var wg sync.WaitGroup
-		errs := make([]error, 8)
-		for i := range errs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = s.Save(ctx, &checkpoint.Checkpoint{Job: job, Shards: map[string]shardread.Position{}})
-			}()
-		}
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				won++
-			case !errors.Is(err, checkpoint.ErrConflict):
-				t.Errorf("save: %v", err)
-			}
-		}
-		if won != 1 {
-			t.Errorf("%d saves of revision 0 succeeded, want exactly 1", won)
-		}
+		objstoretest.OneWins(t, 8, checkpoint.ErrConflict, func(int) error {
+			return s.Save(ctx, &checkpoint.Checkpoint{Job: job, Shards: map[string]shardread.Position{}})
+		})
 	})
 	t.Run("InvalidJob", func(t *testing.T) {
 		s := newStore(t)

@@ -1,0 +1,189 @@
+// Package objstore is the one object store the tools read and write: a
+// local directory (Dir) or a prefix of an S3 bucket (S3), behind the same
+// calls, keys and guarantees, so that every command works on either and an
+// output written to one can be copied to the other.
+//
+// Keys are slash-separated and relative to the store's root. Every object is
+// written all or nothing: a reader sees the whole object or none of it, even
+// across a crash (a directory writes a temporary ".tmp-…" file, fsyncs and
+// renames it; S3 stores an object only when its PutObject or its multipart
+// upload completes). Small control objects (run markers, checkpoints) can be
+// written conditionally: PutIfAbsent creates an object only if none exists
+// (S3 If-None-Match: *, link(2) on a directory) and Swap replaces one only if
+// it is still the version the caller read (S3 If-Match, a lock on the
+// directory), so that two runs can never both believe they own an output.
+//
+// Names built from data (entity types, table names, data file names) go
+// through FitName, which keeps every path segment within NAME_MAX and every
+// key within S3's 1,024 bytes. The conformance suite in objstoretest runs on
+// both stores: on a directory, on gofakes3 in process, and on moto.
+package objstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Object is one listed object.
+type Object struct {
+	Key  string
+	Size int64
+}
+
+var (
+	// ErrNotFound matches the error of reading a missing object.
+	ErrNotFound = errors.New("objstore: object not found")
+	// ErrPreconditionFailed matches the error of a conditional write whose
+	// condition did not hold: PutIfAbsent of an existing object, Swap of an
+	// object that is no longer the version given (or is missing).
+	ErrPreconditionFailed = errors.New("objstore: precondition failed")
+)
+
+// Limits every key is held to, on both stores, so that an output written to
+// one can be copied to the other.
+const (
+	// MaxKeyBytes is S3's limit on a key (the store's prefix included):
+	// 1,024 bytes of UTF-8.
+	MaxKeyBytes = 1024
+	// MaxSegmentBytes is the longest path segment: NAME_MAX, the longest file
+	// name on Linux and macOS file systems, 255 bytes.
+	MaxSegmentBytes = 255
+)
+
+// Writer is an object being written by Create. Nothing is visible under its
+// key until Commit returns nil; Abort, a failed Commit or a crash leaves no
+// object (and Sweep removes what a crash left).
+type Writer interface {
+	io.Writer
+	// Commit makes the object visible, entirely, under its key, replacing
+	// any object of that name.
+	Commit(ctx context.Context) error
+	// Abort discards the object. It is safe after Commit (a no-op) and more
+	// than once.
+	Abort()
+}
+
+// Store is what both stores implement, and what the conformance suite
+// checks. Callers declare the part they use. Implementations are safe for
+// concurrent use; ctx bounds each call.
+type Store interface {
+	// Open returns an object's body; the caller closes it. A missing object
+	// gives an error matching ErrNotFound.
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	// List calls fn for every object whose key starts with prefix, in key
+	// order, and stops at fn's first error, returning it. Temporary objects
+	// of unfinished writes are never listed.
+	List(ctx context.Context, prefix string, fn func(Object) error) error
+	// Put writes a whole object, replacing any of that name.
+	Put(ctx context.Context, key string, body []byte) error
+	// Create starts a streaming write of an object.
+	Create(ctx context.Context, key string) (Writer, error)
+	// Delete removes an object; a missing object is not an error.
+	Delete(ctx context.Context, key string) error
+	// Get reads a small object whole, with its version: an opaque tag that
+	// changes with every write (S3's ETag; a directory's MD5 of the content).
+	Get(ctx context.Context, key string) (body []byte, version string, err error)
+	// PutIfAbsent writes an object only if none exists under key, and
+	// returns its version; otherwise it fails with ErrPreconditionFailed.
+	PutIfAbsent(ctx context.Context, key string, body []byte) (version string, err error)
+	// Swap replaces an object only if its version is still version, and
+	// returns the new version; otherwise (another write came between, or
+	// the object is gone) it fails with ErrPreconditionFailed.
+	Swap(ctx context.Context, key string, body []byte, version string) (string, error)
+	// Sweep removes what crashed writes left under prefix: a directory's
+	// temporary files, S3's incomplete multipart uploads and this machine's
+	// spool files of dead processes. It returns how many it removed. Only a
+	// run that owns prefix (see Acquire) may sweep it: a write in progress
+	// there would be lost.
+	Sweep(ctx context.Context, prefix string) (int, error)
+	// String names the store's root for people, as Parse reads it: a path
+	// or s3://bucket/prefix.
+	String() string
+}
+
+// Name renders a key under a store's root for messages.
+func Name(root fmt.Stringer, key string) string {
+	r := root.String()
+	switch {
+	case r == "":
+		return key
+	case key == "":
+		return r
+	}
+	return strings.TrimSuffix(r, "/") + "/" + key
+}
+
+// ReadAll reads a whole (small) object.
+func ReadAll(ctx context.Context, st interface {
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	String() string
+}, key string) ([]byte, error) {
+	r, err := st.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: reading %s: %w", Name(st, key), err)
+	}
+	return b, nil
+}
+
+// ValidKey accepts slash-separated keys of non-empty segments other than
+// "." and "..", without backslashes or NUL.
+func ValidKey(key string) bool {
+	if key == "" || strings.ContainsAny(key, "\\\x00") {
+		return false
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// checkKey is the test every write applies: a valid key, no segment longer
+// than MaxSegmentBytes, and the whole key (prefix included) within
+// MaxKeyBytes.
+func checkKey(prefix, key string) error {
+	if !ValidKey(key) {
+		return fmt.Errorf("objstore: invalid key %q: want slash-separated segments, none empty, \".\" or \"..\", no backslash or NUL", key)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if len(seg) > MaxSegmentBytes {
+			return fmt.Errorf("objstore: key %q: segment of %d bytes, longer than a file name may be (%d)", key, len(seg), MaxSegmentBytes)
+		}
+	}
+	if n := len(prefix) + len(key); n > MaxKeyBytes {
+		return fmt.Errorf("objstore: key %q: %d bytes with the prefix, more than S3 allows (%d)", key, n, MaxKeyBytes)
+	}
+	return nil
+}
+
+// HashMark starts the part of a name that FitName replaced by a hash. The
+// escapers of entity types (the archive's and the export's) always escape a
+// leading '_', so a name that begins with it was never spelled by an item.
+const HashMark = "_sha256-"
+
+// FitName returns prefix+name+suffix when it is at most max bytes long.
+// Otherwise it replaces name by HashMark and the first 16 hex digits of
+// name's SHA-256 (64 bits: no collision among any realistic number of
+// names), keeping prefix and suffix, so that the result fits. It is the one
+// function every writer uses to build a path segment or key from data: an
+// entity type (archive and export partitions), a data file's name (part
+// names), a table name (checkpoints), an archive object (restored files).
+// max is MaxSegmentBytes for a segment, or what a key's other parts leave.
+func FitName(prefix, name, suffix string, max int) string {
+	if len(prefix)+len(name)+len(suffix) <= max {
+		return prefix + name + suffix
+	}
+	sum := sha256.Sum256([]byte(name))
+	return prefix + HashMark + hex.EncodeToString(sum[:8]) + suffix
+}
