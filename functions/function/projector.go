@@ -1,20 +1,22 @@
-// Package function holds Tributary's Lambda functions as library entry points, so
-// that a function's main is a single call that hands it a team's own
-// projections:
+// Package function holds Tributary's Lambda functions as library entry
+// points, so that a function's main is a single call that hands it a team's
+// own projections (or transforms):
 //
-//	func main() { function.Projector(tickets.Projections()) }
+//	func main() { function.Projector(tickets.Set()) }
 //
-// Projector (DynamoDB Streams → aggregates) and KinesisProjector (the
-// table's Kinesis data stream → aggregates) are built the same way: their
-// configuration is read from the environment (LoadProjectorConfig), every
-// problem is reported at once, and a bad configuration, or an aggregate
-// table that another projection set built (projections.Open), stops the
-// function at init, before it takes a record. Functions log JSON to
-// standard output, as the Lambda runtime expects, beside their
-// embedded-metric lines.
+// Projector (DynamoDB Streams → aggregates), KinesisProjector (the table's
+// Kinesis data stream → aggregates), Archiver (TTL removals → the S3
+// archive) and Repartitioner (an export's data files, for a Step Functions
+// Distributed Map) each read their configuration from the environment in
+// one way (a Load function: defaults, then every problem at once); a bad
+// configuration, or an aggregate table that another projection set built
+// (projections.Open), stops the function at init, before it takes a record.
+// Every function logs JSON to standard output, beside its embedded-metric
+// lines, and hands over to another main at init when TRIBUTARY_MAIN names
+// one (MainEnv).
 //
-// The New functions build the same handlers over any aggregate table, for
-// tests and for mains that want to add to them.
+// The New functions build the same handlers over any store, for tests and
+// for mains that want to add to them.
 package function
 
 import (

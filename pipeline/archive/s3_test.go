@@ -82,9 +82,7 @@ func testS3Store(t *testing.T, server func(t testing.TB, opts ...func(*s3.Option
 		// The golden event, archived to S3 and to a directory, gives the
 		// same keys and the same bytes, one PutObject per object.
 		c, log, bucket := awstest.LoggedS3(t, server)
-		cfg := Config{Bucket: bucket}
-		cfg.setDefaults()
-		store := objstore.NewS3(c, bucket, "", cfg.S3Options())
+		store := objstore.NewS3(c, bucket, "", archiverS3Options)
 		proc := pipeline.NewStreamsProcessor(New(store, Options{Prefix: "ttl-archive/app", Logger: quiet}), pipeline.Config{Logger: quiet})
 		if out, err := proc.Invoke(ctx, readEvent(t)); err != nil || string(out) != `{"batchItemFailures":[]}` {
 			t.Fatalf("%s %v", out, err)
@@ -116,9 +114,7 @@ func testS3Store(t *testing.T, server func(t testing.TB, opts ...func(*s3.Option
 		// 400 KB random bytes make a 6.4 MB gzip object, sent as two parts
 		// of S3's minimum size.
 		c, log, bucket := awstest.LoggedS3(t, server)
-		cfg := Config{Bucket: bucket}
-		cfg.setDefaults()
-		store := objstore.NewS3(c, bucket, "", cfg.S3Options())
+		store := objstore.NewS3(c, bucket, "", archiverS3Options)
 		h := New(store, Options{Logger: quiet})
 		event := bigEvent(t, 16, 400_000)
 		out, err := pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet}).Invoke(ctx, event)
@@ -173,3 +169,7 @@ func TestS3StoreGofakes3(t *testing.T) { testS3Store(t, awstest.GoFakeS3) }
 
 // TestS3StoreIntegration archives to moto_server.
 func TestS3StoreIntegration(t *testing.T) { testS3Store(t, awstest.S3) }
+
+// archiverS3Options are the S3 options the archiver function uses by
+// default (function.ArchiverConfig.S3Options).
+var archiverS3Options = objstore.S3Options{MultipartThreshold: DefaultMultipartThreshold, PartSize: DefaultPartSize}

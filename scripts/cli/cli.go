@@ -24,6 +24,7 @@ import (
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/spec"
 )
@@ -34,6 +35,9 @@ type Options struct {
 	// check projections run: process, replay, redrive, verify, filters and
 	// projections. Required.
 	Projections *projections.Set
+	// Transforms are the repartition transforms `repartition --transform`
+	// can name (the stock binary's: comments-table).
+	Transforms []*repartition.Transform
 	// Commands are added to the standard ones, after them in the usage
 	// (the stock binary adds Demo and Leaderboard). A command with the name
 	// of a standard one replaces it.
@@ -79,6 +83,8 @@ type env struct {
 	typeAttr string
 	// extra are the Options' commands.
 	extra []Command
+	// transforms are the Options' transforms, by name.
+	transforms *repartition.Registry
 }
 
 // Env returns the public view of e, for the Options' commands.
@@ -151,7 +157,11 @@ func Run(ctx context.Context, opts Options, args []string, stdin io.Reader, stdo
 		fmt.Fprintln(stderr, "tributary: no projection set (cli.Options.Projections)")
 		return 2
 	}
-	return run(ctx, &env{stdout: stdout, stderr: stderr, stdin: stdin, set: opts.Projections, extra: opts.Commands}, args)
+	reg := repartition.NewRegistry()
+	for _, t := range opts.Transforms {
+		reg.Register(t)
+	}
+	return run(ctx, &env{stdout: stdout, stderr: stderr, stdin: stdin, set: opts.Projections, extra: opts.Commands, transforms: reg}, args)
 }
 
 // run executes one command line and returns the process exit code.

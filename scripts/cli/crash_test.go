@@ -29,7 +29,7 @@ const envChild = "TRIBUTARY_CLI_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == "1" {
-		os.Exit(run(context.Background(), &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin}, os.Args[1:]))
+		os.Exit(Run(context.Background(), stockOptions, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

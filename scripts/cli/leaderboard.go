@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tributary/tributary/pipeline/export/repartition"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/internal/quote"
@@ -21,7 +23,7 @@ func Leaderboard() Command {
 // builtin adapts a built-in command to a Command.
 func builtin(run func(ctx context.Context, e *env, args []string) error) func(ctx context.Context, env Env, args []string) error {
 	return func(ctx context.Context, pub Env, args []string) error {
-		return run(ctx, &env{stdout: pub.Stdout, stderr: pub.Stderr, stdin: pub.Stdin, set: pub.Projections}, args)
+		return run(ctx, &env{stdout: pub.Stdout, stderr: pub.Stderr, stdin: pub.Stdin, set: pub.Projections, transforms: repartition.NewRegistry()}, args)
 	}
 }
 

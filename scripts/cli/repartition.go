@@ -37,7 +37,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	reg := repartition.DefaultTransforms()
+	reg := e.transforms
 	if *list {
 		for _, t := range reg.Transforms() {
 			fmt.Fprintf(e.stdout, "%-16s %s (types: %s)\n", t.Name, t.Doc, strings.Join(t.Types(), ", "))

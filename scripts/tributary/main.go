@@ -3,10 +3,15 @@
 package main
 
 import (
+	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/scripts/cli"
 )
 
 func main() {
-	cli.Main(cli.Options{Projections: seed.Set(), Commands: []cli.Command{cli.Demo(), cli.Leaderboard()}})
+	cli.Main(cli.Options{
+		Projections: seed.Set(),
+		Transforms:  []*repartition.Transform{repartition.CommentsTable()},
+		Commands:    []cli.Command{cli.Demo(), cli.Leaderboard()},
+	})
 }

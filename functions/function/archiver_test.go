@@ -1,15 +1,16 @@
-package archive
+package function_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/tributary/tributary/functions/function"
 )
 
-func TestConfig(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	c, err := ConfigFromEnv(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ARCHIVE_PREFIX": "ttl/app"}))
-	if err != nil || c.Validate() != nil {
-		t.Fatalf("%v %v", err, c.Validate())
+func TestLoadArchiverConfig(t *testing.T) {
+	c, err := function.LoadArchiverConfig(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ARCHIVE_PREFIX": "ttl/app"}))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if c.TypeAttribute != "EntityType" || c.TTLAttribute != "ttl" || c.MultipartThreshold != 5<<20 {
 		t.Errorf("defaults %+v", c)
@@ -17,20 +18,12 @@ func TestConfig(t *testing.T) {
 	if o := c.S3Options(); o.KMSKeyID != "" || o.MultipartThreshold != 5<<20 {
 		t.Errorf("S3 options %+v", o)
 	}
-	if o := c.HandlerOptions(nil); o.Prefix != "ttl/app" || o.TTLAttribute != "ttl" {
-		t.Errorf("handler options %+v", o)
+	if c.Prefix != "ttl/app" || c.EntityTypes != nil {
+		t.Errorf("config %+v (no ENTITY_TYPES: no entity types named)", c)
 	}
-
-	if pc := c.PipelineConfig(nil); pc.EntityTypes != nil {
-		t.Errorf("metrics name entity types %v without ENTITY_TYPES", pc.EntityTypes)
-	}
-	c, _ = ConfigFromEnv(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ENTITY_TYPES": " Comment, Document ,,"}))
-	if pc := c.PipelineConfig(nil); strings.Join(pc.EntityTypes, "|") != "Comment|Document" {
-		t.Errorf("ENTITY_TYPES: metrics name %q", pc.EntityTypes)
-	}
-
-	if _, err := ConfigFromEnv(env(map[string]string{"ARCHIVE_MULTIPART_THRESHOLD": "5MB"})); err == nil {
-		t.Error("a malformed threshold was accepted")
+	c, _ = function.LoadArchiverConfig(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ENTITY_TYPES": " Comment, Document ,,"}))
+	if strings.Join(c.EntityTypes, "|") != "Comment|Document" {
+		t.Errorf("ENTITY_TYPES: %q", c.EntityTypes)
 	}
 
 	for _, tc := range []struct {
@@ -46,10 +39,10 @@ func TestConfig(t *testing.T) {
 		{"prefix dots", map[string]string{"ARCHIVE_DIR": "/tmp", "ARCHIVE_PREFIX": "a/../b"}, []string{"ARCHIVE_PREFIX"}},
 		{"prefix partition", map[string]string{"ARCHIVE_DIR": "/tmp", "ARCHIVE_PREFIX": "x/entity=A"}, []string{"looks like a partition"}},
 		{"small threshold", map[string]string{"ARCHIVE_DIR": "/tmp", "ARCHIVE_MULTIPART_THRESHOLD": "1024"}, []string{"below S3's smallest part"}},
+		{"malformed threshold", map[string]string{"ARCHIVE_DIR": "/tmp", "ARCHIVE_MULTIPART_THRESHOLD": "5MB"}, []string{"not a number of bytes"}},
 		{"all at once", map[string]string{"ARCHIVE_BUCKET": "x", "ARCHIVE_PREFIX": "/a"}, []string{"ARCHIVE_BUCKET", "ARCHIVE_PREFIX"}},
 	} {
-		c, _ := ConfigFromEnv(env(tc.env))
-		err := c.Validate()
+		_, err := function.LoadArchiverConfig(env(tc.env))
 		if err == nil {
 			t.Errorf("%s: accepted", tc.name)
 			continue

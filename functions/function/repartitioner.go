@@ -1,0 +1,243 @@
+package function
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline/export/repartition"
+)
+
+// RepartitionerConfig is the repartitioner function's configuration, read
+// from the environment by LoadRepartitionerConfig: the defaults of every
+// event's job (an event may override each).
+type RepartitionerConfig struct {
+	Job repartition.JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
+	// KMSKeyID encrypts output with SSE-KMS (KMS_KEY_ID); default SSE-S3.
+	KMSKeyID string
+	// TempDir spools output parts before upload (TMPDIR; Lambda: /tmp,
+	// sized by the function's ephemeral storage).
+	TempDir string
+}
+
+// LoadRepartitionerConfig reads the repartitioner's configuration with
+// getenv and reports every problem at once; TRANSFORM must name one of
+// transforms.
+func LoadRepartitionerConfig(getenv func(string) string, transforms *repartition.Registry) (RepartitionerConfig, error) {
+	c := RepartitionerConfig{
+		Job: repartition.JobConfig{
+			Export:        getenv("EXPORT_LOCATION"),
+			Out:           getenv("OUTPUT_LOCATION"),
+			TypeAttribute: getenv("TYPE_ATTRIBUTE"),
+			Transform:     getenv("TRANSFORM"),
+			Compression:   repartition.Compression(getenv("COMPRESSION")),
+		},
+		KMSKeyID: getenv("KMS_KEY_ID"),
+		TempDir:  getenv("TMPDIR"),
+	}
+	var errs []error
+	if c.Job.Compression != "" {
+		if _, err := repartition.ParseCompression(string(c.Job.Compression)); err != nil {
+			errs = append(errs, fmt.Errorf("COMPRESSION: %w", err))
+		}
+	}
+	if v := getenv("COMPRESSION_LEVEL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("COMPRESSION_LEVEL %q: want a whole number", v))
+		}
+		c.Job.Level = n
+	}
+	if v := getenv("MAX_PART_MB"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("MAX_PART_MB %q: want a whole number of MB, at least 1", v))
+		}
+		c.Job.MaxPartBytes = n << 20
+	}
+	for name, v := range map[string]string{"EXPORT_LOCATION": c.Job.Export, "OUTPUT_LOCATION": c.Job.Out} {
+		if v == "" {
+			continue
+		}
+		if _, err := objstore.Parse(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if c.Job.Transform != "" {
+		if _, err := transforms.Lookup(c.Job.Transform); err != nil {
+			errs = append(errs, fmt.Errorf("TRANSFORM: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Repartitioner runs the export repartitioner for a Step Functions
+// Distributed Map, one data file per invocation (RepartitionEvent), with
+// the given transforms for TRANSFORM (and an event's transform) to name. It
+// does exactly what `tributary repartition` does (pipeline/export/repartition),
+// so either can resume the other's run. It does not return.
+func Repartitioner(transforms ...*repartition.Transform) {
+	reg := repartition.NewRegistry()
+	for _, t := range transforms {
+		reg.Register(t)
+	}
+	start("repartitioner", func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
+		cfg, err := LoadRepartitionerConfig(os.Getenv, reg)
+		if err != nil {
+			return nil, err
+		}
+		aws, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+		}
+		return lambda.NewHandler(NewRepartitioner(cfg, s3.NewFromConfig(aws), reg, log).Handle), nil
+	})
+}
+
+// RepartitionEvent is one invocation of the repartitioner. Action is "plan", "file", "finish" or
+// "release"; the job's fields default to the function's configuration. A
+// "file" event names its data file as manifest-files.json does, so a
+// Distributed Map may read manifest-files.json (JSONL) directly as its
+// items, or map over the plan's files. Every event carries the execution's
+// ID (executionId: the state machine passes $$.Execution.Id), which its
+// steps share as the owner of the output's claim: a second execution into
+// the same output is refused while the first holds it, and "release" (the
+// state machine's Catch) gives it up when an execution fails.
+type RepartitionEvent struct {
+	Action string `json:"action"`
+	repartition.JobConfig
+	DataFileS3Key string `json:"dataFileS3Key,omitempty"`
+	// Force (plan) redoes a complete output.
+	Force bool `json:"force,omitempty"`
+}
+
+// RepartitionResponse is what each action returns to the state machine.
+type RepartitionResponse struct {
+	Action      string `json:"action"`
+	Fingerprint string `json:"fingerprint"`
+	// plan: the data files to map over (empty when Complete).
+	Files    []repartition.PlanFile `json:"files,omitempty"`
+	Complete bool                   `json:"complete,omitempty"`
+	// file: what was written (Resumed: it had been done already).
+	Source  string `json:"source,omitempty"`
+	Items   int64  `json:"items,omitempty"`
+	Parts   int    `json:"parts,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
+	// finish: the output's totals.
+	Entities    int   `json:"entities,omitempty"`
+	OutputItems int64 `json:"outputItems,omitempty"`
+}
+
+// RepartitionerHandler is the repartitioner's handler.
+type RepartitionerHandler struct {
+	cfg        RepartitionerConfig
+	s3         objstore.S3API
+	transforms *repartition.Registry
+	log        *slog.Logger
+}
+
+// NewRepartitioner returns the repartitioner's handler over S3 (client),
+// with transforms for the jobs' transform names.
+func NewRepartitioner(cfg RepartitionerConfig, client objstore.S3API, transforms *repartition.Registry, log *slog.Logger) *RepartitionerHandler {
+	return &RepartitionerHandler{cfg: cfg, s3: client, transforms: transforms, log: log}
+}
+
+func (h *RepartitionerHandler) store(l objstore.Location) (objstore.Store, error) {
+	if !l.IsS3() {
+		return objstore.NewDir(l.Dir), nil
+	}
+	return objstore.NewS3(h.s3, l.Bucket, l.Prefix, objstore.S3Options{KMSKeyID: h.cfg.KMSKeyID, TempDir: h.cfg.TempDir}), nil
+}
+
+// job merges the event's job over the configured one.
+func (h *RepartitionerHandler) job(ev RepartitionEvent) repartition.JobConfig {
+	j := h.cfg.Job
+	e := ev.JobConfig
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&j.Export, e.Export)
+	set(&j.Out, e.Out)
+	set(&j.TypeAttribute, e.TypeAttribute)
+	set(&j.Transform, e.Transform)
+	if e.Compression != "" {
+		j.Compression = e.Compression
+	}
+	if e.Level != 0 {
+		j.Level = e.Level
+	}
+	if e.MaxPartBytes != 0 {
+		j.MaxPartBytes = e.MaxPartBytes
+	}
+	if len(e.Incrementals) > 0 {
+		j.Incrementals = e.Incrementals
+	}
+	j.SkipMD5 = j.SkipMD5 || e.SkipMD5
+	j.AllowMissingManifest = j.AllowMissingManifest || e.AllowMissingManifest
+	j.ExecutionID, j.Takeover = e.ExecutionID, e.Takeover
+	return j
+}
+
+// Handle runs one step. An error fails the invocation (the state machine's
+// retry policy retries it; every step is idempotent).
+func (h *RepartitionerHandler) Handle(ctx context.Context, ev RepartitionEvent) (RepartitionResponse, error) {
+	start := time.Now()
+	jc := h.job(ev)
+	if jc.ExecutionID == "" {
+		return RepartitionResponse{}, errors.New("repartitioner: the event has no executionId: the steps of one run share the output's claim by it (the state machine passes $$.Execution.Id)")
+	}
+	job, err := repartition.OpenJob(ctx, jc, h.store, h.transforms)
+	if err != nil {
+		return RepartitionResponse{}, err
+	}
+	resp := RepartitionResponse{Action: ev.Action, Fingerprint: job.Partitioner.Fingerprint()}
+	switch ev.Action {
+	case "plan":
+		files, complete, err := job.Plan(ctx, ev.Force)
+		if err != nil {
+			return resp, err
+		}
+		resp.Files, resp.Complete = files, complete
+		h.log.Info("plan", "export", job.Export.String(), "out", jc.Out, "files", len(files), "complete", complete)
+	case "file":
+		if ev.DataFileS3Key == "" {
+			return resp, errors.New("repartitioner: a file event needs dataFileS3Key")
+		}
+		rec, resumed, err := job.File(ctx, ev.DataFileS3Key)
+		if err != nil {
+			return resp, err
+		}
+		resp.Source, resp.Items, resp.Parts, resp.Resumed = rec.Source, rec.ItemsOut, len(rec.Parts), resumed
+		h.log.Info("file", "source", rec.Source, "items", rec.ItemsOut, "parts", len(rec.Parts), "resumed", resumed,
+			"mb", rec.UncompressedBytes/1e6, "seconds", time.Since(start).Seconds())
+	case "finish":
+		s, err := job.Finish(ctx)
+		if err != nil {
+			return resp, err
+		}
+		resp.Entities, resp.OutputItems = len(s.Entities), s.Totals.OutputItems
+		h.log.Info("finish", "entities", len(s.Entities), "items", s.Totals.OutputItems, "orphansRemoved", s.Totals.OrphansRemoved)
+	case "release":
+		if err := job.Release(ctx); err != nil {
+			return resp, err
+		}
+		h.log.Info("release", "out", jc.Out, "execution", jc.ExecutionID)
+	default:
+		return resp, fmt.Errorf("repartitioner: unknown action %q: want plan, file, finish or release", ev.Action)
+	}
+	return resp, nil
+}
