@@ -166,3 +166,21 @@ func TestCLI(t *testing.T) {
 		t.Errorf("projections show:\n%s", show)
 	}
 }
+
+// TestTransform: tickets-by-id re-keys a ticket by its ID and keeps the
+// old keys; a ticket whose keys do not fit is an error naming them.
+func TestTransform(t *testing.T) {
+	out, err := tickets.TicketsByID().ByType["Ticket"](finalItems[0])
+	if err != nil || len(out) != 1 {
+		t.Fatalf("%v, %v", out, err)
+	}
+	got := out[0]
+	for name, want := range map[string]string{"PK": "TICKET#t1", "SK": "QUEUE#billing", "queuePK": "QUEUE#billing", "sourceSK": "TICKET#t1", "status": "SOLVED"} {
+		if v, _ := got[name].(*types.AttributeValueMemberS); v == nil || v.Value != want {
+			t.Errorf("%s = %v, want %s", name, got[name], want)
+		}
+	}
+	if _, err := tickets.TicketsByID().ByType["Ticket"](pipeline.Item{"PK": s("WS#x"), "SK": s("TICKET#t1")}); err == nil || !strings.Contains(err.Error(), "WS#x/TICKET#t1") {
+		t.Errorf("keys that do not fit: %v", err)
+	}
+}

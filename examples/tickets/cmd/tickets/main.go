@@ -8,4 +8,4 @@ import (
 	"github.com/tributary/tributary/scripts/cli"
 )
 
-func main() { cli.Main(cli.Options{Projections: tickets.Set()}) }
+func main() { cli.Main(cli.Options{Projections: tickets.Set(), Transforms: tickets.Transforms()}) }
