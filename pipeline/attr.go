@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/ddbjson"
 )
 
 // FieldError is a record that is well-formed JSON but not a valid change: a
@@ -259,7 +261,7 @@ func (d *dec) num() (string, bool) {
 	if s.err != nil {
 		return "", false
 	}
-	if err := checkNumber(b); err != nil {
+	if err := ddbjson.CheckNumber(b); err != nil {
 		d.semantic("%v", err)
 		return "", false
 	}
@@ -334,79 +336,4 @@ func (d *dec) set(t byte, depth int) types.AttributeValue {
 		return &types.AttributeValueMemberNS{Value: ss}
 	}
 	return &types.AttributeValueMemberBS{Value: bs}
-}
-
-// checkNumber checks a DynamoDB number: an optional sign, digits with an
-// optional fraction, an optional exponent, at most 38 significant digits, and
-// a magnitude DynamoDB can store (1E-130 to under 1E+126).
-func checkNumber(b []byte) error {
-	bad := func(why string) error { return fmt.Errorf("%q is not a number: %s", b, why) }
-	i := 0
-	if i < len(b) && (b[i] == '-' || b[i] == '+') {
-		i++
-	}
-	intStart := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	intEnd := i
-	fracStart, fracEnd := i, i
-	if i < len(b) && b[i] == '.' {
-		i++
-		fracStart = i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		fracEnd = i
-	}
-	if intEnd == intStart && fracEnd == fracStart {
-		return bad("no digits")
-	}
-	exp := 0
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		j := i
-		if i < len(b) && (b[i] == '-' || b[i] == '+') {
-			i++
-		}
-		k := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if k == i {
-			return bad("no digits in exponent")
-		}
-		if i-k > 6 {
-			return bad("exponent out of range")
-		}
-		exp, _ = strconv.Atoi(string(b[j:i]))
-	}
-	if i != len(b) {
-		return bad("unexpected character")
-	}
-	// Significant digits: from the first non-zero digit to the last non-zero one.
-	digits := make([]byte, 0, 64)
-	digits = append(digits, b[intStart:intEnd]...)
-	digits = append(digits, b[fracStart:fracEnd]...)
-	first, last := -1, -1
-	for k, c := range digits {
-		if c != '0' {
-			if first < 0 {
-				first = k
-			}
-			last = k
-		}
-	}
-	if first < 0 {
-		return nil // zero
-	}
-	if last-first+1 > 38 {
-		return bad("more than 38 significant digits")
-	}
-	// Decimal exponent of the first significant digit.
-	mag := (intEnd - intStart) - first - 1 + exp
-	if mag > 125 || mag < -130 {
-		return bad("magnitude out of range")
-	}
-	return nil
 }

@@ -1,15 +1,16 @@
 package pipeline
 
 import (
-	"strings"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/ddbjson"
 )
 
-// ItemSize is an item's size as DynamoDB counts it for capacity: attribute
-// names plus values (a number about one byte per two significant digits,
-// plus one; a set the sum of its elements; a map or list three bytes plus
-// one per element). Write units are ItemSize rounded up to started kilobytes.
+// ItemSize is an item's size as DynamoDB counts it for capacity and for its
+// 400 KB item limit: attribute names plus values (a number one byte per two
+// significant digits, plus one, leading and trailing zeros trimmed; a set
+// the sum of its elements; a map or list three bytes plus one per element).
+// Write units are ItemSize rounded up to started kilobytes.
 func ItemSize(item Item) int {
 	n := 0
 	for k, v := range item {
@@ -60,4 +61,4 @@ func valueSize(av types.AttributeValue) int {
 	return 1 // BOOL, NULL
 }
 
-func numberSize(s string) int { return (len(strings.TrimLeft(s, "-0."))+1)/2 + 1 }
+func numberSize(s string) int { return (ddbjson.SignificantDigits(s)+1)/2 + 1 }
