@@ -28,7 +28,7 @@ func (e *FieldError) Error() string {
 }
 
 // maxAttrDepth bounds the nesting of M and L values. DynamoDB allows 32 levels.
-const maxAttrDepth = 32
+const maxAttrDepth = ddbjson.MaxAttrDepth
 
 type pathElem struct {
 	name []byte
@@ -109,7 +109,11 @@ func (d *dec) intern(b []byte) string {
 	return s
 }
 
-// item reads a map of attribute values (an image, Keys, or an M value).
+// item reads a map of attribute values (an image, Keys, or an M value). A
+// name given twice is a field error, and so is an image (depth 0) larger
+// than DynamoDB's item size limit, as ItemSize counts it: its JSON is
+// never shorter than that size, so only an image whose JSON is longer than
+// the limit is counted.
 func (d *dec) item(depth int) Item {
 	s := &d.s
 	if s.peek() != '{' {
@@ -117,6 +121,7 @@ func (d *dec) item(depth int) Item {
 		s.skip()
 		return nil
 	}
+	start := s.pos
 	s.pos++
 	m := make(Item, 8)
 	for n := 0; s.next('}', &n); {
@@ -127,9 +132,17 @@ func (d *dec) item(depth int) Item {
 		name := d.intern(k)
 		d.push(k)
 		if v := d.value(depth); v != nil {
-			m[name] = v
+			had := len(m)
+			if m[name] = v; len(m) == had {
+				d.semantic("given twice")
+			}
 		}
 		d.pop()
+	}
+	if depth == 0 && s.pos-start > ddbjson.MaxItemBytes && s.err == nil && d.recErr == nil {
+		if size := ItemSize(m); size > ddbjson.MaxItemBytes {
+			d.semantic("item is %d bytes as DynamoDB counts them (names and values), over its limit of %d (400 KB)", size, ddbjson.MaxItemBytes)
+		}
 	}
 	return m
 }

@@ -1,4 +1,12 @@
-// Package ddbjson holds what the pipeline's decoders and the export scanner
-// share to read DynamoDB JSON: the check of a number as DynamoDB accepts it
-// (CheckNumber), and how many significant digits DynamoDB stores of it.
+// Package ddbjson is the one JSON scanner of the pipeline's decoders:
+// white space, strings (every one checked for UTF-8), numbers, literals and
+// skipping a value, with limits derived from DynamoDB's; and the checks of
+// DynamoDB JSON that do not need the item built: numbers as DynamoDB
+// accepts them (CheckNumber) and a member name given twice in an object
+// (Names).
+//
+// The scanning functions take a byte slice and an index and return the
+// index after what they read, or a negative index together with where the
+// problem is and a message; so each caller keeps its own error style and
+// nothing allocates unless the input is bad.
 package ddbjson
