@@ -24,6 +24,9 @@ func NewExportDecoder(opts Options) *ExportDecoder {
 	return &ExportDecoder{d: newDec(opts)}
 }
 
+// Options returns the options the decoder applies, defaults filled in.
+func (e *ExportDecoder) Options() Options { return e.d.opts }
+
 // Decode decodes one line. A full-export line becomes an Insert of the item
 // (keys taken from Options.KeyAttributes); an incremental line becomes an
 // Insert, Modify or Remove as its images say, timed by Metadata.WriteTimestampMicros.
@@ -31,6 +34,16 @@ func NewExportDecoder(opts Options) *ExportDecoder {
 // Metadata) is neither. file and line fill in the Position (line counts
 // from 1). The error is a *RecordError naming the line.
 func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, error) {
+	return e.decode(data, file, line, false)
+}
+
+// DecodeItem decodes a line of a full export, {"Item":{...}}, as Decode
+// does; an incremental export's line is an error.
+func (e *ExportDecoder) DecodeItem(data []byte, file string, line int) (Change, error) {
+	return e.decode(data, file, line, true)
+}
+
+func (e *ExportDecoder) decode(data []byte, file string, line int, fullOnly bool) (Change, error) {
 	d := e.d
 	s := &d.s
 	s.reset(data, exportEnvelope)
@@ -118,6 +131,10 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 	switch {
 	case full && incremental != "":
 		return fail(&FieldError{Path: incremental, Msg: "beside Item: a line is a full export's item or an incremental export's change, not both"})
+	case fullOnly && !full && incremental != "":
+		return fail(&FieldError{Path: incremental, Msg: "an incremental-export line in a full export"})
+	case fullOnly && !full:
+		return fail(&FieldError{Path: "Item", Msg: "missing (want {\"Item\":{...}})"})
 	case full:
 		if c.New == nil {
 			return fail(&FieldError{Path: "Item", Msg: "want object of attribute values"})

@@ -1,6 +1,10 @@
 package ddbjson
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+)
 
 // CheckNumber checks a DynamoDB number (the string of an N value): an
 // optional sign, digits with an optional fraction, an optional exponent, at
@@ -20,6 +24,50 @@ func CheckNumber(b []byte) error {
 func plainDecimal(b []byte) bool {
 	end, ok := plainRun(b, 0)
 	return ok && end == len(b)
+}
+
+// PlainNumberEnd returns the index of the quote that ends the string at
+// b[i:] (after its opening quote) if the string is a plain decimal, which
+// CheckNumber accepts; otherwise -1, and the string may still be a number
+// for CheckNumber to say. It reads an N value's string in the same pass
+// that finds its end.
+func PlainNumberEnd(b []byte, i int) int {
+	if i+8 <= len(b) {
+		if q := PlainNumberWord(binary.LittleEndian.Uint64(b[i : i+8])); q >= 0 {
+			return i + q
+		}
+	}
+	if end, ok := plainRun(b, i); ok && end < len(b) && b[end] == '"' {
+		return end
+	}
+	return -1
+}
+
+// PlainNumberWord returns the place of the quote that ends the N value's
+// string whose first eight bytes are word (little-endian) if it ends among
+// them and is a plain decimal (see plainRun): the common case, answered
+// inline. Otherwise it returns -1, and PlainNumberEnd says.
+func PlainNumberWord(word uint64) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+		lows  = 0x7f7f7f7f7f7f7f7f
+	)
+	q := WordStop(word) // the quote, if all before it is ASCII
+	mask := lowBytes[q]
+	y := word ^ ones*'0'
+	nonDigits := ((y + ones*(0x7f-9)) | y) & highs & mask
+	t := word ^ ones*'.'
+	points := ^((t&lows + lows) | t | lows) & mask // exact
+	minus := uint64(0)
+	if byte(word) == '-' {
+		minus = 0x80
+	}
+	n := bits.OnesCount64(points)
+	if q == 8 || byte(word>>(8*q)) != '"' || nonDigits&^points&^minus != 0 || n > 1 || q-n-int(minus>>7) < 1 {
+		return -1
+	}
+	return q
 }
 
 // plainRun reads digits and points, after an optional minus, from b[i] and

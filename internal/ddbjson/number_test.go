@@ -1,8 +1,10 @@
 package ddbjson
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCheckNumber(t *testing.T) {
@@ -54,8 +56,10 @@ func TestCheckNumber(t *testing.T) {
 	}
 }
 
-// FuzzCheckNumber checks the fast path against the full check: what
-// plainDecimal lets through, checkNumber accepts.
+// FuzzCheckNumber checks the fast paths against the full check: what
+// plainDecimal lets through, checkNumber accepts; PlainNumberEnd and
+// PlainNumberWord find the quote that ends a string exactly when what is
+// before it is a plain decimal (the word: when that is in its eight bytes).
 func FuzzCheckNumber(f *testing.F) {
 	for _, s := range []string{"0", "-12.5", "1.", ".5", "-", ".", "12345678901234567890123456789012345678", "1e5", "-.", "1.2.3", "--1", "1-", "19.99", "1234567"} {
 		f.Add([]byte(s))
@@ -65,6 +69,21 @@ func FuzzCheckNumber(f *testing.F) {
 			if why := checkNumber(b); why != "" {
 				t.Fatalf("%q: plainDecimal lets it through, checkNumber: %s", b, why)
 			}
+		}
+		q := append(append([]byte(nil), b...), '"')
+		k := strings.IndexByte(string(q), '"')
+		want := -1
+		if plainDecimal(q[:k]) {
+			want = k
+		}
+		if got := PlainNumberEnd(q, 0); got != want {
+			t.Fatalf("%q: PlainNumberEnd %d, want %d", q, got, want)
+		}
+		var w [8]byte
+		copy(w[:], q)
+		got := PlainNumberWord(binary.LittleEndian.Uint64(w[:]))
+		if got >= 0 && got != want || got < 0 && want >= 0 && want < 8 && utf8.Valid(q[:want]) {
+			t.Fatalf("%q: PlainNumberWord %d, want %d", q, got, want)
 		}
 	})
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"unicode/utf8"
-
-	"github.com/tributary/tributary/internal/jsonstr"
 )
 
 // Limits derived from DynamoDB's.
@@ -124,7 +122,7 @@ func String(dst, b []byte, i int) (val, buf []byte, next, at int, msg string) {
 		return b[i:j], dst, j + 1, 0, ""
 	}
 	if j < len(b) && b[j] == '\\' {
-		out, next, at, msg := jsonstr.Unquote(dst[:0], b, i, j)
+		out, next, at, msg := unquote(dst[:0], b, i, j)
 		if next < 0 {
 			return nil, out, next, at, msg
 		}
@@ -165,7 +163,7 @@ func SkipString(b []byte, i int) (next, at int, msg string) {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			i = j + 2
 		case 'u':
-			if _, ok := jsonstr.Hex4(b, j+2); !ok {
+			if _, ok := hex4(b, j+2); !ok {
 				return -1, j + 2, "bad \\u escape"
 			}
 			i = j + 6

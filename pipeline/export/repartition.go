@@ -14,6 +14,7 @@ import (
 	"io"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +46,10 @@ const (
 type Options struct {
 	// TypeAttribute names the entity-type attribute. Default EntityType.
 	TypeAttribute string
+	// KeyAttributes names the table's key attributes, of which every item
+	// must have one, as the decoders require. Default: the incremental
+	// exports' keys with an overlay, else Decode's (PK, SK).
+	KeyAttributes []string
 	// Transform, when set, rewrites items of the types it names.
 	Transform *Transform
 	// Compression of the output. Default gzip.
@@ -71,6 +76,9 @@ func (o Options) withDefaults() Options {
 		o.TypeAttribute = pipeline.DefaultTypeAttribute
 	}
 	o.Decode.TypeAttribute = o.TypeAttribute
+	if len(o.KeyAttributes) > 0 {
+		o.Decode.KeyAttributes = o.KeyAttributes
+	}
 	if o.Compression == "" {
 		o.Compression = Gzip
 	}
@@ -219,6 +227,9 @@ func NewRepartitioner(src *Export, overlay *Overlay, out Store, opts Options) (*
 		overlay = &Overlay{}
 	}
 	if len(overlay.KeyAttributes) > 0 {
+		if len(opts.KeyAttributes) > 0 && !sameNames(opts.KeyAttributes, overlay.KeyAttributes) {
+			return nil, fmt.Errorf("export: key attributes %v, but the incremental exports' keys are %v", opts.KeyAttributes, overlay.KeyAttributes)
+		}
 		opts.Decode.KeyAttributes = overlay.KeyAttributes
 	}
 	r := &Repartitioner{src: src, overlay: overlay, out: out, opts: opts, ids: map[string]string{}, files: map[string]DataFile{}}
@@ -247,6 +258,14 @@ func NewRepartitioner(src *Export, overlay *Overlay, out Store, opts Options) (*
 		r.files[key] = f
 	}
 	return r, nil
+}
+
+// sameNames reports whether a and b hold the same names, in any order.
+func sameNames(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // Fingerprint identifies the run's inputs and settings; a rerun with the
@@ -343,8 +362,8 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 	w := r.newSourceWriter(ctx, id)
 	rec = &SourceRecord{Version: formatVersion, Fingerprint: r.fingerprint, SourceID: id, Source: dataKey}
 	name := join(r.src.store.String(), dataKey)
-	var sc scanner
-	var dec *pipeline.ExportDecoder
+	dec := pipeline.NewExportDecoder(r.opts.Decode)
+	sc := newScanner(dec)
 	overlay := r.overlay.Len() > 0
 	var lineBuf []byte
 	var pBytes, pItems int64
@@ -356,7 +375,7 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 			pBytes, pItems = 0, 0
 		}
 		if !overlay {
-			typ, _, err := sc.scanItemLine(line, r.opts.TypeAttribute)
+			typ, _, err := sc.scanItemLine(line)
 			if err != nil {
 				return &FileError{File: name, Line: n, Err: corrupt{err}}
 			}
@@ -364,15 +383,9 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 				return w.addBytes(typ, line)
 			}
 		}
-		if dec == nil {
-			dec = pipeline.NewExportDecoder(r.opts.Decode)
-		}
-		c, err := dec.Decode(line, name, n)
+		c, err := dec.DecodeItem(line, name, n)
 		if err != nil {
 			return &FileError{File: name, Line: n, Err: corrupt{decodeCause(err)}}
-		}
-		if c.New == nil {
-			return &FileError{File: name, Line: n, Err: corruptf("not a full-export line")}
 		}
 		item, typ, replaced := c.New, c.NewType, false
 		if overlay {

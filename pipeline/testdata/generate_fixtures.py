@@ -519,7 +519,7 @@ def build_exports():
 
 
 # --------------------------------------------------------------------------
-# nesting
+# export lines at DynamoDB's limits (every one valid)
 
 
 def nested(levels, leaf, first="M"):
@@ -539,6 +539,42 @@ def nested(levels, leaf, first="M"):
 
 
 MAX_NESTING = 32  # DynamoDB: "nested attributes up to 32 levels deep"
+
+
+def build_limits():
+    deep, _ = nested(MAX_NESTING, S("bottom"))
+    deep_l, _ = nested(MAX_NESTING, {"SS": ["a", "b"]}, first="L")
+    lines = [
+        compact_sorted({"Item": sort_image({
+            "PK": S("DEEP#1"), "SK": S("DEEP#1"), "EntityType": S("Deep"), "version": N("1"),
+            "deep": deep, "deepList": deep_l})}),
+        compact_sorted({"Item": sort_image({
+            "PK": S("NUM#1"), "SK": S("NUM#1"), "EntityType": S("Numbers"), "version": N("0"),
+            "n38": N("12345678901234567890123456789012345678"),
+            "n38frac": N("-0.00012345678901234567890123456789012345678"),
+            "n40trailingZeros": N("1000000000000000000000000000000000000000"),
+            "nMax": N("9.9999999999999999999999999999999999999E+125"),
+            "nMin": N("1E-130"),
+            "nNegMin": N("-1E-130"),
+            "nZero": N("0"),
+            "nExp": N("12.5e-3"),
+            "ns": {"NS": ["0", "1E+125", "-9.9999999999999999999999999999999999999E+125"]}})}),
+        compact_sorted({"Item": sort_image({
+            "PK": S("UNI#zoë"), "SK": S("名前#😀"), "EntityType": S("Unicodé 名前 😀"), "version": N("2"),
+            "naïve": S("Zoë Ó Briain \ufffd 名前 😀"),
+            "empty": S(""), "emptyList": {"L": []}, "emptyMap": {"M": {}},
+            "b": {"B": "AAEC/w=="}, "bs": {"BS": ["AA=="]}, "yes": {"BOOL": True},
+            "no": {"BOOL": False}, "nothing": {"NULL": True}, "one": {"SS": ["only"]}})}),
+        # The same item as the decoders see it, spelled with escapes: the name of
+        # the type attribute, a surrogate pair, and an escaped quote and solidus.
+        compact_sorted({"Item": sort_image({
+            "PK": S("ESC#1"), "SK": S("ESC#1"), "EntityType": S("Escaped"), "version": N("3"),
+            "quote": S('say "hi" \\ a/b')})})
+        .replace('"EntityType":{"S":"Escaped"}', '"Entity\\u0054ype":{"S":"Esc\\u0061ped"}')
+        .replace('"version":{"N":"3"}', '"version":{"N":"\\u0033"}')
+        .replace('a/b', 'a\\/b \\ud83d\\ude00'),
+    ]
+    write("export/limits.json", "".join(l + "\n" for l in lines))
 
 
 # --------------------------------------------------------------------------
@@ -968,6 +1004,7 @@ def main():
     build_kinesis()
     build_getrecords()
     build_exports()
+    build_limits()
     build_malformed()
 
 
