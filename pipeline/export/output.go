@@ -141,12 +141,9 @@ func Items(ctx context.Context, full *Export, overlay *Overlay, opts pipeline.Op
 	for _, f := range files {
 		name := join(full.store.String(), full.DataKey(f))
 		_, err := full.ReadLines(ctx, f, skipMD5, func(line []byte, n int) error {
-			c, err := dec.Decode(line, name, n)
+			c, err := dec.DecodeItem(line, name, n)
 			if err != nil {
 				return &FileError{File: name, Line: n, Err: corrupt{decodeCause(err)}}
-			}
-			if c.New == nil {
-				return &FileError{File: name, Line: n, Err: corruptf("not a full-export line")}
 			}
 			item := c.New
 			if overlay.Len() > 0 {

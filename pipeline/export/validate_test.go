@@ -225,3 +225,25 @@ func TestRepartitionKeyAttributes(t *testing.T) {
 		t.Errorf("KeyAttributes id: %d items out, want 2", s.Totals.OutputItems)
 	}
 }
+
+// TestItemsRefuseIncrementalLines: verify's reader of a full export refuses
+// an incremental export's line (Keys and NewImage) at its line, as
+// repartition does, instead of taking its NewImage for an item.
+func TestItemsRefuseIncrementalLines(t *testing.T) {
+	ctx := context.Background()
+	b, err := os.ReadFile(filepath.Join(decoderFixtures, "export", "incremental.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := strings.SplitN(string(b), "\n", 2)[0]
+	src, dir, fx := fixture(t)
+	regzip(t, dir, fx, 0, func(l []string) []string { l[2] = inc; return l })
+	e, err := export.OpenExport(ctx, src, fx.Full.Dir, export.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = export.Items(ctx, e, nil, pipeline.Options{}, false, func(pipeline.Item) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), fx.Full.DataFiles[0]+" line 3: Keys: an incremental-export line in a full export") {
+		t.Errorf("Items: %v; want line 3 refused as an incremental line", err)
+	}
+}
