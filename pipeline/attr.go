@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/ddbjson"
 	"github.com/tributary/tributary/internal/quote"
 )
 
@@ -28,7 +29,7 @@ func (e *FieldError) Error() string {
 }
 
 // maxAttrDepth bounds the nesting of M and L values. DynamoDB allows 32 levels.
-const maxAttrDepth = 32
+const maxAttrDepth = ddbjson.MaxAttrDepth
 
 type pathElem struct {
 	name []byte
@@ -131,7 +132,8 @@ func (d *dec) image() Item {
 	return m
 }
 
-// item reads a map of attribute values (an image, Keys, or an M value).
+// item reads a map of attribute values (an image, Keys, or an M value). A
+// name given twice is a field error.
 func (d *dec) item(depth int) Item {
 	s := &d.s
 	if s.peek() != '{' {
@@ -150,7 +152,10 @@ func (d *dec) item(depth int) Item {
 		d.exact += len(name)
 		d.push(k)
 		if v := d.value(depth); v != nil {
-			m[name] = v
+			had := len(m)
+			if m[name] = v; len(m) == had {
+				d.semantic("given twice")
+			}
 		}
 		d.pop()
 	}
@@ -285,7 +290,7 @@ func (d *dec) num() (string, bool) {
 	if s.err != nil {
 		return "", false
 	}
-	if err := checkNumber(b); err != nil {
+	if err := ddbjson.CheckNumber(b); err != nil {
 		d.semantic("%v", err)
 		return "", false
 	}
@@ -362,79 +367,4 @@ func (d *dec) set(t byte, depth int) types.AttributeValue {
 		return &types.AttributeValueMemberNS{Value: ss}
 	}
 	return &types.AttributeValueMemberBS{Value: bs}
-}
-
-// checkNumber checks a DynamoDB number: an optional sign, digits with an
-// optional fraction, an optional exponent, at most 38 significant digits, and
-// a magnitude DynamoDB can store (1E-130 to under 1E+126).
-func checkNumber(b []byte) error {
-	bad := func(why string) error { return fmt.Errorf("%s is not a number: %s", quote.Bytes(b), why) }
-	i := 0
-	if i < len(b) && (b[i] == '-' || b[i] == '+') {
-		i++
-	}
-	intStart := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	intEnd := i
-	fracStart, fracEnd := i, i
-	if i < len(b) && b[i] == '.' {
-		i++
-		fracStart = i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		fracEnd = i
-	}
-	if intEnd == intStart && fracEnd == fracStart {
-		return bad("no digits")
-	}
-	exp := 0
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		j := i
-		if i < len(b) && (b[i] == '-' || b[i] == '+') {
-			i++
-		}
-		k := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if k == i {
-			return bad("no digits in exponent")
-		}
-		if i-k > 6 {
-			return bad("exponent out of range")
-		}
-		exp, _ = strconv.Atoi(string(b[j:i]))
-	}
-	if i != len(b) {
-		return bad("unexpected character")
-	}
-	// Significant digits: from the first non-zero digit to the last non-zero one.
-	digits := make([]byte, 0, 64)
-	digits = append(digits, b[intStart:intEnd]...)
-	digits = append(digits, b[fracStart:fracEnd]...)
-	first, last := -1, -1
-	for k, c := range digits {
-		if c != '0' {
-			if first < 0 {
-				first = k
-			}
-			last = k
-		}
-	}
-	if first < 0 {
-		return nil // zero
-	}
-	if last-first+1 > 38 {
-		return bad("more than 38 significant digits")
-	}
-	// Decimal exponent of the first significant digit.
-	mag := (intEnd - intStart) - first - 1 + exp
-	if mag > 125 || mag < -130 {
-		return bad("magnitude out of range")
-	}
-	return nil
 }

@@ -31,7 +31,7 @@ func TestCompareSequenceNumbers(t *testing.T) {
 func TestItemSize(t *testing.T) {
 	item := pipeline.Item{
 		"PK":    &types.AttributeValueMemberS{Value: "USER#u42"},           // 2 + 8
-		"total": &types.AttributeValueMemberN{Value: "120.50"},             // 5 + (4+1)/2+1 = 3 (1205: the trailing zero is trimmed)
+		"total": &types.AttributeValueMemberN{Value: "120.50"},             // 5 + (4+1)/2+1: 4 significant digits
 		"ok":    &types.AttributeValueMemberBOOL{Value: true},              // 2 + 1
 		"tags":  &types.AttributeValueMemberSS{Value: []string{"a", "bc"}}, // 4 + 3
 		"m": &types.AttributeValueMemberM{Value: pipeline.Item{ // 1 + 3 + (1 + 1 + 1)
@@ -40,6 +40,27 @@ func TestItemSize(t *testing.T) {
 	}
 	if got, want := pipeline.ItemSize(item), 10+8+3+7+7; got != want {
 		t.Errorf("ItemSize = %d, want %d", got, want)
+	}
+	// A number is one byte per two significant digits, plus one: leading
+	// and trailing zeros, sign, point and exponent are not stored.
+	for _, tt := range []struct {
+		n    string
+		want int
+	}{
+		{"0", 1},
+		{"7", 2},
+		{"100", 2},
+		{"1E+2", 2},
+		{"-0.000001", 2},
+		{"1000000000000000000000000000000000000000", 2},
+		{"12.5e-3", 3},
+		{"-123.4500", 4},
+		{"12345678901234567890123456789012345678", 20},
+		{"9.9999999999999999999999999999999999999E+125", 20},
+	} {
+		if got := pipeline.ItemSize(pipeline.Item{"n": &types.AttributeValueMemberN{Value: tt.n}}) - 1; got != tt.want {
+			t.Errorf("size of the number %s = %d, want %d", tt.n, got, tt.want)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/ddbjson"
 	"github.com/tributary/tributary/internal/quote"
 )
 
@@ -172,7 +173,7 @@ type recordFunc func(c *Change) (seq, id string)
 // event reads {"Records":[...]} and decodes each record with rec.
 func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
 	s := &d.s
-	s.reset(data)
+	s.reset(data, eventEnvelope)
 	if c := s.peek(); c != '{' {
 		if c == 0 {
 			return nil, notEvent(errors.New("pipeline: event is empty"))
@@ -183,10 +184,14 @@ func (d *dec) event(data []byte, rec recordFunc) ([]Change, error) {
 		changes []Change
 		bad     []*RecordError
 		seen    bool
+		names   ddbjson.Names
 	)
 	s.pos++
 	for n := 0; s.next('}', &n); {
 		k := s.key()
+		if s.err == nil && !names.AddCopy(k) {
+			return nil, fmt.Errorf("pipeline: event: %s: given twice", k)
+		}
 		if string(k) != "Records" {
 			s.skip()
 			continue
@@ -246,6 +251,21 @@ func estimateRecords(n int) int {
 
 func (d *dec) member(k []byte) { d.path = append(d.path[:0], pathElem{name: k}) }
 
+// dup reports whether the member name k was given before in the object
+// whose names are in names, and whose path is d.path[:depth]. If so it
+// records a field error naming the member and skips its value, so that the
+// first value given stays in effect for the record's error report.
+func (d *dec) dup(names *ddbjson.Names, k []byte, depth int) bool {
+	if d.s.err != nil || names.AddCopy(k) {
+		return false
+	}
+	d.path = append(d.path[:depth], pathElem{name: k})
+	d.semantic("given twice")
+	d.path = d.path[:depth]
+	d.s.skip()
+	return true
+}
+
 // streamsRecord reads one DynamoDB Streams record (Lambda event or API form).
 func (d *dec) streamsRecord(c *Change) (seq, id string) {
 	s := &d.s
@@ -260,9 +280,13 @@ func (d *dec) streamsRecord(c *Change) (seq, id string) {
 		name     string
 		hasDDB   bool
 		viewType string
+		names    ddbjson.Names
 	)
 	for n := 0; s.next('}', &n); {
 		k := s.key()
+		if d.dup(&names, k, 0) {
+			continue
+		}
 		switch string(k) {
 		case "eventID":
 			d.member(k)
@@ -320,8 +344,12 @@ func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 	var rawTime []byte
 	var precision string
 	timeString := false
+	var names ddbjson.Names
 	for n := 0; s.next('}', &n); {
 		k := s.key()
+		if d.dup(&names, k, len(d.path)) {
+			continue
+		}
 		d.push(k)
 		switch string(k) {
 		case "Keys":
@@ -663,8 +691,12 @@ func (d *dec) userIdentity() bool {
 	}
 	s.pos++
 	var typ, principal string
+	var names ddbjson.Names
 	for n := 0; s.next('}', &n); {
 		k := s.key()
+		if d.dup(&names, k, len(d.path)) {
+			continue
+		}
 		switch string(k) {
 		case "type", "Type": // Lambda spells it type, the Streams API Type
 			typ = d.optString()

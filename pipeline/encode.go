@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/internal/jsonstr"
+	"github.com/tributary/tributary/internal/ddbjson"
 )
 
 // AppendItem appends item in DynamoDB JSON ({"name":{"S":"..."},...}) to
@@ -26,7 +26,7 @@ func AppendItem(buf []byte, item Item) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = jsonstr.Quote(buf, k)
+		buf = ddbjson.Quote(buf, k)
 		buf = append(buf, ':')
 		buf = AppendValue(buf, item[k])
 	}
@@ -38,10 +38,10 @@ func AppendValue(buf []byte, av types.AttributeValue) []byte {
 	switch v := av.(type) {
 	case *types.AttributeValueMemberS:
 		buf = append(buf, `{"S":`...)
-		buf = jsonstr.Quote(buf, v.Value)
+		buf = ddbjson.Quote(buf, v.Value)
 	case *types.AttributeValueMemberN:
 		buf = append(buf, `{"N":`...)
-		buf = jsonstr.Quote(buf, v.Value)
+		buf = ddbjson.Quote(buf, v.Value)
 	case *types.AttributeValueMemberB:
 		buf = append(buf, `{"B":"`...)
 		buf = base64.StdEncoding.AppendEncode(buf, v.Value)
@@ -57,7 +57,7 @@ func AppendValue(buf []byte, av types.AttributeValue) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = jsonstr.Quote(buf, s)
+			buf = ddbjson.Quote(buf, s)
 		}
 		buf = append(buf, ']')
 	case *types.AttributeValueMemberNS:
@@ -66,7 +66,7 @@ func AppendValue(buf []byte, av types.AttributeValue) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = jsonstr.Quote(buf, s)
+			buf = ddbjson.Quote(buf, s)
 		}
 		buf = append(buf, ']')
 	case *types.AttributeValueMemberBS:
@@ -127,7 +127,7 @@ func (c Change) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), nil }
 // AppendJSON appends the MarshalJSON form of c to buf.
 func (c *Change) AppendJSON(buf []byte) []byte {
 	buf = append(buf, `{"kind":`...)
-	buf = jsonstr.Quote(buf, c.Kind.String())
+	buf = ddbjson.Quote(buf, c.Kind.String())
 	field := func(name string) {
 		buf = append(buf, ',', '"')
 		buf = append(buf, name...)
@@ -145,11 +145,11 @@ func (c *Change) AppendJSON(buf []byte) []byte {
 	}
 	if c.OldType != "" {
 		field("oldType")
-		buf = jsonstr.Quote(buf, c.OldType)
+		buf = ddbjson.Quote(buf, c.OldType)
 	}
 	if c.NewType != "" {
 		field("newType")
-		buf = jsonstr.Quote(buf, c.NewType)
+		buf = ddbjson.Quote(buf, c.NewType)
 	}
 	if c.HasVersion {
 		// A string, as the images' numbers are: a reader that parses JSON
@@ -160,30 +160,30 @@ func (c *Change) AppendJSON(buf []byte) []byte {
 		buf = append(buf, '"')
 	}
 	field("source")
-	buf = jsonstr.Quote(buf, c.Position.Source.String())
+	buf = ddbjson.Quote(buf, c.Position.Source.String())
 	if c.Position.Stream != "" {
 		field("stream")
-		buf = jsonstr.Quote(buf, c.Position.Stream)
+		buf = ddbjson.Quote(buf, c.Position.Stream)
 	}
 	if c.Position.Shard != "" {
 		field("shard")
-		buf = jsonstr.Quote(buf, c.Position.Shard)
+		buf = ddbjson.Quote(buf, c.Position.Shard)
 	}
 	if c.Position.SequenceNumber != "" {
 		field("seq")
-		buf = jsonstr.Quote(buf, c.Position.SequenceNumber)
+		buf = ddbjson.Quote(buf, c.Position.SequenceNumber)
 	}
 	field("index")
 	buf = strconv.AppendInt(buf, int64(c.Position.Index), 10)
 	if !c.Time.IsZero() {
 		field("time")
-		buf = jsonstr.Quote(buf, formatTime(c.Time, c.Precision))
+		buf = ddbjson.Quote(buf, formatTime(c.Time, c.Precision))
 		field("precision")
-		buf = jsonstr.Quote(buf, c.Precision.String())
+		buf = ddbjson.Quote(buf, c.Precision.String())
 	}
 	if c.EventID != "" {
 		field("eventId")
-		buf = jsonstr.Quote(buf, c.EventID)
+		buf = ddbjson.Quote(buf, c.EventID)
 	}
 	if c.TTL {
 		field("ttl")
@@ -191,11 +191,11 @@ func (c *Change) AppendJSON(buf []byte) []byte {
 	}
 	if c.Table != "" {
 		field("table")
-		buf = jsonstr.Quote(buf, c.Table)
+		buf = ddbjson.Quote(buf, c.Table)
 	}
 	if c.Region != "" {
 		field("region")
-		buf = jsonstr.Quote(buf, c.Region)
+		buf = ddbjson.Quote(buf, c.Region)
 	}
 	if c.SizeBytes != 0 {
 		field("sizeBytes")

@@ -3,9 +3,12 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"strconv"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/ddbjson"
 )
 
 // ExportDecoder decodes the lines of DynamoDB export data files in the
@@ -23,15 +26,29 @@ func NewExportDecoder(opts Options) *ExportDecoder {
 	return &ExportDecoder{d: newDec(opts, MaxExportLineBytes)}
 }
 
+// Options returns the options the decoder applies, defaults filled in.
+func (e *ExportDecoder) Options() Options { return e.d.opts }
+
 // Decode decodes one line. A full-export line becomes an Insert of the item
 // (keys taken from Options.KeyAttributes); an incremental line becomes an
 // Insert, Modify or Remove as its images say, timed by Metadata.WriteTimestampMicros.
-// file and line fill in the Position (line counts from 1). The error is a
-// *RecordError naming the line.
+// A line that mixes the two (Item beside Keys, NewImage, OldImage or
+// Metadata) is neither. file and line fill in the Position (line counts
+// from 1). The error is a *RecordError naming the line.
 func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, error) {
+	return e.decode(data, file, line, false)
+}
+
+// DecodeItem decodes a line of a full export, {"Item":{...}}, as Decode
+// does; an incremental export's line is an error.
+func (e *ExportDecoder) DecodeItem(data []byte, file string, line int) (Change, error) {
+	return e.decode(data, file, line, true)
+}
+
+func (e *ExportDecoder) decode(data []byte, file string, line int, fullOnly bool) (Change, error) {
 	d := e.d
 	s := &d.s
-	s.reset(data)
+	s.reset(data, exportEnvelope)
 	d.recErr = nil
 	d.path = d.path[:0]
 	c := Change{Position: Position{Source: SourceExport, Stream: file, Index: line - 1}}
@@ -50,9 +67,20 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 	s.pos++
 	var micros []byte
 	full := false
+	incremental := "" // the first member of an incremental line's
+	var names ddbjson.Names
 	for n := 0; s.next('}', &n); {
 		k := s.key()
+		if d.dup(&names, k, 0) {
+			continue
+		}
 		d.path = append(d.path[:0], pathElem{name: k})
+		switch string(k) {
+		case "Keys", "NewImage", "OldImage", "Metadata":
+			if incremental == "" {
+				incremental = string(k)
+			}
+		}
 		switch string(k) {
 		case "Item":
 			full = true
@@ -74,8 +102,12 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 				continue
 			}
 			s.pos++
+			var names ddbjson.Names
 			for m := 0; s.next('}', &m); {
 				k2 := s.key()
+				if d.dup(&names, k2, 1) {
+					continue
+				}
 				if string(k2) != "WriteTimestampMicros" {
 					s.skip()
 					continue
@@ -99,6 +131,12 @@ func (e *ExportDecoder) Decode(data []byte, file string, line int) (Change, erro
 		return fail(d.recErr)
 	}
 	switch {
+	case full && incremental != "":
+		return fail(&FieldError{Path: incremental, Msg: "beside Item: a line is a full export's item or an incremental export's change, not both"})
+	case fullOnly && !full && incremental != "":
+		return fail(&FieldError{Path: incremental, Msg: "an incremental-export line in a full export"})
+	case fullOnly && !full:
+		return fail(&FieldError{Path: "Item", Msg: "missing (want {\"Item\":{...}})"})
 	case full:
 		if c.New == nil {
 			return fail(&FieldError{Path: "Item", Msg: "want object of attribute values"})

@@ -37,12 +37,16 @@ func seed(f *testing.F, globs ...string) {
 }
 
 // checkImages re-encodes every decoded image and checks that the SDK's parser
-// reads the same item back: decoding is exact and encoding is its inverse.
+// reads the same item back: decoding is exact and encoding is its inverse. No
+// image is over DynamoDB's 400 KB item limit.
 func checkImages(t *testing.T, changes []pipeline.Change) {
 	for _, c := range changes {
 		for _, img := range []pipeline.Item{c.Keys, c.Old, c.New} {
 			if img == nil {
 				continue
+			}
+			if n := pipeline.ItemSize(img); n > 400<<10 {
+				t.Fatalf("decoded an image of %d bytes, over the 400 KB limit", n)
 			}
 			enc := pipeline.AppendItem(nil, img)
 			back, err := attributevalue.UnmarshalMapJSON(enc)
@@ -95,8 +99,20 @@ func checkLimit(t *testing.T, data []byte, limit int, decode func([]byte, pipeli
 	}
 }
 
+// oversized is a Streams event and an export line whose item is one byte over
+// DynamoDB's 400 KB limit as ItemSize counts it ("PK", "pad" and the values).
+func oversized() (event, line []byte) {
+	pad := strings.Repeat("x", 400<<10-len("PK")-1-len("pad")+1)
+	item := `{"PK":{"S":"a"},"pad":{"S":"` + pad + `"}}`
+	event = []byte(`{"Records":[{"eventID":"1","eventName":"INSERT","dynamodb":{"Keys":{"PK":{"S":"a"}},"NewImage":` + item +
+		`,"SequenceNumber":"1","StreamViewType":"NEW_AND_OLD_IMAGES"}}]}`)
+	return event, []byte(`{"Item":` + item + `}`)
+}
+
 func FuzzDecodeStreamsEvent(f *testing.F) {
 	seed(f, "streams/*.json", "streams-api/*.json", "malformed/streams-*.json")
+	big, _ := oversized()
+	f.Add(big, uint16(len(big)/3))
 	f.Fuzz(func(t *testing.T, data []byte, limit uint16) {
 		changes, _ := pipeline.DecodeStreamsEvent(data, pipeline.Options{})
 		checkImages(t, changes)
@@ -116,6 +132,21 @@ func FuzzDecodeKinesisEvent(f *testing.F) {
 func FuzzKinesisRecordData(f *testing.F) {
 	seed(f, "kinesis/*.payloads.json")
 	f.Add([]byte(`{"eventName":"INSERT","dynamodb":{"ApproximateCreationDateTime":1,"Keys":{"PK":{"S":"a"}},"NewImage":{"PK":{"S":"a"}}}}`), uint16(40))
+	// The rules of the shared scanner core: a name given twice, 32 and 33
+	// levels of nesting, invalid UTF-8, a bad number, an empty set, an
+	// unknown type.
+	for _, img := range []string{
+		`{"PK":{"S":"a"},"EntityType":{"S":"A"},"EntityType":{"S":"B"}}`,
+		`{"PK":{"S":"a"},"d":` + strings.Repeat(`{"M":{"b":`, 32) + `{"N":"1"}` + strings.Repeat(`}}`, 32) + `}`,
+		`{"PK":{"S":"a"},"d":` + strings.Repeat(`{"L":[`, 33) + `{"N":"1"}` + strings.Repeat(`]}`, 33) + `}`,
+		"{\"PK\":{\"S\":\"a\xff\"}}",
+		`{"PK":{"S":"a"},"n":{"N":"1234567890123456789012345678901234567890"}}`,
+		`{"PK":{"S":"a"},"s":{"SS":[]}}`,
+		`{"PK":{"S":"a"},"q":{"Q":"1"}}`,
+	} {
+		f.Add([]byte(`{"eventName":"INSERT","eventName":"MODIFY","dynamodb":{"ApproximateCreationDateTime":1,"Keys":{"PK":{"S":"a"}},"NewImage":`+img+`}}`), uint16(400))
+		f.Add([]byte(`{"eventName":"INSERT","dynamodb":{"ApproximateCreationDateTime":1,"Keys":{"PK":{"S":"a"}},"NewImage":`+img+`}}`), uint16(400))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, limit uint16) {
 		seq := "1"
 		r := ktypes.Record{Data: data, SequenceNumber: &seq}
@@ -145,11 +176,21 @@ func FuzzExportLine(f *testing.F) {
 			}
 		}
 	}
+	_, big := oversized()
+	f.Add(big, uint16(len(big)/2))
 	d := pipeline.NewExportDecoder(pipeline.Options{})
 	f.Fuzz(func(t *testing.T, line []byte, limit uint16) {
 		c, err := d.Decode(line, "f", 1)
-		if err == nil {
-			checkImages(t, []pipeline.Change{c})
+		if err != nil {
+			return
+		}
+		checkImages(t, []pipeline.Change{c})
+		// The decoder measures only images whose JSON is longer than the
+		// item limit: no image's JSON is shorter than its size.
+		for _, img := range []pipeline.Item{c.Keys, c.Old, c.New} {
+			if n := pipeline.ItemSize(img); n > len(line) {
+				t.Fatalf("an image of %d bytes from a line of %d", n, len(line))
+			}
 		}
 		// Under a limit, a line is refused for its size exactly when it is
 		// longer, and decodes as without one otherwise.

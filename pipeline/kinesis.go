@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary/tributary/internal/ddbjson"
 )
 
 // kinesisRecord reads one record of a Lambda Kinesis event and the DynamoDB
@@ -23,9 +25,13 @@ func (d *dec) kinesisRecord(c *Change) (seq, id string) {
 	var (
 		data    []byte
 		hasData bool
+		names   ddbjson.Names
 	)
 	for n := 0; s.next('}', &n); {
 		k := s.key()
+		if d.dup(&names, k, 0) {
+			continue
+		}
 		switch string(k) {
 		case "eventID":
 			d.member(k)
@@ -47,8 +53,12 @@ func (d *dec) kinesisRecord(c *Change) (seq, id string) {
 				continue
 			}
 			s.pos++
+			var names ddbjson.Names
 			for m := 0; s.next('}', &m); {
 				k2 := s.key()
+				if d.dup(&names, k2, 1) {
+					continue
+				}
 				switch string(k2) {
 				case "sequenceNumber":
 					d.path = append(d.path[:1], pathElem{name: k2})
@@ -112,7 +122,7 @@ func (d *dec) payload(c *Change, data []byte, prefix string) {
 	outer := d.s
 	defer func() { tmp := d.s.tmp; d.s = outer; d.s.tmp = tmp }()
 	s := &d.s
-	s.reset(data)
+	s.reset(data, payloadEnvelope)
 	d.path = append(d.path[:0], pathElem{name: []byte(prefix)})
 	if s.peek() != '{' {
 		d.semantic("%s", notObject(data))
@@ -121,8 +131,12 @@ func (d *dec) payload(c *Change, data []byte, prefix string) {
 	s.pos++
 	var name string
 	hasDDB := false
+	var names ddbjson.Names
 	for n := 0; s.next('}', &n); {
 		k := s.key()
+		if d.dup(&names, k, 1) {
+			continue
+		}
 		d.path = append(d.path[:1], pathElem{name: k})
 		switch string(k) {
 		case "eventID":

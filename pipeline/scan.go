@@ -3,22 +3,24 @@ package pipeline
 import (
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 	"unsafe"
 
-	"github.com/tributary/tributary/internal/jsonstr"
+	"github.com/tributary/tributary/internal/ddbjson"
 )
 
-// scanner is a small, allocation-free JSON reader over a byte slice. Syntax
-// errors are sticky: after the first one every method is a no-op and err holds
-// a *SyntaxError. Methods that return strings copy them into an arena, so the
+// scanner is the decoders' reader over a byte slice, on the JSON scanner
+// core the export scanner shares (internal/ddbjson): the same strings
+// (UTF-8 checked), numbers, literals and nesting limit. Syntax errors are
+// sticky: after the first one every method is a no-op and err holds a
+// *SyntaxError. Methods that return strings copy them into an arena, so the
 // input may be reused once decoding is done.
 type scanner struct {
-	data []byte
-	pos  int
-	err  error
-	tmp  []byte // scratch for unescaping
-	ar   *arena
+	data  []byte
+	pos   int
+	err   error
+	tmp   []byte // scratch for unescaping
+	ar    *arena
+	depth int // how deep a skipped value may nest
 }
 
 // SyntaxError is malformed JSON: the payload cannot be split into records.
@@ -31,8 +33,20 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
-func (s *scanner) reset(data []byte) {
-	s.data, s.pos, s.err = data, 0, nil
+// Envelope levels above an item in the formats read (see ddbjson.MaxDepth):
+// Lambda events and the GetRecords body, {"Records":[{"dynamodb":{"NewImage":…;
+// a Kinesis record's data, {"dynamodb":{"NewImage":…; an export line,
+// {"Item":… or {"NewImage":….
+const (
+	eventEnvelope   = 4
+	payloadEnvelope = 2
+	exportEnvelope  = 1
+)
+
+// reset starts reading data, a document of a format whose items sit
+// envelope levels deep.
+func (s *scanner) reset(data []byte, envelope int) {
+	s.data, s.pos, s.err, s.depth = data, 0, nil, ddbjson.MaxDepth(envelope)
 }
 
 func (s *scanner) fail(format string, args ...any) {
@@ -41,16 +55,19 @@ func (s *scanner) fail(format string, args ...any) {
 	}
 }
 
-func (s *scanner) ws() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\n', '\r', '\t':
-			s.pos++
-		default:
-			return
-		}
+// failAt records a syntax error at offset at, when next is negative, and
+// otherwise moves to next; it reports whether all went well.
+func (s *scanner) failAt(next, at int, msg string) bool {
+	if next < 0 {
+		s.pos = at
+		s.fail("%s", msg)
+		return false
 	}
+	s.pos = next
+	return true
 }
+
+func (s *scanner) ws() { s.pos = ddbjson.Space(s.data, s.pos) }
 
 // peek returns the next non-space byte without consuming it, or 0 at the end.
 func (s *scanner) peek() byte {
@@ -62,40 +79,7 @@ func (s *scanner) peek() byte {
 }
 
 // kind describes the next value for error messages.
-func (s *scanner) kind() string {
-	switch s.peek() {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	case 0:
-		return "end of input"
-	}
-	return "number"
-}
-
-// open consumes c ('{' or '[').
-func (s *scanner) open(c byte) bool {
-	if s.err != nil {
-		return false
-	}
-	if s.peek() != c {
-		if s.pos >= len(s.data) {
-			s.fail("unexpected end of input, want %q", c)
-		} else {
-			s.fail("want %q, got %q", c, s.data[s.pos])
-		}
-		return false
-	}
-	s.pos++
-	return true
-}
+func (s *scanner) kind() string { return ddbjson.Kind(s.data, s.pos) }
 
 // next reports whether another member or element follows in the object or
 // array being read; it consumes the separating comma, or the closing byte when
@@ -111,11 +95,7 @@ func (s *scanner) next(closing byte, n *int) bool {
 	}
 	if *n > 0 {
 		if c != ',' {
-			if c == 0 {
-				s.fail("unexpected end of input, want ',' or %q", closing)
-			} else {
-				s.fail("want ',' or %q, got %q", closing, c)
-			}
+			s.fail("%s", ddbjson.Want(s.data, s.pos, fmt.Sprintf("',' or %q", closing)))
 			return false
 		}
 		s.pos++
@@ -150,45 +130,12 @@ func (s *scanner) strBytes() []byte {
 		s.fail("want string")
 		return nil
 	}
-	s.pos++
-	start := s.pos
-	d := s.data
-	for i := start; i < len(d); i++ {
-		c := d[i]
-		if c == '"' {
-			s.pos = i + 1
-			out := d[start:i]
-			if !utf8.Valid(out) {
-				s.pos = start
-				s.fail("string is not valid UTF-8")
-				return nil
-			}
-			return out
-		}
-		if c == '\\' {
-			return s.strSlow(start, i)
-		}
-		if c < 0x20 {
-			s.pos = i
-			s.fail("control character in string")
-			return nil
-		}
-	}
-	s.pos = len(d)
-	s.fail("unterminated string")
-	return nil
-}
-
-func (s *scanner) strSlow(start, i int) []byte {
-	buf, next, at, msg := jsonstr.Unquote(s.tmp[:0], s.data, start, i)
-	s.tmp = buf
-	if next < 0 {
-		s.pos = at
-		s.fail("%s", msg)
+	v, tmp, next, at, msg := ddbjson.String(s.tmp, s.data, s.pos+1)
+	s.tmp = tmp
+	if !s.failAt(next, at, msg) {
 		return nil
 	}
-	s.pos = next
-	return buf
+	return v
 }
 
 // str reads a JSON string into the arena.
@@ -206,47 +153,11 @@ func (s *scanner) number() []byte {
 		return nil
 	}
 	s.ws()
-	d := s.data
 	start := s.pos
-	i := start
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		n := 0
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(d) && d[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		s.fail("want number")
+	if !s.failAt(ddbjson.Number(s.data, s.pos)) {
 		return nil
 	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		if digits() == 0 {
-			s.pos = i
-			s.fail("want digit after decimal point")
-			return nil
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			s.pos = i
-			s.fail("want digit in exponent")
-			return nil
-		}
-	}
-	s.pos = i
-	return d[start:i]
+	return s.data[start:s.pos]
 }
 
 // literal reads true, false or null and returns which.
@@ -255,14 +166,17 @@ func (s *scanner) literal() string {
 		return ""
 	}
 	s.ws()
-	for _, lit := range [...]string{"true", "false", "null"} {
-		if len(s.data)-s.pos >= len(lit) && string(s.data[s.pos:s.pos+len(lit)]) == lit {
-			s.pos += len(lit)
-			return lit
-		}
+	next, lit := ddbjson.Literal(s.data, s.pos)
+	if !s.failAt(next, s.pos, "invalid literal") {
+		return ""
 	}
-	s.fail("invalid literal")
-	return ""
+	switch lit {
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	}
+	return "null"
 }
 
 // isNull consumes a null literal if one is next.
@@ -274,37 +188,13 @@ func (s *scanner) isNull() bool {
 	return false
 }
 
-const maxDepth = 512
-
-// skip reads and discards one value of any kind, checking its syntax.
-func (s *scanner) skip() { s.skipDepth(0) }
-
-func (s *scanner) skipDepth(depth int) {
-	if depth > maxDepth {
-		s.fail("nesting deeper than %d", maxDepth)
+// skip reads and discards one value of any kind, checking its syntax, its
+// strings' UTF-8 and its nesting.
+func (s *scanner) skip() {
+	if s.err != nil {
 		return
 	}
-	switch s.peek() {
-	case '{':
-		s.pos++
-		for n := 0; s.next('}', &n); {
-			s.key()
-			s.skipDepth(depth + 1)
-		}
-	case '[':
-		s.pos++
-		for n := 0; s.next(']', &n); {
-			s.skipDepth(depth + 1)
-		}
-	case '"':
-		s.strBytes()
-	case 't', 'f', 'n':
-		s.literal()
-	case 0:
-		s.fail("unexpected end of input, want value")
-	default:
-		s.number()
-	}
+	s.failAt(ddbjson.Skip(s.data, s.pos, s.depth))
 }
 
 // int64 reads a JSON number that must be an integer.

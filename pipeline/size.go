@@ -1,15 +1,16 @@
 package pipeline
 
 import (
-	"strings"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/internal/ddbjson"
 )
 
-// ItemSize is an item's size as DynamoDB counts it for capacity: attribute
-// names plus values (a number about one byte per two significant digits,
-// plus one; a set the sum of its elements; a map or list three bytes plus
-// one per element). Write units are ItemSize rounded up to started kilobytes.
+// ItemSize is an item's size as DynamoDB counts it for capacity and for its
+// 400 KB item limit: attribute names plus values (a number one byte per two
+// significant digits, plus one, leading and trailing zeros trimmed; a set
+// the sum of its elements; a map or list three bytes plus one per element).
+// Write units are ItemSize rounded up to started kilobytes.
 func ItemSize(item Item) int {
 	n := 0
 	for k, v := range item {
@@ -60,12 +61,4 @@ func valueSize(av types.AttributeValue) int {
 	return 1 // BOOL, NULL
 }
 
-// numberSize is a number's size: one byte per two significant digits
-// (leading and trailing zeros trimmed, the exponent not counted), plus one.
-func numberSize(s string) int {
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		s = s[:i]
-	}
-	s = strings.Trim(s, "+-0.")
-	return (len(s)-strings.Count(s, ".")+1)/2 + 1
-}
+func numberSize(s string) int { return (ddbjson.SignificantDigits(s)+1)/2 + 1 }

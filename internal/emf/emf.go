@@ -28,7 +28,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tributary/tributary/internal/jsonstr"
+	"github.com/tributary/tributary/internal/ddbjson"
 )
 
 // Unit is a CloudWatch metric unit, spelled as the specification spells it.
@@ -190,13 +190,13 @@ func (s *Set) appendLine(b []byte, ts int64, names, props []string) []byte {
 	b = append(b, `{"_aws":{"Timestamp":`...)
 	b = strconv.AppendInt(b, ts, 10)
 	b = append(b, `,"CloudWatchMetrics":[{"Namespace":`...)
-	b = jsonstr.QuoteLine(b, s.namespace)
+	b = ddbjson.QuoteLine(b, s.namespace)
 	b = append(b, `,"Dimensions":[[`...)
 	for i, d := range s.dimNames {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = jsonstr.QuoteLine(b, d)
+		b = ddbjson.QuoteLine(b, d)
 	}
 	b = append(b, `]],"Metrics":[`...)
 	for i, name := range names {
@@ -204,29 +204,29 @@ func (s *Set) appendLine(b []byte, ts int64, names, props []string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"Name":`...)
-		b = jsonstr.QuoteLine(b, name)
+		b = ddbjson.QuoteLine(b, name)
 		b = append(b, `,"Unit":`...)
-		b = jsonstr.QuoteLine(b, string(s.metrics[name].unit))
+		b = ddbjson.QuoteLine(b, string(s.metrics[name].unit))
 		b = append(b, '}')
 	}
 	b = append(b, `]}]}`...)
 	for _, d := range s.dimNames {
 		b = append(b, ',')
-		b = jsonstr.QuoteLine(b, d)
+		b = ddbjson.QuoteLine(b, d)
 		b = append(b, ':')
-		b = jsonstr.QuoteLine(b, s.dims[d])
+		b = ddbjson.QuoteLine(b, s.dims[d])
 	}
 	for _, name := range names {
 		b = append(b, ',')
-		b = jsonstr.QuoteLine(b, name)
+		b = ddbjson.QuoteLine(b, name)
 		b = append(b, ':')
 		b = appendFloat(b, s.metrics[name].sum)
 	}
 	for _, k := range props {
 		b = append(b, ',')
-		b = jsonstr.QuoteLine(b, k)
+		b = ddbjson.QuoteLine(b, k)
 		b = append(b, ':')
-		b = jsonstr.QuoteLine(b, s.props[k])
+		b = ddbjson.QuoteLine(b, s.props[k])
 	}
 	return append(b, "}\n"...)
 }

@@ -687,7 +687,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestLineSeparatorsEscaped: strings are written with jsonstr.QuoteLine,
+// TestLineSeparatorsEscaped: strings are written with ddbjson.QuoteLine,
 // so an EMF line never holds a raw U+2028 or U+2029 that a log reader might
 // split it at.
 func TestLineSeparatorsEscaped(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"io"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline"
 )
 
 // Source is where exports are read from: a local directory or an S3
@@ -37,14 +38,21 @@ type Source interface {
 
 // LineScanner checks full-export lines, {"Item":{...}}, without building
 // the items: it validates each line's JSON and attribute values and finds
-// its entity type. It is the fast path of a repartition, which copies lines
-// byte for byte. The zero value is ready; it is not safe for concurrent use.
-type LineScanner struct{ s scanner }
+// its entity type, accepting exactly the lines dec.DecodeItem accepts (the
+// same type, key and version attributes, the same limits). It is the fast
+// path of a repartition, which copies lines byte for byte. It is not safe
+// for concurrent use.
+type LineScanner struct{ s *scanner }
 
-// Scan returns the string value of the attribute typeAttr of the line's
+// NewLineScanner returns a scanner of the lines dec decodes.
+func NewLineScanner(dec *pipeline.ExportDecoder) *LineScanner {
+	return &LineScanner{s: newScanner(dec)}
+}
+
+// Scan returns the string value of the entity-type attribute of the line's
 // Item, and whether the item has one. A type attribute that is not a string
 // is an error, as the decoders treat it. The slice is valid until the next
 // call.
-func (l *LineScanner) Scan(line []byte, typeAttr string) (typ []byte, hasType bool, err error) {
-	return l.s.scanItemLine(line, typeAttr)
+func (l *LineScanner) Scan(line []byte) (typ []byte, hasType bool, err error) {
+	return l.s.scanItemLine(line)
 }

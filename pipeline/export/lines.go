@@ -63,12 +63,9 @@ func AppendItemLine(buf []byte, item pipeline.Item) []byte {
 // for, whose New is the item, or an error naming name and the line that
 // matches ErrCorrupt.
 func DecodeItem(dec *pipeline.ExportDecoder, line []byte, name string, n int) (pipeline.Change, error) {
-	c, err := dec.Decode(line, name, n)
+	c, err := dec.DecodeItem(line, name, n)
 	if err != nil {
 		return c, Corrupt(name, n, err)
-	}
-	if c.New == nil {
-		return c, Corrupt(name, n, errors.New("not a full-export line"))
 	}
 	return c, nil
 }

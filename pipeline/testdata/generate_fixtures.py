@@ -709,6 +709,63 @@ def build_large():
     write_gz("large/export-full-400kb-control.json.gz",
              "".join(compact_sorted({"Item": it}) + "\n" for it in [cart_item(1, "1"), ctl, player(8, "1851")]))
 
+# export lines at DynamoDB's limits (every one valid)
+
+
+def nested(levels, leaf, first="M"):
+    """An attribute value of levels nested containers, M and L in turn (first
+    outermost), around leaf. Returns the value and the decoders' path from the
+    attribute's name to the innermost container's type key."""
+    kinds = [("M" if (i % 2 == 0) == (first == "M") else "L") for i in range(levels)]
+    path = ""
+    for i, k in enumerate(kinds):
+        path += "." + k
+        if i < levels - 1:
+            path += f".l{i + 1}" if k == "M" else "[0]"
+    v = leaf
+    for i in reversed(range(levels)):
+        v = {"M": {f"l{i + 1}": v}} if kinds[i] == "M" else {"L": [v]}
+    return v, path
+
+
+MAX_NESTING = 32  # DynamoDB: "nested attributes up to 32 levels deep"
+
+
+def build_limits():
+    deep, _ = nested(MAX_NESTING, S("bottom"))
+    deep_l, _ = nested(MAX_NESTING, {"SS": ["a", "b"]}, first="L")
+    lines = [
+        compact_sorted({"Item": sort_image({
+            "PK": S("DEEP#1"), "SK": S("DEEP#1"), "EntityType": S("Deep"), "version": N("1"),
+            "deep": deep, "deepList": deep_l})}),
+        compact_sorted({"Item": sort_image({
+            "PK": S("NUM#1"), "SK": S("NUM#1"), "EntityType": S("Numbers"), "version": N("0"),
+            "n38": N("12345678901234567890123456789012345678"),
+            "n38frac": N("-0.00012345678901234567890123456789012345678"),
+            "n40trailingZeros": N("1000000000000000000000000000000000000000"),
+            "nMax": N("9.9999999999999999999999999999999999999E+125"),
+            "nMin": N("1E-130"),
+            "nNegMin": N("-1E-130"),
+            "nZero": N("0"),
+            "nExp": N("12.5e-3"),
+            "ns": {"NS": ["0", "1E+125", "-9.9999999999999999999999999999999999999E+125"]}})}),
+        compact_sorted({"Item": sort_image({
+            "PK": S("UNI#zoë"), "SK": S("名前#😀"), "EntityType": S("Unicodé 名前 😀"), "version": N("2"),
+            "naïve": S("Zoë Ó Briain \ufffd 名前 😀"),
+            "empty": S(""), "emptyList": {"L": []}, "emptyMap": {"M": {}},
+            "b": {"B": "AAEC/w=="}, "bs": {"BS": ["AA=="]}, "yes": {"BOOL": True},
+            "no": {"BOOL": False}, "nothing": {"NULL": True}, "one": {"SS": ["only"]}})}),
+        # The same item as the decoders see it, spelled with escapes: the name of
+        # the type attribute, a surrogate pair, and an escaped quote and solidus.
+        compact_sorted({"Item": sort_image({
+            "PK": S("ESC#1"), "SK": S("ESC#1"), "EntityType": S("Escaped"), "version": N("3"),
+            "quote": S('say "hi" \\ a/b')})})
+        .replace('"EntityType":{"S":"Escaped"}', '"Entity\\u0054ype":{"S":"Esc\\u0061ped"}')
+        .replace('"version":{"N":"3"}', '"version":{"N":"\\u0033"}')
+        .replace('a/b', 'a\\/b \\ud83d\\ude00'),
+    ]
+    write("export/limits.json", "".join(l + "\n" for l in lines))
+
 
 # --------------------------------------------------------------------------
 # malformed inputs
@@ -1026,6 +1083,115 @@ def build_malformed():
          "Metadata.WriteTimestampMicros.N", "WriteTimestampMicros is not a number",
          inc[0] + compact_sorted(bad) + "\n" + inc[2])
 
+    # ---- rules added with the shared scanner core: nesting, UTF-8, the
+    # attribute value checks on full-export lines, duplicate member names
+    def item_line(src, set_attrs=(), drop=(), edit=None):
+        """Line src of the full export with attributes set and dropped, its
+        compact text then edited by edit(text) (for what JSON cannot say)."""
+        bad = json.loads(full[src])
+        bad["Item"].update(dict(set_attrs))
+        for a in drop:
+            del bad["Item"][a]
+        text = compact_sorted(bad)
+        return edit(text) if edit else text
+
+    def item_case(file, path, what, line, after=2):
+        case(file, "export", False, 1, "", path, what, full[0] + line + "\n" + full[after])
+
+    deep, path = nested(MAX_NESTING + 1, S("bottom"))
+    item_case("export-nested-33-levels.json", "Item.deep" + path,
+              "an attribute nested 33 levels deep (DynamoDB allows 32)", item_line(1, [("deep", deep)]))
+    text = (full[0] + item_line(1, [("EntityType", S("Play@@BAD@@"))]) + "\n" + full[2]).encode()
+    case("export-entitytype-invalid-utf8.json", "export", False, 1, "", "",
+         "EntityType holds the byte 0xff, which is not UTF-8", text.replace(b"@@BAD@@", b"er\xff"), binary=True)
+    item_case("export-n-garbage.json", "Item.rating.N", "N is \"12x\" in a full-export line",
+              item_line(1, [("rating", N("12x"))]))
+    item_case("export-n-40-digits.json", "Item.rating.N", "N has 40 significant digits (DynamoDB allows 38)",
+              item_line(1, [("rating", N("1234567890123456789012345678901234567890"))]))
+    item_case("export-ss-empty.json", "Item.tags.SS", "empty SS (DynamoDB has no empty sets)",
+              item_line(3, [("tags", {"SS": []})]), after=4)
+    item_case("export-unknown-type-nested.json", "Item.stats.M.wins", "unknown type key {\"Q\":\"1\"} inside an M",
+              item_line(1, [("stats", {"M": {"losses": N("3"), "wins": {"Q": "1"}}})]))
+    item_case("export-no-keys.json", "Item", "full-export item with none of the key attributes (PK, SK)",
+              item_line(1, drop=["PK", "SK"]))
+    item_case("export-duplicate-entitytype.json", "Item.EntityType",
+              "EntityType given twice in one item (the last one would win)",
+              item_line(1, edit=lambda t: t.replace('"EntityType":{"S":"Player"}',
+                                                    '"EntityType":{"S":"Refund"},"EntityType":{"S":"Player"}')))
+    item_case("export-duplicate-nested-name.json", "Item.stats.M.wins", "a name given twice inside an M",
+              item_line(1, [("stats", {"M": {"wins": N("@@W@@")}})],
+                        edit=lambda t: t.replace('"wins":{"N":"@@W@@"}', '"wins":{"N":"1"},"wins":{"N":"2"}')))
+    it = json.loads(full[1])["Item"]
+    bad = '{"Item":' + compact_sorted(it) + ',"Item":' + compact_sorted(json.loads(full[2])["Item"]) + "}"
+    case("export-duplicate-item.json", "export", False, 1, "", "Item",
+         "a line with two Item members", full[0] + bad + "\n" + full[2])
+    bad = compact_sorted({"Item": it, "NewImage": it})
+    case("export-item-and-newimage.json", "export", False, 1, "", "NewImage",
+         "a line with both Item and NewImage: neither a full nor an incremental export line",
+         full[0] + bad + "\n" + full[2])
+    bad = compact_sorted(json.loads(inc[1]))
+    bad = bad.replace('"Keys":', '"Keys":{"PK":{"S":"USER#u1"},"SK":{"S":"ORDER#x"}},"Keys":', 1)
+    case("export-incremental-duplicate-keys.json", "export", False, 1, "", "Keys",
+         "an incremental line with Keys given twice", inc[0] + bad + "\n" + inc[2])
+    bad = compact_sorted(json.loads(inc[1]))
+    bad = re.sub(r'"WriteTimestampMicros":(\{"N":"[0-9]+"\})', r'"WriteTimestampMicros":{"N":"1"},"WriteTimestampMicros":\1', bad, 1)
+    case("export-incremental-duplicate-timestamp.json", "export", False, 1, "",
+         "Metadata.WriteTimestampMicros", "WriteTimestampMicros given twice", inc[0] + bad + "\n" + inc[2])
+
+    def m_deep(r):
+        r["dynamodb"]["NewImage"]["deep"], _ = nested(MAX_NESTING + 1, S("bottom"))
+        return r
+    ev, seq = streams_triplet("deep33", m_deep)
+    case("streams-nested-33-levels.json", "streams", False, 1, seq, "dynamodb.NewImage.deep",
+         "an attribute nested 33 levels deep (DynamoDB allows 32)", pretty(ev))
+
+    def m_dup_seq(r):
+        r["dynamodb"]["SequenceNumber"] = "@@SEQ@@" + r["dynamodb"]["SequenceNumber"]
+        return r
+    ev, seq = streams_triplet("dupseq", m_dup_seq)
+    text = pretty(ev).replace('"SequenceNumber": "@@SEQ@@' + seq + '"',
+                              '"SequenceNumber": "' + seq + '",\n        "SequenceNumber": "' + str(int(seq) + 1) + '"')
+    case("streams-duplicate-sequencenumber.json", "streams", False, 1, seq, "dynamodb.SequenceNumber",
+         "SequenceNumber given twice (the first is reported)", text)
+
+    def m_dup_type(r):
+        r["dynamodb"]["NewImage"]["EntityType"] = S("@@TYPE@@")
+        return r
+    ev, seq = streams_triplet("duptype", m_dup_type)
+    text = pretty(ev).replace('"EntityType": {"S": "@@TYPE@@"}',
+                              '"EntityType": {"S": "Refund"},\n          "EntityType": {"S": "Order"}')
+    case("streams-duplicate-entitytype.json", "streams", False, 1, seq, "dynamodb.NewImage.EntityType",
+         "EntityType given twice in a NewImage", text)
+    text = pretty({"Records": ev["Records"][:1]})
+    text = text.replace('"Records": [', '"Records": [],\n  "Records": [', 1)
+    case("streams-duplicate-records.json", "streams", True, -1, "", "Records",
+         "an event with two Records members", text)
+
+    recs = copy.deepcopy(api["Records"])
+    mid = copy.deepcopy(recs[1])
+    mid["dynamodb"]["SequenceNumber"] = "@@SEQ@@"
+    mid["eventID"] = hexid("api-dup")
+    third = copy.deepcopy(recs[1])
+    third["dynamodb"]["SequenceNumber"] = "4421586200000000017450441290"
+    third["eventID"] = hexid("api-dup-third")
+    text = pretty({"NextShardIterator": api["NextShardIterator"], "Records": [recs[0], mid, third]})
+    text = text.replace('"SequenceNumber": "@@SEQ@@"',
+                        '"SequenceNumber": "4421586050000000017450441090",\n        "SequenceNumber": "4421586050000000017450441091"')
+    case("streams-api-duplicate-sequencenumber.json", "streams-api", False, 1, "4421586050000000017450441090",
+         "dynamodb.SequenceNumber", "SequenceNumber given twice", text)
+
+    p = kinesis_payload("MODIFY", t + 50, new=cart_item(2, "3"), old=cart_item(), seed="kdupname")
+    raw = json.dumps(p, separators=(",", ":"), ensure_ascii=False)
+    raw = raw.replace('"eventName":"MODIFY"', '"eventName":"REMOVE","eventName":"MODIFY"', 1)
+    ev, seq = ktriplet("kdupname", bad_payload=p, bad_data=base64.b64encode(raw.encode()).decode())
+    case("kinesis-duplicate-eventname.json", "kinesis", False, 1, seq, "kinesis.data.eventName",
+         "decoded payload has eventName twice", pretty(ev))
+    ev, seq = ktriplet("kdupseq")
+    text = pretty(ev).replace('"sequenceNumber": "' + seq + '"',
+                              '"sequenceNumber": "' + seq + '",\n        "sequenceNumber": "1"', 1)
+    case("kinesis-duplicate-sequencenumber.json", "kinesis", False, 1, seq, "kinesis.sequenceNumber",
+         "kinesis.sequenceNumber given twice (the first is reported)", text)
+
     write("malformed/cases.json", pretty(CASES))
 
 
@@ -1040,6 +1206,7 @@ def main():
     build_ion_export()
     build_getrecords()
     build_exports()
+    build_limits()
     build_malformed()
     build_large()
 

@@ -33,8 +33,8 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 	w := r.newSourceWriter(ctx, id)
 	rec = &SourceRecord{Version: FormatVersion, Fingerprint: r.fingerprint, SourceID: id, Source: dataKey}
 	name := objstore.Name(r.src.Store(), dataKey)
-	var sc export.LineScanner
-	var dec *pipeline.ExportDecoder
+	dec := pipeline.NewExportDecoder(r.opts.Decode)
+	sc := export.NewLineScanner(dec)
 	overlay := r.overlay.Len() > 0
 	var lineBuf []byte
 	var pBytes, pItems int64
@@ -46,16 +46,13 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 			pBytes, pItems = 0, 0
 		}
 		if !overlay {
-			typ, _, err := sc.Scan(line, r.opts.TypeAttribute)
+			typ, _, err := sc.Scan(line)
 			if err != nil {
 				return export.Corrupt(name, n, err)
 			}
 			if r.opts.Transform == nil || r.opts.Transform.ByType[string(typ)] == nil {
 				return w.addBytes(typ, line)
 			}
-		}
-		if dec == nil {
-			dec = pipeline.NewExportDecoder(r.opts.Decode)
 		}
 		c, err := export.DecodeItem(dec, line, name, n)
 		if err != nil {

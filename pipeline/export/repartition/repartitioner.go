@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,10 @@ import (
 type Options struct {
 	// TypeAttribute names the entity-type attribute. Default EntityType.
 	TypeAttribute string
+	// KeyAttributes names the table's key attributes, of which every item
+	// must have one, as the decoders require. Default: the incremental
+	// exports' keys with an overlay, else the decoders' (PK, SK).
+	KeyAttributes []string
 	// Transform, when set, rewrites items of the types it names.
 	Transform *Transform
 	// Compression of the output. Default gzip.
@@ -55,6 +60,9 @@ func (o Options) withDefaults() Options {
 		o.TypeAttribute = pipeline.DefaultTypeAttribute
 	}
 	o.Decode.TypeAttribute = o.TypeAttribute
+	if len(o.KeyAttributes) > 0 {
+		o.Decode.KeyAttributes = o.KeyAttributes
+	}
 	if o.Compression == "" {
 		o.Compression = Gzip
 	}
@@ -103,6 +111,9 @@ func NewRepartitioner(src *export.Export, overlay *export.Overlay, out objstore.
 		overlay = &export.Overlay{}
 	}
 	if len(overlay.KeyAttributes) > 0 {
+		if len(opts.KeyAttributes) > 0 && !sameNames(opts.KeyAttributes, overlay.KeyAttributes) {
+			return nil, fmt.Errorf("repartition: key attributes %v, but the incremental exports' keys are %v", opts.KeyAttributes, overlay.KeyAttributes)
+		}
 		opts.Decode.KeyAttributes = overlay.KeyAttributes
 	}
 	r := &Repartitioner{src: src, overlay: overlay, out: out, opts: opts, ids: map[string]string{}, files: map[string]export.DataFile{}}
@@ -113,6 +124,11 @@ func NewRepartitioner(src *export.Export, overlay *export.Overlay, out objstore.
 	}
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n%s\n%d\n%d\n", FormatVersion, src.ManifestSHA256, overlay.Fingerprint(),
 		opts.TypeAttribute, tname, opts.Compression, opts.Level, opts.MaxPartBytes)
+	if keys := opts.Decode.KeyAttributes; len(keys) > 0 {
+		// The key attributes decide which lines are valid: another set is
+		// another run. (Absent for the default, as before it was configurable.)
+		fmt.Fprintf(h, "keys %q\n", keys)
+	}
 	r.fingerprint = hex.EncodeToString(h.Sum(nil))[:32]
 	seen := map[string]bool{OverlaySource: true}
 	files := append([]export.DataFile(nil), src.Files...)
@@ -226,4 +242,12 @@ func (r *Repartitioner) Record(ctx context.Context, sourceID string) (*SourceRec
 func (r *Repartitioner) SourceID(dataKey string) (string, bool) {
 	id, ok := r.ids[dataKey]
 	return id, ok
+}
+
+// sameNames reports whether a and b hold the same names, in any order.
+func sameNames(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

@@ -1,18 +1,11 @@
-// Package jsonstr is the one JSON string codec of the hand-written encoders
-// and scanners: Unquote decodes strings with escapes for the pipeline's
-// decoders and the export scanner (which take the fast path themselves for
-// strings without escapes), exactly as encoding/json reads them; Quote
-// encodes for DynamoDB JSON (images, item keys, archive lines) and
-// QuoteLine for CloudWatch embedded-metric lines, in a form that
-// encoding/json and Unquote read back as the original string.
-package jsonstr
+package ddbjson
 
 import (
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// Unquote appends to dst the value of the JSON string whose opening quote
+// unquote appends to dst the value of the JSON string whose opening quote
 // is just before d[start], reading from d[i] (start <= i: the bytes from
 // start to i are known to need no unescaping), and returns dst and the
 // index just past the closing quote. \u escapes are decoded, surrogate
@@ -20,7 +13,7 @@ import (
 // On a malformed string it returns a negative next, the index of the
 // problem and a message: a control character, a bad escape, invalid UTF-8
 // (reported at start) or the end of d before the closing quote.
-func Unquote(dst, d []byte, start, i int) (out []byte, next, at int, msg string) {
+func unquote(dst, d []byte, start, i int) (out []byte, next, at int, msg string) {
 	out = append(dst, d[start:i]...)
 	for i < len(d) {
 		c := d[i]
@@ -56,7 +49,7 @@ func Unquote(dst, d []byte, start, i int) (out []byte, next, at int, msg string)
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r, ok := Hex4(d, i)
+			r, ok := hex4(d, i)
 			if !ok {
 				return out, -1, i, "bad \\u escape"
 			}
@@ -64,7 +57,7 @@ func Unquote(dst, d []byte, start, i int) (out []byte, next, at int, msg string)
 			if utf16.IsSurrogate(r) {
 				r2, ok := rune(-1), false
 				if i+6 <= len(d) && d[i] == '\\' && d[i+1] == 'u' {
-					r2, ok = Hex4(d, i+2)
+					r2, ok = hex4(d, i+2)
 				}
 				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
 					r = dec
@@ -81,8 +74,8 @@ func Unquote(dst, d []byte, start, i int) (out []byte, next, at int, msg string)
 	return out, -1, len(d), "unterminated string"
 }
 
-// Hex4 reads the four hexadecimal digits at d[i:] of a \u escape.
-func Hex4(d []byte, i int) (rune, bool) {
+// hex4 reads the four hexadecimal digits at d[i:] of a \u escape.
+func hex4(d []byte, i int) (rune, bool) {
 	if i+4 > len(d) {
 		return 0, false
 	}

@@ -1,4 +1,4 @@
-package jsonstr
+package ddbjson
 
 import (
 	"encoding/json"
@@ -26,7 +26,7 @@ func TestUnquote(t *testing.T) {
 		{`abc`, "", -1, 3, "unterminated string"},
 	}
 	for _, tt := range tests {
-		out, next, at, msg := Unquote([]byte("keep:"), []byte(tt.in), 0, 0)
+		out, next, at, msg := unquote([]byte("keep:"), []byte(tt.in), 0, 0)
 		if next != tt.next || at != tt.at || msg != tt.msg {
 			t.Errorf("%q: next %d, at %d, %q; want %d, %d, %q", tt.in, next, at, msg, tt.next, tt.at, tt.msg)
 			continue
@@ -43,14 +43,14 @@ func TestUnquote(t *testing.T) {
 	}
 }
 
-// FuzzUnquote checks Unquote against encoding/json on every string both
+// FuzzUnquote checks unquote against encoding/json on every string both
 // read: the same value.
 func FuzzUnquote(f *testing.F) {
 	for _, s := range []string{`abc"`, `\u00e9\ud83d\ude00"`, `\ud83d"`, `a\x"`, "\xff\""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, d []byte) {
-		out, next, _, _ := Unquote(nil, d, 0, 0)
+		out, next, _, _ := unquote(nil, d, 0, 0)
 		if next < 0 {
 			return
 		}

@@ -1,4 +1,4 @@
-package jsonstr
+package ddbjson
 
 import (
 	"encoding/json"
@@ -53,7 +53,7 @@ func allBytes() string {
 
 // checkQuoted checks an encoding of in: one JSON string, with no raw line
 // break (and, from QuoteLine, no raw U+2028 or U+2029), that encoding/json
-// and Unquote both read back as in with each invalid byte as U+FFFD.
+// and String both read back as in with each invalid byte as U+FFFD.
 func checkQuoted(t *testing.T, in, enc string, line bool) {
 	t.Helper()
 	if strings.ContainsAny(enc, "\n\r") || line && strings.ContainsAny(enc, "\u2028\u2029") {
@@ -67,14 +67,14 @@ func checkQuoted(t *testing.T, in, enc string, line bool) {
 	if std != want {
 		t.Errorf("encoding/json reads %s as %q, want %q", enc, std, want)
 	}
-	out, next, at, msg := Unquote(nil, []byte(enc), 1, 1)
+	out, _, next, at, msg := String(nil, []byte(enc), 1)
 	if next != len(enc) || string(out) != want {
-		t.Errorf("Unquote reads %s as %q (next %d, at %d: %s), want %q", enc, out, next, at, msg, want)
+		t.Errorf("String reads %s as %q (next %d, at %d: %s), want %q", enc, out, next, at, msg, want)
 	}
 }
 
 // FuzzQuote: whatever the string, both encodings are one JSON string that
-// encoding/json and Unquote read back the same.
+// encoding/json and String read back the same.
 func FuzzQuote(f *testing.F) {
 	for _, s := range []string{"", "a", "\"\\\n", "\x00\xff", "\u2028", "日本", "\xe2\x80\u2029"} {
 		f.Add(s)

@@ -1,4 +1,4 @@
-package jsonstr
+package ddbjson
 
 import "unicode/utf8"
 
@@ -11,14 +11,14 @@ const hexDigits = "0123456789abcdef"
 // reads it back; everything else is copied as it is. Equal strings give
 // equal bytes: item keys encoded this way are stored identities (ledger
 // keys, archive lines), so the form must never change.
-func Quote(dst []byte, s string) []byte { return quote(dst, s, false) }
+func Quote(dst []byte, s string) []byte { return appendQuoted(dst, s, false) }
 
 // QuoteLine is Quote that also escapes U+2028 and U+2029 (line and
 // paragraph separators), as encoding/json does: for log lines that readers
 // other than JSON parsers may split at them.
-func QuoteLine(dst []byte, s string) []byte { return quote(dst, s, true) }
+func QuoteLine(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
 
-func quote(dst []byte, s string, separators bool) []byte {
+func appendQuoted(dst []byte, s string, separators bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
