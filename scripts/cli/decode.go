@@ -20,6 +20,8 @@ func runDecode(ctx context.Context, e *env, args []string) error {
 	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: told from each file's structure)")
 	typeAttr := fs.String("type-attribute", pipeline.DefaultTypeAttribute, "attribute holding the entity type")
 	versionAttr := fs.String("version-attribute", pipeline.DefaultVersionAttribute, "attribute holding the item version")
+	var xf exportFlags // only its --key-attributes
+	fs.StringVar(&xf.keyAttrs, "key-attributes", "", "export lines: the table's key attributes, comma-separated, e.g. Id or PK,SK (default PK,SK)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -31,7 +33,7 @@ func runDecode(ctx context.Context, e *env, args []string) error {
 	default:
 		return fmt.Errorf("%w: unknown format %q", errUsage, *format)
 	}
-	opts := pipeline.Options{TypeAttribute: *typeAttr, VersionAttribute: *versionAttr}
+	opts := pipeline.Options{TypeAttribute: *typeAttr, VersionAttribute: *versionAttr, KeyAttributes: xf.keys()}
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
 	emit := func(c *pipeline.Change) {

@@ -60,7 +60,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if *partMB < 1 {
 		return fmt.Errorf("%w: --max-part-mb must be at least 1", errUsage)
 	}
-	opts := repartition.Options{TypeAttribute: sf.typeAttr, Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5, Takeover: *takeover}
+	opts := repartition.Options{TypeAttribute: sf.typeAttr, KeyAttributes: sf.keys(), Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5, Takeover: *takeover}
 	if *transform != "" {
 		t, err := reg.Lookup(*transform)
 		if err != nil {
@@ -150,6 +150,7 @@ type exportFlags struct {
 	export       string
 	incrementals stringList
 	typeAttr     string
+	keyAttrs     string
 	skipMD5      bool
 	noManifest   bool
 	kmsKey       string
@@ -164,7 +165,8 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func (f *exportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.export, "export", "", "the full export: its directory (…/AWSDynamoDB/<ExportId>) or a prefix holding one export; a directory or s3://bucket/prefix (required)")
 	fs.Var(&f.incrementals, "incremental", "an incremental export to apply on top (repeatable; applied in time order)")
-	fs.StringVar(&f.typeAttr, "type-attribute", pipeline.DefaultTypeAttribute, "the entity-type attribute")
+	fs.StringVar(&f.typeAttr, "type-attribute", "", "the entity-type attribute (default the spec's, or EntityType)")
+	fs.StringVar(&f.keyAttrs, "key-attributes", "", "the table's key attributes, comma-separated, e.g. Id or PK,SK (default: the incremental exports' keys, or PK,SK)")
 	fs.BoolVar(&f.skipMD5, "skip-md5", false, "do not hash data files nor check them against the manifest's md5Checksum (faster; gzip CRCs and item counts are still checked)")
 	fs.BoolVar(&f.noManifest, "allow-missing-manifest", false, "read an export directory without manifests (e.g. a local server's export): nothing can be reconciled")
 	fs.StringVar(&f.kmsKey, "kms-key-id", "", "encrypt S3 output with SSE-KMS under this key (default SSE-S3)")
@@ -202,7 +204,7 @@ func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export
 		}
 		incs = append(incs, inc)
 	}
-	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: f.typeAttr}, f.skipMD5)
+	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: f.typeAttr, KeyAttributes: f.keys()}, f.skipMD5)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -277,4 +279,15 @@ func (p *byteProgress) done() {
 	if p.tty && time.Since(p.start) > time.Second {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// keys returns --key-attributes as a list; nil when it is not given.
+func (f *exportFlags) keys() []string {
+	var out []string
+	for _, k := range strings.Split(f.keyAttrs, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -517,6 +517,11 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 			t.Errorf("%s: PROJECTIONS_FILE for desk/projections.yaml: %v %v", name, got, err)
 		}
 	}
+	// The repartitioner checks whole items against the table's keys.
+	rvars, _ := props(fns["Repartitioner"])["Environment"].(obj)["Variables"].(obj)
+	if got, err := tp.eval(rvars["KEY_ATTRIBUTES"], map[string]string{"KeyAttributes": "Id"}); err != nil || got != "Id" {
+		t.Errorf("Repartitioner: KEY_ATTRIBUTES %v (%v), want the KeyAttributes parameter", rvars["KEY_ATTRIBUTES"], err)
+	}
 	rules, _ := tp.obj["Rules"].(obj)
 	if rules["ProjectionsNeedTheLayer"] == nil || rules["SpecOrMains"] == nil {
 		t.Errorf("rules %v: want ProjectionsNeedTheLayer and SpecOrMains", slices.Sorted(maps.Keys(rules)))

@@ -69,7 +69,7 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	start := time.Now()
-	want, items, err := verify.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: typeAttr}, xf.skipMD5, ps...)
+	want, items, err := verify.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: typeAttr, KeyAttributes: xf.keys()}, xf.skipMD5, ps...)
 	if err != nil {
 		return err
 	}
