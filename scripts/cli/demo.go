@@ -43,8 +43,17 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	batch := fs.Int("batch-size", 100, "event source mapping batch size")
 	skew := fs.Float64("skew", 1.0, "Zipf exponent of key popularity (0: uniform)")
 	noSync := fs.Bool("no-sync", false, "do not fsync the store on every commit (faster, not crash-safe)")
+	specFile := fs.String("projections", "", "run the seed projections written as a spec (projections/seed/seed.yaml, or a file of the same projections) instead of the Go ones; the aggregates are checked against both")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	set, spec := seed.Set(), ""
+	if *specFile != "" {
+		se, err := e.withSpec(*specFile)
+		if err != nil {
+			return err
+		}
+		set, spec = se.set, *specFile
 	}
 	switch {
 	case *changes < 1:
@@ -106,7 +115,7 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	faulty := &sim.FaultyStore{Store: st, Seed: *seedFlag + 1, CommitFailBefore: *faultRate, CommitFailAfter: *faultRate, ReadFail: *faultRate / 2}
-	engine, err := openEngine(ctx, faultyTable{faulty, st}, "store "+*dir, seed.Set(), projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	engine, err := openEngine(ctx, faultyTable{faulty, st}, "store "+*dir, set, projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		return err
 	}
@@ -155,6 +164,18 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	diff := projections.Diff(got, want)
+	if spec != "" {
+		// The spec's own recomputation must agree too: the store is checked
+		// against the Go projections and against the spec's.
+		specWant, err := projections.Recompute(h.Table.Items(), "", set.Projections()...)
+		if err != nil {
+			return err
+		}
+		for _, d := range projections.Diff(got, specWant) {
+			diff = append(diff, "spec: "+d)
+		}
+		fmt.Fprintf(out, "\nprojections: %s (%s), checked against the Go seed projections' recomputation and the spec's\n", spec, set)
+	}
 	fmt.Fprintf(out, "\nrecomputed %d aggregates and %d rows from the %d final items\n", len(want.Aggregates), len(want.Rows), h.Table.Len())
 	if !archived {
 		fmt.Fprintln(out, "VERDICT: ARCHIVE MISMATCH — see above")

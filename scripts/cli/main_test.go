@@ -282,15 +282,30 @@ func TestLeaderboard(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	for _, source := range []string{"streams", "kinesis"} {
-		t.Run(source, func(t *testing.T) {
-			code, out, stderr := runCLI(t, "demo", "--changes", "4000", "--no-sync", "--source", source, "--dir", t.TempDir(), "--fault-rate", "0.05")
+	for _, tt := range []struct{ name, source, spec string }{
+		{"streams", "streams", ""},
+		{"kinesis", "kinesis", ""},
+		// The seed projections written as a spec: the same aggregates and
+		// rows as the Go ones, on both sources.
+		{"streams spec", "streams", "../../projections/seed/seed.yaml"},
+		{"kinesis spec", "kinesis", "../../projections/seed/seed.yaml"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"demo", "--changes", "4000", "--no-sync", "--source", tt.source, "--dir", t.TempDir(), "--fault-rate", "0.05"}
+			if tt.spec != "" {
+				args = append(args, "--projections", tt.spec)
+			}
+			code, out, stderr := runCLI(t, args...)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 			}
-			for _, want := range []string{"leaderboard, top 10", "some aggregates:", "VERDICT: exact", "injected"} {
-				if !strings.Contains(out, want) {
-					t.Errorf("output lacks %q:\n%s", want, out)
+			want := []string{"leaderboard, top 10", "some aggregates:", "VERDICT: exact", "injected"}
+			if tt.spec != "" {
+				want = append(want, "checked against the Go seed projections' recomputation and the spec's")
+			}
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
 		})
