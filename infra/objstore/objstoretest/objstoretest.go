@@ -154,7 +154,9 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Write([]byte("dropped"))
+		if _, err := a.Write([]byte("dropped")); err != nil {
+			t.Fatal(err)
+		}
 		a.Abort()
 		a.Abort()
 		if _, err := st.Open(ctx, "entity=A/part-1.json"); !errors.Is(err, objstore.ErrNotFound) {
