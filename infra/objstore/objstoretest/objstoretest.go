@@ -4,7 +4,9 @@
 // on: missing objects, atomic and listed writes, key order and prefixes,
 // streaming writes that appear only on Commit, the key limits, the
 // conditional writes of claims and checkpoints (exactly one of racing
-// creates wins; a swap from a stale version fails), and Sweep.
+// creates wins; a swap from a stale version fails), and Sweep. The tests of
+// the stores' users share its helpers: OneWins for races, CloseFails for
+// bodies that fail to close.
 package objstoretest
 
 import (
