@@ -4,25 +4,30 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 
 	"github.com/tributary/tributary/infra/objstore"
 )
 
-// CloseFails wraps st so that every object it opens reads as it is and then
-// fails to close, with err (joined to the store's own close error, if any):
-// for the tests of readers, which must report such an object rather than
-// read on as if all were well.
-func CloseFails(st objstore.Store, err error) objstore.Store { return closeFails{st, err} }
+// CloseFails wraps st so that every object it opens whose key contains part
+// ("": every object) reads as it is and then fails to close, with err
+// (joined to the store's own close error, if any): for the tests of
+// readers, which must report such an object rather than read on as if all
+// were well.
+func CloseFails(st objstore.Store, part string, err error) objstore.Store {
+	return closeFails{st, part, err}
+}
 
 type closeFails struct {
 	objstore.Store
-	err error
+	part string
+	err  error
 }
 
 func (c closeFails) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	rc, err := c.Store.Open(ctx, key)
-	if err != nil {
-		return nil, err
+	if err != nil || !strings.Contains(key, c.part) {
+		return rc, err
 	}
 	return closeFailsBody{rc, c.err}, nil
 }
