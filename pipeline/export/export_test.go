@@ -3,6 +3,7 @@ package export_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
@@ -29,7 +31,9 @@ func TestFixtureUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *update {
-		os.RemoveAll(fixtureDir)
+		if err := os.RemoveAll(fixtureDir); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.CopyFS(fixtureDir, os.DirFS(dir)); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +59,9 @@ func TestOverlayGap(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	e0, _ := export.OpenExport(ctx, src, fx.Incremental.Dir, export.OpenOptions{})
 	later := full.Time().Add(time.Hour).Format("2006-01-02T15:04:05.000Z")
-	os.WriteFile(p, bytes.Replace(b, []byte(e0.Summary.ExportFromTime), []byte(later), 1), 0o644)
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(e0.Summary.ExportFromTime), []byte(later), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	inc, err := export.OpenExport(ctx, src, fx.Incremental.Dir, export.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +90,17 @@ func TestReadLinesMD5(t *testing.T) {
 		if want := map[bool]string{false: f.MD5Checksum, true: ""}[skip]; st.MD5 != want || st.Lines != f.ItemCount {
 			t.Errorf("skipMD5 %v: MD5 %q, %d lines; want %q and %d", skip, st.MD5, st.Lines, want, f.ItemCount)
 		}
+	}
+}
+
+// TestReadLinesCloseError: a data file whose body fails to close is not
+// read as if all were well.
+func TestReadLinesCloseError(t *testing.T) {
+	src, _, _ := exportgen.CopyFixture(t)
+	errClose := errors.New("connection reset while closing")
+	e := exportgen.OpenFixture(t, objstoretest.CloseFails(src, "/data/", errClose))
+	if _, err := e.ReadLines(context.Background(), e.Files[0], false, func([]byte, int) error { return nil }); !errors.Is(err, errClose) {
+		t.Errorf("ReadLines: %v, want the close error", err)
 	}
 }
 
