@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,14 +94,36 @@ func TestReadLinesMD5(t *testing.T) {
 	}
 }
 
-// TestReadLinesCloseError: a data file whose body fails to close is not
-// read as if all were well.
-func TestReadLinesCloseError(t *testing.T) {
+// TestReadLinesBodyFaults: a data file whose body fails at its end (a read
+// past the last byte, which hashing the whole object drains to, or its
+// close) fails ReadLines rather than reading as if all were well.
+func TestReadLinesBodyFaults(t *testing.T) {
+	ctx := context.Background()
 	src, _, _ := exportgen.CopyFixture(t)
-	errClose := errors.New("connection reset while closing")
-	e := exportgen.OpenFixture(t, objstoretest.CloseFails(src, "/data/", errClose))
-	if _, err := e.ReadLines(context.Background(), e.Files[0], false, func([]byte, int) error { return nil }); !errors.Is(err, errClose) {
-		t.Errorf("ReadLines: %v, want the close error", err)
+	f := exportgen.OpenFixture(t, src).Files[0]
+	empty := export.DataFile{DataFileS3Key: strings.Replace(f.DataFileS3Key, ".json.gz", "-empty.json.gz", 1)}
+	if err := src.Put(ctx, exportgen.OpenFixture(t, src).DataKey(empty), nil); err != nil {
+		t.Fatal(err)
+	}
+	errEnd, errClose := errors.New("connection reset after the last byte"), errors.New("connection reset while closing")
+	for _, tc := range []struct {
+		name   string
+		file   export.DataFile
+		faults objstoretest.BodyFaults
+		want   error
+		named  bool // the error names the data file
+	}{
+		{"read after the end", f, objstoretest.BodyFaults{AfterEnd: errEnd}, errEnd, true},
+		{"read after the end of an empty file", empty, objstoretest.BodyFaults{AfterEnd: errEnd}, errEnd, true},
+		{"close", f, objstoretest.BodyFaults{Close: errClose}, errClose, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := exportgen.OpenFixture(t, objstoretest.Faulty(src, "/data/", tc.faults))
+			st, err := e.ReadLines(ctx, tc.file, false, func([]byte, int) error { return nil })
+			if !errors.Is(err, tc.want) || tc.named && !strings.Contains(err.Error(), path.Base(tc.file.DataFileS3Key)) {
+				t.Errorf("ReadLines: %+v, %v; want %v", st, err, tc.want)
+			}
+		})
 	}
 }
 
