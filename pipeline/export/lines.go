@@ -131,8 +131,8 @@ func readGzipLines(ctx context.Context, r io.Reader, name string, maxLine int, h
 	if err != nil {
 		return st, &FileError{File: name, Err: corruptf("not gzip: %v", err)}
 	}
-	// Close frees the decompressor; its error is a decoding error that a
-	// read has already returned.
+	// Close frees the decompressor; its error, if any, is one that a read
+	// has already returned.
 	defer func() { _ = zr.Close() }()
 	err = scanLines(ctx, zr, maxLine, func(line []byte, n int) error {
 		st.Lines++
