@@ -19,7 +19,7 @@ func TestReadAllReportsCloseError(t *testing.T) {
 	if err := dir.Put(ctx, "_summary.json", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := objstore.ReadAll(ctx, objstoretest.Faulty(dir, "", objstoretest.BodyFaults{Close: errClose}), "_summary.json"); !errors.Is(err, errClose) {
+	if b, err := objstore.ReadAll(ctx, objstoretest.Faulty(dir, "", objstoretest.Faults{Close: errClose}), "_summary.json"); !errors.Is(err, errClose) {
 		t.Errorf("ReadAll: %q, %v; want the close error", b, err)
 	}
 }

@@ -196,7 +196,7 @@ func TestReadLines(t *testing.T) {
 	}
 	// An object whose body fails to close is not read as if all were well.
 	errClose := errors.New("connection reset while closing")
-	if err := Open(objstoretest.Faulty(store.Dir, "", objstoretest.BodyFaults{Close: errClose}), "").ReadLines(ctx, "ok", func(int, []byte) error { return nil }); !errors.Is(err, errClose) {
+	if err := Open(objstoretest.Faulty(store.Dir, "", objstoretest.Faults{Close: errClose}), "").ReadLines(ctx, "ok", func(int, []byte) error { return nil }); !errors.Is(err, errClose) {
 		t.Errorf("ok, failing to close: %v, want the close error", err)
 	}
 }

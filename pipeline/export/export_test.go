@@ -109,13 +109,13 @@ func TestReadLinesBodyFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		file   export.DataFile
-		faults objstoretest.BodyFaults
+		faults objstoretest.Faults
 		want   error
 		named  bool // the error names the data file
 	}{
-		{"read after the end", f, objstoretest.BodyFaults{AfterEnd: errEnd}, errEnd, true},
-		{"read after the end of an empty file", empty, objstoretest.BodyFaults{AfterEnd: errEnd}, errEnd, true},
-		{"close", f, objstoretest.BodyFaults{Close: errClose}, errClose, false},
+		{"read after the end", f, objstoretest.Faults{AfterEnd: errEnd}, errEnd, true},
+		{"read after the end of an empty file", empty, objstoretest.Faults{AfterEnd: errEnd}, errEnd, true},
+		{"close", f, objstoretest.Faults{Close: errClose}, errClose, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := exportgen.OpenFixture(t, objstoretest.Faulty(src, "/data/", tc.faults))

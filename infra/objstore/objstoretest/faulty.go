@@ -9,29 +9,34 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 )
 
-// BodyFaults are what the bodies of a Faulty store's objects do wrong.
-type BodyFaults struct {
+// Faults are what a Faulty store does wrong with its part of the objects.
+type Faults struct {
 	// AfterEnd fails every read after a body's end (its first io.EOF), as
 	// a connection broken after the last byte would: what a reader that
 	// drains a body past the end of its decoding meets.
 	AfterEnd error
-	// Close fails the body's Close (joined to the store's own close error,
-	// if any).
+	// Close fails a body's Close (joined to the store's own close error, if
+	// any).
 	Close error
+	// Swap fails every Swap: a claim that cannot be released, a checkpoint
+	// that cannot be replaced.
+	Swap error
+	// List fails every List of a prefix that contains the part.
+	List error
 }
 
-// Faulty wraps st so that the bodies of the objects it opens whose keys
-// contain part ("": every object) read whole and then misbehave as f says:
-// for the tests of readers, which must report such an object rather than
-// read on as if all were well.
-func Faulty(st objstore.Store, part string, f BodyFaults) objstore.Store {
+// Faulty wraps st so that the objects whose keys contain part ("": every
+// object) misbehave as f says, their bodies reading whole first: for the
+// tests of the stores' users, which must report such an object rather than
+// carry on as if all were well.
+func Faulty(st objstore.Store, part string, f Faults) objstore.Store {
 	return faulty{st, part, f}
 }
 
 type faulty struct {
 	objstore.Store
 	part string
-	f    BodyFaults
+	f    Faults
 }
 
 func (s faulty) Open(ctx context.Context, key string) (io.ReadCloser, error) {
@@ -42,9 +47,23 @@ func (s faulty) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return &faultyBody{rc: rc, f: s.f}, nil
 }
 
+func (s faulty) Swap(ctx context.Context, key string, body []byte, version string) (string, error) {
+	if s.f.Swap != nil && strings.Contains(key, s.part) {
+		return "", s.f.Swap
+	}
+	return s.Store.Swap(ctx, key, body, version)
+}
+
+func (s faulty) List(ctx context.Context, prefix string, fn func(objstore.Object) error) error {
+	if s.f.List != nil && strings.Contains(prefix, s.part) {
+		return s.f.List
+	}
+	return s.Store.List(ctx, prefix, fn)
+}
+
 type faultyBody struct {
 	rc    io.ReadCloser
-	f     BodyFaults
+	f     Faults
 	ended bool
 }
 

@@ -5,8 +5,8 @@
 // streaming writes that appear only on Commit, the key limits, the
 // conditional writes of claims and checkpoints (exactly one of racing
 // creates wins; a swap from a stale version fails), and Sweep. The tests of
-// the stores' users share its helpers: OneWins for races, Faulty for bodies
-// that fail at their end.
+// the stores' users share its helpers: OneWins for races, Faulty for
+// objects that fail at their end or cannot be replaced.
 package objstoretest
 
 import (

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tributary/tributary/infra/batchwrite"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline/export"
@@ -322,19 +323,6 @@ func TestLoadIntegrationConcurrentRefused(t *testing.T) {
 	awstest.SameLines(t, awstest.TableLines(t, table), wantLines(lines))
 }
 
-// claimStuck is a store in which a run's claim can be taken but not
-// released: the conditional replacement of a claim fails.
-type claimStuck struct{ objstore.Store }
-
-var errStuck = errors.New("the service is unavailable")
-
-func (c claimStuck) Swap(ctx context.Context, key string, body []byte, ver string) (string, error) {
-	if strings.HasSuffix(key, ".run.json") {
-		return "", errStuck
-	}
-	return c.Store.Swap(ctx, key, body, ver)
-}
-
 // TestLoadIntegrationReleaseFailure: a load whose claim cannot be released
 // writes every item and still fails, naming the claim it leaves held,
 // which the next load on another machine would otherwise find held with
@@ -343,7 +331,8 @@ func TestLoadIntegrationReleaseFailure(t *testing.T) {
 	client, _ := awstest.WireDynamoDB(t)
 	table := newTable(t)
 	out, lines := repartitioned(t, repartition.Options{})
-	stuck, err := reimport.OpenOutput(t.Context(), claimStuck{out.Store().(objstore.Store)})
+	errStuck := errors.New("the service is unavailable")
+	stuck, err := reimport.OpenOutput(t.Context(), objstoretest.Faulty(out.Store().(objstore.Store), ".run.json", objstoretest.Faults{Swap: errStuck}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,13 +61,13 @@ func TestPartBodyFaults(t *testing.T) {
 		p := out.Entities[0].Parts[0]
 		for _, tc := range []struct {
 			name   string
-			faults objstoretest.BodyFaults
+			faults objstoretest.Faults
 			verify bool // VerifyPart meets it too (it reads to the end, not past it)
 			want   error
 			named  bool // the error names the part (a store's own close errors name their objects)
 		}{
-			{"read after the end", objstoretest.BodyFaults{AfterEnd: errEnd}, false, errEnd, true},
-			{"close", objstoretest.BodyFaults{Close: errClose}, true, errClose, false},
+			{"read after the end", objstoretest.Faults{AfterEnd: errEnd}, false, errEnd, true},
+			{"close", objstoretest.Faults{Close: errClose}, true, errClose, false},
 		} {
 			t.Run(string(c)+"/"+tc.name, func(t *testing.T) {
 				faulty, err := reimport.OpenOutput(ctx, objstoretest.Faulty(out.Store().(objstore.Store), "/part-", tc.faults))
