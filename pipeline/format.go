@@ -181,7 +181,7 @@ func (dt *detector) records() (f Format, lambda bool, err error) {
 		return FormatStreamsEvent, false, nil // null: no records, either form
 	}
 	if tok != json.Delim('[') {
-		return FormatUnknown, false, fmt.Errorf("Records: want an array, got %v", tok)
+		return FormatUnknown, false, fmt.Errorf("want Records to be an array, got %v", tok)
 	}
 	if !d.More() {
 		return FormatStreamsEvent, false, nil // no records: either form decodes to nothing

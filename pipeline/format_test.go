@@ -95,7 +95,7 @@ func TestDetectFormat(t *testing.T) {
 		{"SyntaxError", `{"Records":[{"eventSource" "aws:dynamodb"}]}`, pipeline.FormatUnknown, "not JSON"},
 		{"UnknownEventSource", `{"Records":[{"eventSource":"aws:sqs"}]}`, pipeline.FormatUnknown, `eventSource "aws:sqs": neither aws:dynamodb nor aws:kinesis`},
 		{"RecordWithoutSource", `{"Records":[{"eventID":"1"}]}`, pipeline.FormatUnknown, "no eventSource, kinesis or dynamodb member"},
-		{"RecordsNotArray", `{"Records":{"eventSource":"aws:kinesis"}}`, pipeline.FormatUnknown, "Records: want an array"},
+		{"RecordsNotArray", `{"Records":{"eventSource":"aws:kinesis"}}`, pipeline.FormatUnknown, "want Records to be an array, got {"},
 		{"NothingKnown", `{"foo":{"kinesis":{}}}`, pipeline.FormatUnknown, "neither an event"},
 		{"CutBeforeTheFormatShows", `{"Records":[{"eventID":"0123456789`, pipeline.FormatUnknown, "the first 34 bytes: ends before the format shows"},
 	}

@@ -97,7 +97,9 @@ func testClaim(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 		other := objstore.NewOwner("elsewhere")
 		other.Host = "another-host.example"
 		st2 := newStore(t)
-		objstore.Acquire(ctx, st2, "_run.json", other, false)
+		if _, err := objstore.Acquire(ctx, st2, "_run.json", other, false); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := objstore.Acquire(ctx, st2, "_run.json", next, false); !errors.Is(err, objstore.ErrHeld) {
 			t.Fatalf("Acquire over another host's claim: %v, want ErrHeld", err)
 		}
@@ -131,7 +133,9 @@ func testClaim(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 
 	t.Run("NotAClaim", func(t *testing.T) {
 		st := newStore(t)
-		st.Put(ctx, "_run.json", []byte("not json"))
+		if err := st.Put(ctx, "_run.json", []byte("not json")); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := objstore.Acquire(ctx, st, "_run.json", objstore.NewOwner("x"), false); err == nil || !strings.Contains(err.Error(), "_run.json is not a claim") {
 			t.Errorf("Acquire over a foreign object: %v", err)
 		}

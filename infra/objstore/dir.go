@@ -175,16 +175,19 @@ func (w *dirWriter) Abort() {
 		return
 	}
 	w.done = true
-	w.f.Close()
-	os.Remove(w.f.Name())
+	// Abort has no one to tell: the object is discarded whatever these
+	// return, and a temporary file they fail to remove is never listed and
+	// goes with the next Sweep.
+	_ = w.f.Close()
+	_ = os.Remove(w.f.Name())
 }
 
-func syncDir(dir string) error {
+func syncDir(dir string) (err error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
 		return err
 	}

@@ -32,7 +32,9 @@ func TestDirSweep(t *testing.T) {
 	// What a process killed between create and rename leaves.
 	for _, p := range []string{"out/entity=A/.tmp-123", "out/.tmp-456", "other/.tmp-789"} {
 		path := filepath.Join(root, filepath.FromSlash(p))
-		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, []byte("partial"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -42,9 +44,13 @@ func TestDirSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write([]byte("never committed"))
+	if _, err := w.Write([]byte("never committed")); err != nil {
+		t.Fatal(err)
+	}
 	var listed []string
-	d.List(ctx, "", func(o objstore.Object) error { listed = append(listed, o.Key); return nil })
+	if err := d.List(ctx, "", func(o objstore.Object) error { listed = append(listed, o.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if len(listed) != 1 {
 		t.Errorf("listed %q, want the one object", listed)
 	}
@@ -53,13 +59,17 @@ func TestDirSweep(t *testing.T) {
 		t.Fatalf("Sweep: %d removed, %v; want 3", n, err)
 	}
 	var left []string
-	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			left = append(left, filepath.ToSlash(rel))
+	err = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
 		}
-		return nil
+		rel, err := filepath.Rel(root, p)
+		left = append(left, filepath.ToSlash(rel))
+		return err
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if strings.Join(left, " ") != "other/.tmp-789 out/entity=A/part-0.json" {
 		t.Errorf("left %q", left)
 	}

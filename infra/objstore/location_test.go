@@ -54,8 +54,12 @@ func TestParse(t *testing.T) {
 
 func TestOverlaps(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "exports", "AWSDynamoDB"), 0o755)
-	os.Symlink(filepath.Join(dir, "exports"), filepath.Join(dir, "link"))
+	if err := os.MkdirAll(filepath.Join(dir, "exports", "AWSDynamoDB"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "exports"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
 	s3 := func(s string) objstore.Location {
 		l, err := objstore.Parse(s)
 		if err != nil {

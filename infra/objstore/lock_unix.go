@@ -22,12 +22,14 @@ func lockDir(dir string) (func(), error) {
 		}
 	}
 	if err != nil {
-		f.Close()
+		_ = f.Close() // the lock's error is the one to return
 		return nil, err
 	}
 	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		// Closing the descriptor releases the lock too, and the caller's
+		// work under it is done: neither error changes its result.
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
 	}, nil
 }
 

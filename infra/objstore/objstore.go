@@ -122,13 +122,13 @@ func Name(root fmt.Stringer, key string) string {
 func ReadAll(ctx context.Context, st interface {
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
 	String() string
-}, key string) ([]byte, error) {
+}, key string) (b []byte, err error) {
 	r, err := st.Open(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
+	defer func() { err = errors.Join(err, r.Close()) }()
+	b, err = io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: reading %s: %w", Name(st, key), err)
 	}

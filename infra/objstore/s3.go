@@ -193,17 +193,22 @@ func (r *s3Reader) Read(p []byte) (int, error) {
 			return 0, fmt.Errorf("objstore: reading %s at byte %d: %w", r.s.url(r.key), r.off, err)
 		}
 		r.retries++
-		r.body.Close()
+		_ = r.body.Close() // the broken body is dropped; its read error is the one that counts
 		if oerr := r.open(); oerr != nil {
 			return 0, fmt.Errorf("objstore: reading %s at byte %d: %w (resuming: %v)", r.s.url(r.key), r.off, err, oerr)
 		}
 	}
 }
 
-func (r *s3Reader) Close() error { return r.body.Close() }
+func (r *s3Reader) Close() error {
+	if err := r.body.Close(); err != nil {
+		return fmt.Errorf("objstore: closing %s: %w", r.s.url(r.key), err)
+	}
+	return nil
+}
 
 // Get implements Store; the version is the object's ETag.
-func (s *S3) Get(ctx context.Context, key string) ([]byte, string, error) {
+func (s *S3) Get(ctx context.Context, key string) (_ []byte, _ string, err error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key)})
 	if err != nil {
 		if notFound(err) {
@@ -211,7 +216,11 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, string, error) {
 		}
 		return nil, "", fmt.Errorf("objstore: get %s: %w", s.url(key), err)
 	}
-	defer out.Body.Close()
+	defer func() {
+		if cerr := out.Body.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("objstore: closing %s: %w", s.url(key), cerr))
+		}
+	}()
 	b, err := io.ReadAll(out.Body)
 	if err != nil {
 		return nil, "", fmt.Errorf("objstore: reading %s: %w", s.url(key), err)
@@ -499,8 +508,10 @@ func (s *spoolSet) create(dir string) (*os.File, error) {
 }
 
 func (s *spoolSet) remove(f *os.File) {
-	f.Close()
-	os.Remove(f.Name())
+	// The upload is done or abandoned; a spool file left behind is no
+	// writer's once it leaves open, and the next sweep removes it.
+	_ = f.Close()
+	_ = os.Remove(f.Name())
 	s.mu.Lock()
 	delete(s.open, f.Name())
 	s.mu.Unlock()

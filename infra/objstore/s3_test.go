@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,9 +63,13 @@ func testS3(t *testing.T, srv server) {
 		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("dest/aws/"), Body: bytes.NewReader(nil)}); err != nil {
 			t.Fatal(err)
 		}
-		st.Put(ctx, "aws/record", []byte("{}"))
+		if err := st.Put(ctx, "aws/record", []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
 		var keys []string
-		st.List(ctx, "", func(o objstore.Object) error { keys = append(keys, o.Key); return nil })
+		if err := st.List(ctx, "", func(o objstore.Object) error { keys = append(keys, o.Key); return nil }); err != nil {
+			t.Fatal(err)
+		}
 		if strings.Join(keys, ",") != "aws/record" {
 			t.Errorf("listed %q", keys)
 		}
@@ -73,11 +79,20 @@ func testS3(t *testing.T, srv server) {
 		for _, kms := range []string{"", "arn:aws:kms:us-east-1:111122223333:key/00000000-1111-2222-3333-444444444444"} {
 			c, log, bucket := srv(t)
 			st := objstore.NewS3(c, bucket, "p", objstore.S3Options{KMSKeyID: kms, TempDir: t.TempDir(), PartSize: objstore.MinPartSize})
-			st.Put(ctx, "small.json", []byte("{}"))
-			st.PutIfAbsent(ctx, "claim.json", []byte("{}"))
+			if err := st.Put(ctx, "small.json", []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.PutIfAbsent(ctx, "claim.json", []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
 			big := make([]byte, objstore.MinPartSize+1)
-			w, _ := st.Create(ctx, "big.bin")
-			w.Write(big)
+			w, err := st.Create(ctx, "big.bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(big); err != nil {
+				t.Fatal(err)
+			}
 			if err := w.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +203,9 @@ func TestS3SpoolOfDeadProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, "unrelated"), nil, 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "unrelated"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	st := objstore.NewS3(c, bucket, "", objstore.S3Options{TempDir: dir})
 	w, err := st.Create(ctx, "a.json")
 	if err != nil {
@@ -205,11 +222,50 @@ func TestS3SpoolOfDeadProcesses(t *testing.T) {
 	if n, _ := st.Sweep(ctx, ""); n != 0 {
 		t.Errorf("Sweep removed %d files while a writer is open", n)
 	}
-	w.Write([]byte("{}"))
+	if _, err := w.Write([]byte("{}")); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("%d files left after Commit, want the unrelated one", len(ents))
+	}
+}
+
+// closeFailsTransport sends requests as they are, and gives every response
+// a body that reads whole but fails to close.
+type closeFailsTransport struct{}
+
+type closeFailsBody struct{ io.ReadCloser }
+
+func (b closeFailsBody) Close() error { return errors.Join(b.ReadCloser.Close(), errClose) }
+
+func (closeFailsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err == nil {
+		resp.Body = closeFailsBody{resp.Body}
+	}
+	return resp, err
+}
+
+// TestS3CloseErrorsNameTheObject: an object whose response body fails to
+// close is not read as if all were well, by Get or by Open, and the error
+// names the object.
+func TestS3CloseErrorsNameTheObject(t *testing.T) {
+	ctx := context.Background()
+	c := awstest.GoFakeS3(t)
+	bucket := awstest.CreateBucket(ctx, t, c, "close")
+	if err := objstore.NewS3(c, bucket, "", objstore.S3Options{}).Put(ctx, "claim.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	failing := s3.New(c.Options(), func(o *s3.Options) { o.HTTPClient = &http.Client{Transport: closeFailsTransport{}} })
+	st := objstore.NewS3(failing, bucket, "", objstore.S3Options{})
+	name := "s3://" + bucket + "/claim.json"
+	if b, _, err := st.Get(ctx, "claim.json"); !errors.Is(err, errClose) || !strings.Contains(err.Error(), name) {
+		t.Errorf("Get: %q, %v; want the close error, naming %s", b, err, name)
+	}
+	if b, err := objstore.ReadAll(ctx, st, "claim.json"); !errors.Is(err, errClose) || !strings.Contains(err.Error(), name) {
+		t.Errorf("ReadAll: %q, %v; want the close error, naming %s", b, err, name)
 	}
 }

@@ -216,23 +216,6 @@ func DeleteTableAtEnd(t testing.TB, c *dynamodb.Client, name string) {
 	})
 }
 
-// emptyBucket deletes every object of a bucket.
-func emptyBucket(ctx context.Context, c *s3.Client, bucket string) error {
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		for _, o := range page.Contents {
-			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // CreateStream creates a Kinesis data stream of shards shards, named from
 // prefix and the test (UniqueName), waits until it is ACTIVE, registers a
 // cleanup that deletes it, and returns its name.

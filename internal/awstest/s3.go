@@ -60,13 +60,17 @@ func CreateBucket(ctx context.Context, t testing.TB, c *s3.Client, prefix string
 				return
 			}
 			for _, o := range page.Contents {
-				c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: o.Key})
+				if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: o.Key}); err != nil {
+					t.Errorf("awstest: emptying bucket %s: %v", name, err)
+				}
 			}
 		}
 		ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(name)})
 		if err == nil {
 			for _, u := range ups.Uploads {
-				c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(name), Key: u.Key, UploadId: u.UploadId})
+				if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(name), Key: u.Key, UploadId: u.UploadId}); err != nil {
+					t.Errorf("awstest: aborting an upload to bucket %s: %v", name, err)
+				}
 			}
 		}
 		if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)}); err != nil {

@@ -165,12 +165,11 @@ func CompareLines(t testing.TB, got, want map[string][]string) {
 // that its root, which holds two exports, is refused without a name.
 func OpenFixture(t testing.TB, st export.Source) *export.Export {
 	t.Helper()
-	e, err := export.OpenExport(context.Background(), st, "", export.OpenOptions{})
-	if err == nil || !strings.Contains(err.Error(), "holds 2 exports") {
+	if _, err := export.OpenExport(context.Background(), st, "", export.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "holds 2 exports") {
 		t.Fatalf("opening the fixture's root: %v, want a complaint about 2 exports", err)
 	}
 	fx := FixtureItems(t)
-	e, err = export.OpenExport(context.Background(), st, fx.Full.Dir, export.OpenOptions{})
+	e, err := export.OpenExport(context.Background(), st, fx.Full.Dir, export.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

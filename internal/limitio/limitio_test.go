@@ -12,8 +12,12 @@ func gz(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
-	zw.Write(data)
-	zw.Close()
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes()
 }
 
@@ -24,9 +28,13 @@ func bomb(t testing.TB, n int) []byte {
 	zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
 	block := make([]byte, 1<<20)
 	for ; n > 0; n -= len(block) {
-		zw.Write(block[:min(n, len(block))])
+		if _, err := zw.Write(block[:min(n, len(block))]); err != nil {
+			t.Fatal(err)
+		}
 	}
-	zw.Close()
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes()
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -192,6 +194,11 @@ func TestReadLines(t *testing.T) {
 			t.Errorf("%s: %v, want %q", key, err, want)
 		}
 	}
+	// An object whose body fails to close is not read as if all were well.
+	errClose := errors.New("connection reset while closing")
+	if err := Open(objstoretest.Faulty(store.Dir, "", objstoretest.Faults{Close: errClose}), "").ReadLines(ctx, "ok", func(int, []byte) error { return nil }); !errors.Is(err, errClose) {
+		t.Errorf("ok, failing to close: %v, want the close error", err)
+	}
 }
 
 // A gzip bomb among the archive's objects is read no further than the
@@ -202,9 +209,13 @@ func TestReadLinesBounded(t *testing.T) {
 	zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
 	block := make([]byte, 1<<20)
 	for n := 0; n <= MaxLineBytes+(1<<20); n += len(block) {
-		zw.Write(block)
+		if _, err := zw.Write(block); err != nil {
+			t.Fatal(err)
+		}
 	}
-	zw.Close()
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	key := "entity=Order/date=2026-11-30/4421584500000000017450439091.jsonl.gz"
 	if err := objstore.NewDir(dir).Put(context.Background(), key, b.Bytes()); err != nil {
 		t.Fatal(err)

@@ -114,12 +114,12 @@ const MaxLineBytes = pipeline.MaxImageJSONBytes + 8<<10
 // ReadLines calls fn for each line of the object at key, decompressed and
 // without its newline, numbered from 1. The slice is valid only during the
 // call. It stops at fn's first error and returns it.
-func (a *Archive) ReadLines(ctx context.Context, key string, fn func(n int, line []byte) error) error {
+func (a *Archive) ReadLines(ctx context.Context, key string, fn func(n int, line []byte) error) (err error) {
 	rc, err := a.src.Open(ctx, key)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
+	defer func() { err = errors.Join(err, rc.Close()) }()
 	zr, err := gzip.NewReader(bufio.NewReaderSize(rc, 64<<10))
 	if err != nil {
 		return fmt.Errorf("archive: %s: not gzip: %w", key, err)

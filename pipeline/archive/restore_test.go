@@ -79,13 +79,17 @@ func TestRestoreExport(t *testing.T) {
 	// The layout and the manifests, pinned.
 	var dump bytes.Buffer
 	base := filepath.Join(out, "AWSDynamoDB", "01767225600000-archive")
-	filepath.WalkDir(out, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(out, p)
-			dump.WriteString(filepath.ToSlash(rel) + "\n")
+	err = filepath.WalkDir(out, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
 		}
+		rel, err := filepath.Rel(out, p)
+		dump.WriteString(filepath.ToSlash(rel) + "\n")
 		return err
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"manifest-files.json", "manifest-summary.json"} {
 		b, err := os.ReadFile(filepath.Join(base, name))
 		if err != nil {
@@ -192,7 +196,9 @@ func TestRestoreLatestVersionWins(t *testing.T) {
 	second = bytes.ReplaceAll(second, []byte(`"ApproximateCreationDateTime":1767225600`), []byte(`"ApproximateCreationDateTime":1767312000`))
 	second = bytes.ReplaceAll(second, []byte(`"SequenceNumber":"4421584500000000017450439091"`), []byte(`"SequenceNumber":"4421584500000000017450439200"`))
 	var ev struct{ Records []json.RawMessage }
-	json.Unmarshal(second, &ev)
+	if err := json.Unmarshal(second, &ev); err != nil {
+		t.Fatal(err)
+	}
 	second, _ = json.Marshal(map[string]any{"Records": ev.Records[:1]})
 
 	a := Open(archiveEvents(t, "", second, first), "") // order of arrival does not matter
@@ -204,12 +210,15 @@ func TestRestoreLatestVersionWins(t *testing.T) {
 		t.Fatalf("%d lines, %d items; want 5 lines of 4 items", sel.Lines(), sel.Items())
 	}
 	var bodies []string
-	sel.Each(ctx, func(_ ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
+	err = sel.Each(ctx, func(_ ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
 		if s := item["SK"].(*types.AttributeValueMemberS).Value; s == "DOC#d1#CMT#c1" {
 			bodies = append(bodies, item["body"].(*types.AttributeValueMemberS).Value)
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(bodies) != 1 || bodies[0] != "second life" {
 		t.Errorf("c1 restored as %q, want only its latest version", bodies)
 	}
@@ -284,10 +293,13 @@ func TestRestoreTableIntegrationRetriesUnprocessed(t *testing.T) {
 		t.Errorf("%d items asked for, want %d and the %d held back again", requested, sel.Items(), held)
 	}
 	var want []string
-	sel.Each(ctx, func(_ ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
+	err = sel.Each(ctx, func(_ ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
 		want = append(want, `{"Item":`+string(pipeline.AppendItem(nil, item))+`}`)
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sort.Strings(want)
 	if got := awstest.TableLines(t, table); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the table holds %d items, not the %d restored ones", len(got), len(want))
@@ -331,6 +343,7 @@ func TestImportTableIntegration(t *testing.T) {
 	}
 	ddb := awstest.DynamoDB(t)
 	table := awstest.UniqueName(t, "import")
+	awstest.DeleteTableAtEnd(t, ddb, table)
 	imp, err := ddb.ImportTable(ctx, &dynamodb.ImportTableInput{
 		InputFormat:          types.InputFormatDynamodbJson,
 		InputCompressionType: types.InputCompressionTypeGzip,
@@ -351,9 +364,6 @@ func TestImportTableIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
 	var d *types.ImportTableDescription
 	for deadline := time.Now().Add(time.Minute); ; {
 		out, err := ddb.DescribeImport(ctx, &dynamodb.DescribeImportInput{ImportArn: imp.ImportTableDescription.ImportArn})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -60,8 +61,8 @@ func readAll(t *testing.T, src Source) map[string][]byte {
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
 		b, err := io.ReadAll(rc)
+		err = errors.Join(err, rc.Close())
 		if int64(len(b)) != o.Size {
 			return fmt.Errorf("%s: listed %d bytes, read %d", o.Key, o.Size, len(b))
 		}

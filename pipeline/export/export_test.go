@@ -3,14 +3,17 @@ package export_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
@@ -29,7 +32,9 @@ func TestFixtureUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *update {
-		os.RemoveAll(fixtureDir)
+		if err := os.RemoveAll(fixtureDir); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.CopyFS(fixtureDir, os.DirFS(dir)); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +60,9 @@ func TestOverlayGap(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	e0, _ := export.OpenExport(ctx, src, fx.Incremental.Dir, export.OpenOptions{})
 	later := full.Time().Add(time.Hour).Format("2006-01-02T15:04:05.000Z")
-	os.WriteFile(p, bytes.Replace(b, []byte(e0.Summary.ExportFromTime), []byte(later), 1), 0o644)
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(e0.Summary.ExportFromTime), []byte(later), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	inc, err := export.OpenExport(ctx, src, fx.Incremental.Dir, export.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +91,39 @@ func TestReadLinesMD5(t *testing.T) {
 		if want := map[bool]string{false: f.MD5Checksum, true: ""}[skip]; st.MD5 != want || st.Lines != f.ItemCount {
 			t.Errorf("skipMD5 %v: MD5 %q, %d lines; want %q and %d", skip, st.MD5, st.Lines, want, f.ItemCount)
 		}
+	}
+}
+
+// TestReadLinesBodyFaults: a data file whose body fails at its end (a read
+// past the last byte, which hashing the whole object drains to, or its
+// close) fails ReadLines rather than reading as if all were well.
+func TestReadLinesBodyFaults(t *testing.T) {
+	ctx := context.Background()
+	src, _, _ := exportgen.CopyFixture(t)
+	f := exportgen.OpenFixture(t, src).Files[0]
+	empty := export.DataFile{DataFileS3Key: strings.Replace(f.DataFileS3Key, ".json.gz", "-empty.json.gz", 1)}
+	if err := src.Put(ctx, exportgen.OpenFixture(t, src).DataKey(empty), nil); err != nil {
+		t.Fatal(err)
+	}
+	errEnd, errClose := errors.New("connection reset after the last byte"), errors.New("connection reset while closing")
+	for _, tc := range []struct {
+		name   string
+		file   export.DataFile
+		faults objstoretest.Faults
+		want   error
+		named  bool // the error names the data file
+	}{
+		{"read after the end", f, objstoretest.Faults{AfterEnd: errEnd}, errEnd, true},
+		{"read after the end of an empty file", empty, objstoretest.Faults{AfterEnd: errEnd}, errEnd, true},
+		{"close", f, objstoretest.Faults{Close: errClose}, errClose, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := exportgen.OpenFixture(t, objstoretest.Faulty(src, "/data/", tc.faults))
+			st, err := e.ReadLines(ctx, tc.file, false, func([]byte, int) error { return nil })
+			if !errors.Is(err, tc.want) || tc.named && !strings.Contains(err.Error(), path.Base(tc.file.DataFileS3Key)) {
+				t.Errorf("ReadLines: %+v, %v; want %v", st, err, tc.want)
+			}
+		})
 	}
 }
 

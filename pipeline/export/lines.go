@@ -109,16 +109,18 @@ func readGzipLines(ctx context.Context, r io.Reader, name string, maxLine int, h
 	}
 	br := bufio.NewReaderSize(cr, 256<<10)
 	var st FileStats
-	finish := func() FileStats {
-		io.Copy(io.Discard, br) // hash the whole object
+	finish := func() (FileStats, error) {
+		if _, err := io.Copy(io.Discard, br); err != nil { // hash the whole object
+			return st, &FileError{File: name, Err: err}
+		}
 		st.CompressedBytes = cr.n
 		if hash {
 			st.MD5 = base64.StdEncoding.EncodeToString(cr.h.Sum(nil))
 		}
-		return st
+		return st, nil
 	}
 	if _, err := br.Peek(1); err == io.EOF {
-		return finish(), nil
+		return finish()
 	} else if err != nil {
 		return st, &FileError{File: name, Err: err}
 	}
@@ -126,7 +128,9 @@ func readGzipLines(ctx context.Context, r io.Reader, name string, maxLine int, h
 	if err != nil {
 		return st, &FileError{File: name, Err: corruptf("not gzip: %v", err)}
 	}
-	defer zr.Close()
+	// Close frees the decompressor; its error, if any, is one that a read
+	// has already returned.
+	defer func() { _ = zr.Close() }()
 	err = scanLines(ctx, zr, maxLine, func(line []byte, n int) error {
 		st.Lines++
 		st.UncompressedBytes += int64(len(line)) + 1
@@ -139,7 +143,7 @@ func readGzipLines(ctx context.Context, r io.Reader, name string, maxLine int, h
 		}
 		return st, err
 	}
-	return finish(), nil
+	return finish()
 }
 
 // lineErr is a reading error at a line.

@@ -305,14 +305,14 @@ type FileStats struct {
 // truncated data), an empty line or an over-long one; and, after the last
 // line, when the line count or the object's MD5 does not match the
 // manifest (unless skipMD5, which also skips hashing).
-func (e *Export) ReadLines(ctx context.Context, f DataFile, skipMD5 bool, fn func(line []byte, n int) error) (FileStats, error) {
+func (e *Export) ReadLines(ctx context.Context, f DataFile, skipMD5 bool, fn func(line []byte, n int) error) (_ FileStats, err error) {
 	key := e.DataKey(f)
 	name := objstore.Name(e.store, key)
 	r, err := e.store.Open(ctx, key)
 	if err != nil {
 		return FileStats{}, err
 	}
-	defer r.Close()
+	defer func() { err = errors.Join(err, r.Close()) }()
 	st, err := readGzipLines(ctx, r, name, MaxLineBytes, !skipMD5, fn)
 	if err != nil {
 		return st, err

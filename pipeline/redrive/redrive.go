@@ -136,12 +136,12 @@ func hidden(key string) bool {
 
 // read reads an object, up to one byte past MaxRecordBytes (Parse refuses
 // what is longer).
-func read(ctx context.Context, objs Objects, key string) ([]byte, error) {
+func read(ctx context.Context, objs Objects, key string) (_ []byte, err error) {
 	r, err := objs.Open(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("redrive: %w", err)
 	}
-	defer r.Close()
+	defer func() { err = errors.Join(err, r.Close()) }()
 	b, err := io.ReadAll(io.LimitReader(r, MaxRecordBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("redrive: reading %s: %w", key, err)

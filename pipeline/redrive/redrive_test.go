@@ -17,6 +17,7 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
@@ -198,7 +199,9 @@ func TestRedriveSkipsHiddenFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{".DS_Store", "aws/.sync/state", "aws/lambda/.keep"} {
-		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, p), []byte("not a record"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -206,6 +209,22 @@ func TestRedriveSkipsHiddenFiles(t *testing.T) {
 	rep, err := redrive.Run(ctx, objstore.NewDir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
 	if err != nil || rep.Objects != 2 || rep.Unreadable != 0 {
 		t.Fatalf("report %+v, %v; want the 2 records and nothing unreadable", rep, err)
+	}
+}
+
+// TestRedriveCloseError: an object whose body fails to close is reported
+// with the error and not counted as done; the others are redriven.
+func TestRedriveCloseError(t *testing.T) {
+	errClose := errors.New("connection reset while closing")
+	objs := objstoretest.Faulty(objstore.NewDir(destination), kinesisKey, objstoretest.Faults{Close: errClose})
+	rep, err := redrive.Run(context.Background(), objs, redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	if err != nil || rep.Objects != 2 || rep.Done != 1 {
+		t.Fatalf("report %+v, %v; want 2 objects, 1 done", rep, err)
+	}
+	for _, r := range rep.Results {
+		if failed := r.Key == kinesisKey; failed != errors.Is(r.Err, errClose) {
+			t.Errorf("%s: %v", r.Key, r.Err)
+		}
 	}
 }
 
@@ -263,12 +282,18 @@ func TestSkippedRecordsCounted(t *testing.T) {
 func TestParseBounded(t *testing.T) {
 	var bomb bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestSpeed)
-	zw.Write([]byte(`{"KinesisBatchInfo":{},"payload":"`))
+	if _, err := zw.Write([]byte(`{"KinesisBatchInfo":{},"payload":"`)); err != nil {
+		t.Fatal(err)
+	}
 	block := make([]byte, 1<<20)
 	for i := 0; i < 64; i++ {
-		zw.Write(block)
+		if _, err := zw.Write(block); err != nil {
+			t.Fatal(err)
+		}
 	}
-	zw.Close()
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := redrive.Parse("bomb.gz", bomb.Bytes()); err == nil || !strings.Contains(err.Error(), "redrive: bomb.gz: decompresses to more than 18939904 bytes: not an invocation record") {
 		t.Errorf("bomb: %v", err)
 	}

@@ -176,23 +176,25 @@ func archiveLs(ctx context.Context, e *env, args []string) error {
 	return out.Flush()
 }
 
-func archiveCat(ctx context.Context, e *env, args []string) error {
+func archiveCat(ctx context.Context, e *env, args []string) (err error) {
 	a, objs, err := selectObjects(ctx, e, "archive cat", args)
 	if err != nil {
 		return err
 	}
 	out := bufio.NewWriter(e.stdout)
-	defer out.Flush()
+	defer flush(out, &err)
 	for _, o := range objs {
 		err := a.ReadLines(ctx, o.Key, func(_ int, line []byte) error {
-			out.Write(line)
+			if _, err := out.Write(line); err != nil {
+				return err
+			}
 			return out.WriteByte('\n')
 		})
 		if err != nil {
 			return err
 		}
 	}
-	return out.Flush()
+	return nil
 }
 
 // runRestore is `tributary restore`: load archived items back into a table,

@@ -115,6 +115,15 @@ func TestArchiveLsCat(t *testing.T) {
 		t.Errorf("cat's first line is not the golden one:\n%s", lines[0])
 	}
 
+	// Output that cannot be written fails ls and cat, saying so once.
+	for _, sub := range []string{"ls", "cat"} {
+		var errb bytes.Buffer
+		code := Run(context.Background(), stockOptions, []string{"archive", sub, "--from", from}, strings.NewReader(""), failingWriter{}, &errb)
+		if code != 1 || strings.Count(errb.String(), "no space left on device") != 1 {
+			t.Errorf("archive %s to a full disk: exit %d, stderr %q; want 1 and the write error, once", sub, code, errb.String())
+		}
+	}
+
 	// A stray file is reported, not read.
 	if err := os.WriteFile(filepath.Join(from, "README"), []byte("hi"), 0o644); err != nil {
 		t.Fatal(err)

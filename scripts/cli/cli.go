@@ -13,6 +13,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -105,6 +106,16 @@ var (
 	errUsage  = ErrUsage
 	errFailed = ErrFailed
 )
+
+// flush flushes out, a command's output, into *err: what was written goes
+// out whatever happened, and output that cannot be written fails the
+// command. A bufio.Writer keeps its first write error and returns it from
+// then on, so *err may hold it already; it is not said twice.
+func flush(out *bufio.Writer, err *error) {
+	if ferr := out.Flush(); ferr != nil && !errors.Is(*err, ferr) {
+		*err = errors.Join(*err, ferr)
+	}
+}
 
 // commands returns the standard commands followed by e's own, a command of
 // e's replacing a standard one of the same name.

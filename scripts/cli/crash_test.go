@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -46,8 +47,10 @@ func child(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffe
 	}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
+			// The test is over: the child goes whatever it was doing, and
+			// neither a kill that finds it gone nor its status says more.
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
 	})
 	return cmd, &out, &errb
@@ -76,12 +79,20 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func temporaries(t *testing.T, dir string) []string {
 	t.Helper()
 	var tmp []string
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() && strings.HasPrefix(e.Name(), objstore.TempPrefix) {
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // renamed or removed by the run while the walk went by
+		case err != nil:
+			return err
+		case !e.IsDir() && strings.HasPrefix(e.Name(), objstore.TempPrefix):
 			tmp = append(tmp, p)
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return tmp
 }
 
@@ -98,7 +109,9 @@ func TestRepartitionKilled(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the run ended before it was killed: the test kills too late")
+	}
 	left := temporaries(t, out)
 	if len(left) == 0 {
 		t.Fatal("the killed run left no temporary file: the test kills too late")
@@ -195,8 +208,8 @@ func TestRepartitionConcurrentProcesses(t *testing.T) {
 	})
 	code, stdout, stderr := runCLI(t, "repartition", "--export", exp, "--out", out, "--no-sync", "--workers", "2", "--max-part-mb", "4")
 	select {
-	case <-exited:
-		t.Fatal("the first run ended before the second was refused: make the export larger")
+	case err := <-exited:
+		t.Fatalf("the first run ended (%v) before the second was refused: make the export larger", err)
 	default:
 	}
 	if code != 1 || !strings.Contains(stderr, "is held by run") || !strings.Contains(stderr, "process "+strconv.Itoa(first.Process.Pid)) {

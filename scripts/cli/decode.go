@@ -15,7 +15,7 @@ import (
 	"github.com/tributary/tributary/pipeline/export"
 )
 
-func runDecode(ctx context.Context, e *env, args []string) error {
+func runDecode(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "decode", "FILE...")
 	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: told from each file's structure)")
 	typeAttr := fs.String("type-attribute", pipeline.DefaultTypeAttribute, "attribute holding the entity type")
@@ -35,24 +35,26 @@ func runDecode(ctx context.Context, e *env, args []string) error {
 	}
 	opts := pipeline.Options{TypeAttribute: *typeAttr, VersionAttribute: *versionAttr, KeyAttributes: xf.keys()}
 	out := bufio.NewWriter(e.stdout)
-	defer out.Flush()
-	emit := func(c *pipeline.Change) {
-		buf := c.AppendJSON(nil)
-		out.Write(append(buf, '\n'))
+	emit := func(c *pipeline.Change) error {
+		_, err := out.Write(append(c.AppendJSON(nil), '\n'))
+		return err
 	}
 	var bad int
 	for _, name := range fs.Args() {
-		if err := ctx.Err(); err != nil {
-			return err
+		if err = ctx.Err(); err != nil {
+			break
 		}
-		n, err := decodeInput(ctx, e, name, *format, opts, emit)
-		if err != nil {
-			return err
+		var n int
+		if n, err = decodeInput(ctx, e, name, *format, opts, emit); err != nil {
+			break
 		}
 		bad += n
 	}
+	flush(out, &err) // before the count of what could not be decoded
+	if err != nil {
+		return err
+	}
 	if bad > 0 {
-		out.Flush()
 		fmt.Fprintf(e.stderr, "tributary decode: %d record(s) could not be decoded\n", bad)
 		return errFailed
 	}
@@ -63,13 +65,13 @@ func runDecode(ctx context.Context, e *env, args []string) error {
 // passing each change to emit and reporting each record that cannot be
 // decoded on stderr; it returns how many could not. Export lines are read
 // one at a time; the other formats, a whole payload each, are read up to
-// the most their format can hold.
-func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline.Options, emit func(*pipeline.Change)) (int, error) {
+// the most their format can hold. It stops at emit's first error.
+func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline.Options, emit func(*pipeline.Change) error) (_ int, err error) {
 	in, closeIn, err := openInput(e, name)
 	if err != nil {
 		return 0, err
 	}
-	defer closeIn()
+	defer func() { err = errors.Join(err, closeIn()) }()
 	var data []byte
 	if format == "" {
 		if format, data, err = detectInput(name, in); err != nil {
@@ -103,8 +105,7 @@ func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline
 			if err != nil {
 				return report(&pipeline.DecodeError{Records: []*pipeline.RecordError{asRecordError(err)}})
 			}
-			emit(&c)
-			return nil
+			return emit(&c)
 		})
 		return bad, err // a *export.FileError names the file and the line
 	}
@@ -115,7 +116,9 @@ func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline
 	}
 	changes, err := decodePayload(format, data, opts)
 	for i := range changes {
-		emit(&changes[i])
+		if eerr := emit(&changes[i]); eerr != nil {
+			return bad, eerr
+		}
 	}
 	if err != nil {
 		return bad, report(err)
@@ -134,8 +137,8 @@ func asRecordError(err error) *pipeline.RecordError {
 }
 
 // openInput opens a file, or standard input for "-", decompressing it if it
-// is gzip.
-func openInput(e *env, name string) (*limitio.Reader, func(), error) {
+// is gzip; the function it returns closes it.
+func openInput(e *env, name string) (*limitio.Reader, func() error, error) {
 	var rc io.ReadCloser = io.NopCloser(e.stdin)
 	if name != "-" {
 		f, err := os.Open(name)
@@ -146,10 +149,10 @@ func openInput(e *env, name string) (*limitio.Reader, func(), error) {
 	}
 	in, err := limitio.NewReader(rc)
 	if err != nil {
-		rc.Close()
+		_ = rc.Close() // read-only, and the read's error is the one to report
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return in, func() { rc.Close() }, nil
+	return in, rc.Close, nil
 }
 
 // payloadLimits are the most bytes a payload of each whole-payload format

@@ -121,20 +121,7 @@ func TestDecodeLargestItems(t *testing.T) {
 		})
 	}
 	t.Run("LineOverTheLimit", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "data.json.gz")
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zw := gzip.NewWriter(f)
-		fmt.Fprintln(zw, `{"Item":{"PK":{"S":"A"},"SK":{"S":"B"}}}`)
-		long := bytes.Repeat([]byte("x"), 1<<20)
-		for n := 0; n <= pipeline.MaxExportLineBytes; n += len(long) {
-			zw.Write(long)
-		}
-		zw.Write([]byte("\n"))
-		zw.Close()
-		f.Close()
+		path := writeGzip(t, "data.json.gz", []byte(`{"Item":{"PK":{"S":"A"},"SK":{"S":"B"}}}`+"\n"), 'x', pipeline.MaxExportLineBytes+1)
 		code, out, stderr := runCLI(t, "decode", "--format", "export", path)
 		if code != 1 || strings.Count(out, "\n") != 1 || !strings.Contains(stderr, fmt.Sprintf("line 2: line longer than %d bytes", pipeline.MaxExportLineBytes)) {
 			t.Fatalf("exit %d, %d lines out; stderr %q", code, strings.Count(out, "\n"), stderr)
@@ -154,7 +141,9 @@ func TestFormatFromStructure(t *testing.T) {
 		t.Fatalf("decode: exit %d\n%s%s", code, out, stderr)
 	}
 	path := filepath.Join(t.TempDir(), "notes.txt")
-	os.WriteFile(path, []byte("Hello, this is a test 123.\n"), 0o644)
+	if err := os.WriteFile(path, []byte("Hello, this is a test 123.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, stderr = runCLI(t, "decode", path)
 	if code != 1 || !strings.Contains(stderr, `notes.txt: cannot tell its format (give --format): not JSON: starts with "Hello, this is a"`) {
 		t.Fatalf("plain text: exit %d, %q", code, stderr)
@@ -191,7 +180,8 @@ func TestProcessRefusesViewType(t *testing.T) {
 	}
 }
 
-// writeGzip writes n bytes of pattern, gzip-compressed, to a file.
+// writeGzip writes head and then n bytes of pattern, gzip-compressed, to a
+// file.
 func writeGzip(t *testing.T, name string, head []byte, pattern byte, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
@@ -200,15 +190,14 @@ func writeGzip(t *testing.T, name string, head []byte, pattern byte, n int) stri
 		t.Fatal(err)
 	}
 	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
-	zw.Write(head)
+	_, err = zw.Write(head)
 	block := bytes.Repeat([]byte{pattern}, 1<<20)
-	for ; n > 0; n -= len(block) {
-		zw.Write(block[:min(n, len(block))])
+	for ; n > 0 && err == nil; n -= len(block) {
+		_, err = zw.Write(block[:min(n, len(block))])
 	}
-	if err := zw.Close(); err != nil {
+	if err := errors.Join(err, zw.Close(), f.Close()); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
 	return path
 }
 
@@ -318,6 +307,21 @@ type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
 
+// TestDecodeStopsAtWriteError: decode stops at the first change it cannot
+// write, rather than decoding the rest of its input for nothing.
+func TestDecodeStopsAtWriteError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "export.json")
+	lines := strings.Repeat(`{"Item":{"PK":{"S":"A"}}}`+"\n", 1000) + `{"nope":1}` + "\n"
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	code := Run(context.Background(), stockOptions, []string{"decode", "--format", "export", path}, strings.NewReader(""), failingWriter{}, &errb)
+	if code != 1 || strings.Count(errb.String(), "no space left on device") != 1 || strings.Contains(errb.String(), "line 1001") {
+		t.Errorf("exit %d, stderr %q: want 1 and the write error, once, and line 1001 not reached", code, errb.String())
+	}
+}
+
 // TestOutputErrorsFail: a report that cannot be written fails its command
 // (exit 1, the error on stderr) rather than ending in a truncated file.
 func TestOutputErrorsFail(t *testing.T) {
@@ -334,13 +338,15 @@ func TestOutputErrorsFail(t *testing.T) {
 		{"leaderboard", []string{"leaderboard", "--store", dir, "--season", "2026-Q2"}},
 		{"rows", []string{"rows", "--store", dir, "--projection", "order-totals", "--partition", "X"}},
 		{"projections show", []string{"projections"}},
+		{"decode", []string{"decode", fixtures + "streams/event.json"}},
+		{"decode --format export", []string{"decode", "--format", "export", fixtures + "export/full.json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var errb bytes.Buffer
 			code := Run(context.Background(), stockOptions, tt.args, strings.NewReader(""), failingWriter{}, &errb)
-			if code != 1 || !strings.Contains(errb.String(), "no space left on device") {
-				t.Errorf("exit %d, stderr %q: want 1 and the write error", code, errb.String())
+			if code != 1 || strings.Count(errb.String(), "no space left on device") != 1 {
+				t.Errorf("exit %d, stderr %q: want 1 and the write error, once", code, errb.String())
 			}
 		})
 	}

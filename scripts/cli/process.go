@@ -125,12 +125,12 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 
 // readLambdaEvent reads a captured Lambda event, gzip-compressed or not, in
 // format ("": told from its structure), up to Lambda's payload limit.
-func readLambdaEvent(e *env, name, format string) (string, []byte, error) {
+func readLambdaEvent(e *env, name, format string) (_ string, _ []byte, err error) {
 	in, closeIn, err := openInput(e, name)
 	if err != nil {
 		return "", nil, err
 	}
-	defer closeIn()
+	defer func() { err = errors.Join(err, closeIn()) }()
 	var data []byte
 	if format == "" {
 		if format, data, err = detectInput(name, in); err != nil {

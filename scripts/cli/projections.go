@@ -64,7 +64,7 @@ func runProjections(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	out := bufio.NewWriter(e.stdout)
-	defer func() { err = errors.Join(err, out.Flush()) }()
+	defer flush(out, &err)
 	switch sub {
 	case "show":
 		printSet(out, e.set)
@@ -155,7 +155,7 @@ func checkSpec(e *env, file string) (err error) {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	out := bufio.NewWriter(e.stdout)
-	defer func() { err = errors.Join(err, out.Flush()) }()
+	defer flush(out, &err)
 	ids := map[string]projections.ProjectionID{}
 	for _, id := range set.IDs() {
 		ids[id.Name] = id

@@ -126,7 +126,9 @@ func printSummary(w io.Writer, s *repartition.RunSummary, took time.Duration, re
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t\n", quote.Printable(en.Segment), quote.Printable(name), en.ItemCount, en.Parts, float64(en.Bytes)/1e6, float64(en.UncompressedBytes)/1e6)
 	}
-	tw.Flush()
+	// A report for people, like the fmt.Fprint calls around it: a failed
+	// write to the terminal has nowhere better to be reported.
+	_ = tw.Flush()
 	t := s.Totals
 	fmt.Fprintf(w, "%d items in, %d out", t.SourceItems, t.OutputItems)
 	if s.Transform != "" {

@@ -61,7 +61,9 @@ func TestTerminalOutputEscaped(t *testing.T) {
 		streamsRecord(2, map[string]string{"PK": "PLAYER#u1", "SK": "MATCH#2026-05-01T18:30:00Z#m1", "EntityType": "Match", "version": "1", "season": "2026" + hostile, "result": "WIN", "score": "3"}),
 		streamsRecord(3, map[string]string{"PK": "USER#" + hostile, "SK": "ORDER#2026-11-30#o1", "EntityType": "Order", "version": "1", "status": "LOST" + hostile, "total": "1", "orderDate": "2026-11-30"}),
 	}
-	os.WriteFile(events, []byte(`{"Records":[`+strings.Join(recs, ",")+`]}`), 0o644)
+	if err := os.WriteFile(events, []byte(`{"Records":[`+strings.Join(recs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	store := t.TempDir()
 	code, out, stderr := runCLI(t, "process", "--store", store, events)
 	if code != 1 || !strings.Contains(out, "3 records, 2 applied") {

@@ -91,7 +91,7 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 	}
 	diff := projections.Diff(got, want)
 	w := bufio.NewWriter(e.stdout)
-	defer func() { err = errors.Join(err, w.Flush()) }()
+	defer flush(w, &err)
 	as := "as of the export"
 	if t := src.Time(); !t.IsZero() {
 		as = "as of " + t.UTC().Format(time.RFC3339)

@@ -4,7 +4,9 @@
 // on: missing objects, atomic and listed writes, key order and prefixes,
 // streaming writes that appear only on Commit, the key limits, the
 // conditional writes of claims and checkpoints (exactly one of racing
-// creates wins; a swap from a stale version fails), and Sweep.
+// creates wins; a swap from a stale version fails), and Sweep. The tests of
+// the stores' users share its helpers: OneWins for races, Faulty for
+// objects that fail at their end or cannot be replaced.
 package objstoretest
 
 import (
@@ -154,7 +156,9 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Write([]byte("dropped"))
+		if _, err := a.Write([]byte("dropped")); err != nil {
+			t.Fatal(err)
+		}
 		a.Abort()
 		a.Abort()
 		if _, err := st.Open(ctx, "entity=A/part-1.json"); !errors.Is(err, objstore.ErrNotFound) {

@@ -27,8 +27,12 @@ func FuzzReadPart(f *testing.F) {
 	gz := func(s string) []byte {
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)
-		zw.Write([]byte(s))
-		zw.Close()
+		if _, err := zw.Write([]byte(s)); err != nil {
+			f.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			f.Fatal(err)
+		}
 		return b.Bytes()
 	}
 	f.Add(gz(`{"Item":{"PK":{"S":"a"}}}`+"\n"), int64(1))

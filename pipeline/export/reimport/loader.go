@@ -73,8 +73,8 @@ const CheckpointDir = "_reimport/"
 // the write rate is held under MaxWriteUnits; progress is checkpointed in
 // the output store, so that a rerun with Resume continues where this one
 // stopped (rewriting at most the batches in flight, which puts make
-// harmless).
-func Load(ctx context.Context, client LoaderAPI, out *Output, opts LoadOptions) (LoadStats, error) {
+// harmless). A claim it fails to release fails it too, named in the error.
+func Load(ctx context.Context, client LoaderAPI, out *Output, opts LoadOptions) (_ LoadStats, err error) {
 	if opts.Table == "" {
 		return LoadStats{}, errors.New("reimport: Load needs a table")
 	}
@@ -110,12 +110,17 @@ func Load(ctx context.Context, client LoaderAPI, out *Output, opts LoadOptions) 
 	wo := opts.Write
 	wo.Checkpoints = checkpoint.NewObjects(out.store, CheckpointDir)
 	wo.Job = checkpoint.JobIDFor("reimport", opts.Table)
-	claim, err := objstore.Acquire(ctx, out.store, CheckpointDir+wo.Job+".run.json",
+	claimKey := CheckpointDir + wo.Job + ".run.json"
+	claim, err := objstore.Acquire(ctx, out.store, claimKey,
 		objstore.NewOwner(fmt.Sprintf("reimport of %s into table %s", out.store, opts.Table)), opts.Takeover)
 	if err != nil {
 		return l.stats, fmt.Errorf("reimport: %w, which is loading %s into table %s; if that run is gone, take the claim over (--takeover)", err, out.store, opts.Table)
 	}
-	defer claim.Release(context.WithoutCancel(ctx))
+	defer func() {
+		if rerr := claim.Release(context.WithoutCancel(ctx)); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("reimport: releasing the claim %s: %w (a later load may have to take it over: --takeover)", objstore.Name(out.store, claimKey), rerr))
+		}
+	}()
 	wo.About = map[string]string{"table": opts.Table, "output": out.Summary.Fingerprint, "ifNewer": strconv.FormatBool(opts.IfNewer)}
 	wo.Condition = nil
 	if opts.IfNewer {

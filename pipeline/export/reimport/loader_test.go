@@ -21,6 +21,7 @@ import (
 
 	"github.com/tributary/tributary/infra/batchwrite"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline/export"
@@ -161,12 +162,7 @@ func TestBulkPutIntegrationRequest(t *testing.T) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		rc, err := out0.Store().Open(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
+		b, err := objstore.ReadAll(ctx, out0.Store(), k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,8 +242,10 @@ func TestBulkPutIntegrationRequest(t *testing.T) {
 		t.Errorf("progress called %d times without a description", polls)
 	}
 	for _, c := range w.Recorded() {
-		var in struct{ BulkOperationArn string }
-		if c.Op != "DescribeBulkOperation" || json.Unmarshal(c.Req, &in) != nil || in.BulkOperationArn != arn {
+		var in struct {
+			BulkOperationARN string `json:"BulkOperationArn"`
+		}
+		if c.Op != "DescribeBulkOperation" || json.Unmarshal(c.Req, &in) != nil || in.BulkOperationARN != arn {
 			t.Errorf("request %s %.200s", c.Op, c.Req)
 		}
 	}
@@ -325,6 +323,26 @@ func TestLoadIntegrationConcurrentRefused(t *testing.T) {
 	awstest.SameLines(t, awstest.TableLines(t, table), wantLines(lines))
 }
 
+// TestLoadIntegrationReleaseFailure: a load whose claim cannot be released
+// writes every item and still fails, naming the claim it leaves held,
+// which the next load on another machine would otherwise find held with
+// no word why.
+func TestLoadIntegrationReleaseFailure(t *testing.T) {
+	client, _ := awstest.WireDynamoDB(t)
+	table := newTable(t)
+	out, lines := repartitioned(t, repartition.Options{})
+	errStuck := errors.New("the service is unavailable")
+	stuck, err := reimport.OpenOutput(t.Context(), objstoretest.Faulty(out.Store().(objstore.Store), ".run.json", objstoretest.Faults{Swap: errStuck}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = reimport.Load(t.Context(), client, stuck, reimport.LoadOptions{Table: table})
+	if !errors.Is(err, errStuck) || !strings.Contains(err.Error(), reimport.CheckpointDir) {
+		t.Errorf("load: %v, want the release's error, naming the claim", err)
+	}
+	awstest.SameLines(t, awstest.TableLines(t, table), wantLines(lines))
+}
+
 // TestLoadIntegrationTamperedPart changes the last line of a part of many
 // batches (still a valid item, so only the part's size and MD5 can tell):
 // the load fails naming the part and what its manifest says, and writes
@@ -361,8 +379,12 @@ func TestLoadIntegrationTamperedPart(t *testing.T) {
 	lines[last] = strings.Replace(lines[last], `"S":"`, `"S":"tampered `, 1)
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	zw.Write([]byte(strings.Join(lines, "")))
-	zw.Close()
+	if _, err := zw.Write([]byte(strings.Join(lines, ""))); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -99,12 +99,12 @@ func (o *Output) Entity(name string) (*repartition.EntityManifest, error) {
 // against its manifest entry: a part that passes is the one the
 // repartition wrote, byte for byte. Load verifies each part so before it
 // writes any of its items.
-func (o *Output) VerifyPart(ctx context.Context, p repartition.PartInfo) error {
+func (o *Output) VerifyPart(ctx context.Context, p repartition.PartInfo) (err error) {
 	name, r, check, err := o.openPart(ctx, p)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { err = errors.Join(err, r.Close()) }()
 	n, err := io.Copy(io.Discard, r)
 	if err != nil {
 		return fmt.Errorf("reimport: reading %s: %w", name, err)
@@ -118,18 +118,20 @@ func (o *Output) VerifyPart(ctx context.Context, p repartition.PartInfo) error {
 // ReadPart streams a part's lines (without newlines; the slice is valid
 // only during the call), numbered from 1, and checks the part's item count
 // and MD5 against its manifest entry at the end.
-func (o *Output) ReadPart(ctx context.Context, p repartition.PartInfo, fn func(line []byte, n int) error) error {
+func (o *Output) ReadPart(ctx context.Context, p repartition.PartInfo, fn func(line []byte, n int) error) (err error) {
 	name, r, check, err := o.openPart(ctx, p)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { err = errors.Join(err, r.Close()) }()
 	br := bufio.NewReaderSize(r, 256<<10)
 	zr, err := repartition.CompressionOf(p.Key).NewReader(br)
 	if err != nil {
 		return export.Corrupt(name, 0, err)
 	}
-	defer zr.Close()
+	// Close frees the decompressor; its error, if any, is one that a read
+	// has already returned.
+	defer func() { _ = zr.Close() }()
 	var lines int64
 	err = export.ScanLines(ctx, zr, name, func(line []byte, n int) error {
 		lines++
@@ -138,7 +140,9 @@ func (o *Output) ReadPart(ctx context.Context, p repartition.PartInfo, fn func(l
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, br)
+	if _, err := io.Copy(io.Discard, br); err != nil { // hash the whole part
+		return fmt.Errorf("reimport: reading %s: %w", name, err)
+	}
 	if lines != p.Items {
 		return export.Corrupt(name, 0, fmt.Errorf("%d items, the manifest says %d", lines, p.Items))
 	}

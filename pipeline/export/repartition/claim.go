@@ -86,7 +86,10 @@ func (r *Repartitioner) Release(ctx context.Context) error {
 			return nil // another run's, or none: nothing of ours to release
 		}
 	}
-	return c.Release(context.WithoutCancel(ctx))
+	if err := c.Release(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("repartition: releasing the claim %s: %w", objstore.Name(r.out, ClaimKey), err)
+	}
+	return nil
 }
 
 // Report returns what the run did so far.

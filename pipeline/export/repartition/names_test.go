@@ -46,7 +46,9 @@ func TestLongNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"manifest-summary.json", "manifest-files.json"} {
-		os.Remove(filepath.Join(root, filepath.FromSlash(res.Dir), m))
+		if err := os.Remove(filepath.Join(root, filepath.FromSlash(res.Dir), m)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e, err := export.OpenExport(ctx, objstore.NewDir(root), res.Dir, export.OpenOptions{AllowMissingManifest: true})
 	if err != nil {
@@ -61,12 +63,15 @@ func TestLongNames(t *testing.T) {
 	if _, err := r.Run(ctx, 1, false); err != nil {
 		t.Fatalf("repartition with long names: %v", err)
 	}
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && len(d.Name()) > objstore.MaxSegmentBytes {
 			t.Errorf("%s: a name of %d bytes", p, len(d.Name()))
 		}
-		return nil
+		return err
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	o, err := reimport.OpenOutput(ctx, out)
 	if err != nil {
 		t.Fatal(err)

@@ -189,28 +189,39 @@ func breakFile(t *testing.T, path string, fn func([]byte) []byte) {
 func regzip(t *testing.T, dir string, fx *exportgen.Fixture, file int, edit func(lines []string) []string) {
 	t.Helper()
 	p := filepath.Join(dir, fx.Full.DataFiles[file])
-	b, _ := os.ReadFile(p)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := io.ReadAll(zr)
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lines := edit(strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n"))
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	zw.Write([]byte(strings.Join(lines, "\n") + "\n"))
-	zw.Close()
-	os.WriteFile(p, buf.Bytes(), 0o644)
+	if _, err := zw.Write([]byte(strings.Join(lines, "\n") + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fixMD5(t, dir, fx, b, buf.Bytes())
 }
 
 // fixMD5 replaces the manifest's md5Checksum of old content by new's.
 func fixMD5(t *testing.T, dir string, fx *exportgen.Fixture, old, new []byte) {
 	t.Helper()
-	mp := filepath.Join(dir, fx.Full.Dir, "manifest-files.json")
-	m, _ := os.ReadFile(mp)
-	m = bytes.Replace(m, []byte(md5b64(old)), []byte(md5b64(new)), 1)
-	os.WriteFile(mp, m, 0o644)
+	breakFile(t, filepath.Join(dir, fx.Full.Dir, "manifest-files.json"), func(m []byte) []byte {
+		return bytes.Replace(m, []byte(md5b64(old)), []byte(md5b64(new)), 1)
+	})
 }
 
 func TestRepartitionBrokenInput(t *testing.T) {

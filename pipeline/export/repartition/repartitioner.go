@@ -211,7 +211,9 @@ func (r *Repartitioner) Begin(ctx context.Context, force bool) (*RunSummary, err
 	if force {
 		// Redo every source: forget the records of this fingerprint.
 		var keys []string
-		r.out.List(ctx, recordsDir, func(o objstore.Object) error { keys = append(keys, o.Key); return nil })
+		if err := r.out.List(ctx, recordsDir, func(o objstore.Object) error { keys = append(keys, o.Key); return nil }); err != nil {
+			return nil, err
+		}
 		for _, k := range keys {
 			if err := r.out.Delete(ctx, k); err != nil {
 				return nil, err

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline/export/reimport"
@@ -205,5 +206,47 @@ func TestRedoOnChangedSettings(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outDir, repartition.SummaryKey)); err == nil {
 		t.Error("Begin(force) kept the summary")
+	}
+}
+
+// TestForceListFailure: a forced rerun that cannot list the records of the
+// data files done fails, rather than keeping them, which would have the run
+// skip those files as done.
+func TestForceListFailure(t *testing.T) {
+	ctx := context.Background()
+	srcStore, _, _ := exportgen.CopyFixture(t)
+	e := exportgen.OpenFixture(t, srcStore)
+	out := objstore.NewDir(t.TempDir()).WithoutSync()
+	r, err := repartition.NewRepartitioner(e, nil, out, repartition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	errList := errors.New("the service is unavailable")
+	r2, err := repartition.NewRepartitioner(e, nil, objstoretest.Faulty(out, "_parts/", objstoretest.Faults{List: errList}), repartition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := r2.Begin(ctx, true); !errors.Is(err, errList) {
+		t.Errorf("Begin(force): %v, %v; want the listing's error", done, err)
+	}
+}
+
+// TestFailedRunReleaseFailure: a run that fails and then cannot release
+// its claim reports both, naming the claim it leaves held.
+func TestFailedRunReleaseFailure(t *testing.T) {
+	ctx := context.Background()
+	srcStore, _, _ := exportgen.CopyFixture(t)
+	e := exportgen.OpenFixture(t, srcStore)
+	errStuck := errors.New("the service is unavailable")
+	out := &crashStore{Store: objstore.NewDir(t.TempDir()).WithoutSync(), match: "/part-"}
+	r, err := repartition.NewRepartitioner(e, nil, objstoretest.Faulty(out, repartition.ClaimKey, objstoretest.Faults{Swap: errStuck}), repartition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, 2, false); !errors.Is(err, errCrash) || !errors.Is(err, errStuck) || !strings.Contains(err.Error(), "releasing the claim") || !strings.Contains(err.Error(), repartition.ClaimKey) {
+		t.Errorf("run: %v; want the simulated crash and the release's error, naming the claim", err)
 	}
 }

@@ -2,6 +2,7 @@ package repartition
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -15,7 +16,7 @@ func (r *Repartitioner) Run(ctx context.Context, workers int, force bool) (s *Ru
 	}
 	defer func() {
 		if err != nil {
-			r.Release(ctx)
+			err = errors.Join(err, r.Release(ctx))
 		}
 	}()
 	if workers < 1 {

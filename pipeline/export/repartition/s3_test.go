@@ -3,7 +3,6 @@ package repartition_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"strings"
 	"testing"
 
@@ -68,16 +67,16 @@ func TestS3RoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(big)
+	if _, err := w.Write(big); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Commit(ctx); err != nil {
 		t.Fatalf("multipart commit: %v", err)
 	}
-	rc, err := out.Open(ctx, "scratch/big.bin")
+	got, err := objstore.ReadAll(ctx, out, "scratch/big.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := io.ReadAll(rc)
-	rc.Close()
 	if !bytes.Equal(got, big) {
 		t.Errorf("multipart object: %d bytes back, want %d", len(got), len(big))
 	}
@@ -90,7 +89,9 @@ func TestS3RoundTrip(t *testing.T) {
 	}
 	// A listing with a prefix that is not a directory boundary.
 	var keys []string
-	out.List(ctx, "entity=Comment/part-", func(o objstore.Object) error { keys = append(keys, o.Key); return nil })
+	if err := out.List(ctx, "entity=Comment/part-", func(o objstore.Object) error { keys = append(keys, o.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if len(keys) == 0 || !strings.HasPrefix(keys[0], "entity=Comment/part-") {
 		t.Errorf("listing the import prefix: %v", keys)
 	}
