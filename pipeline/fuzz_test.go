@@ -216,7 +216,14 @@ func FuzzDetectFormat(f *testing.F) {
 	f.Add("NextShardIterator", []byte("Item"))
 	f.Add("Item", []byte("$ion_1_0"))
 	f.Fuzz(func(t *testing.T, name string, value []byte) {
-		pipeline.DetectFormat(value) // no panic, whatever it is
+		// No panic, whatever it is, and a format only with no error.
+		if got, err := pipeline.DetectFormat(value); err == nil {
+			switch got {
+			case pipeline.FormatStreamsEvent, pipeline.FormatStreamsAPI, pipeline.FormatKinesisEvent, pipeline.FormatExport:
+			default:
+				t.Fatalf("DetectFormat = %v and no error", got)
+			}
+		}
 		if name == "" {
 			return
 		}

@@ -3,7 +3,6 @@ package export
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 	"strconv"
@@ -149,7 +148,7 @@ func (s *scanner) scanItemLine(line []byte) (typ []byte, hasType bool, err error
 		}
 	}
 	if !s.hasKey {
-		return nil, false, fmt.Errorf("Item: item has none of the key attributes %v", s.keyAttrs)
+		return nil, false, &pipeline.FieldError{Path: "Item", Msg: fmt.Sprintf("item has none of the key attributes %v", s.keyAttrs)}
 	}
 	if len(line) > s.bigLine {
 		if _, err := s.dec.DecodeItem(line, "", 0); err != nil {
@@ -215,7 +214,7 @@ func (s *scanner) line(b []byte) error {
 		return syntax(i, "data after the object")
 	}
 	if !sawItem {
-		return errors.New("Item: missing (want {\"Item\":{...}})")
+		return &pipeline.FieldError{Path: "Item", Msg: `missing (want {"Item":{...}})`}
 	}
 	return nil
 }
@@ -273,7 +272,7 @@ const (
 // item scans the Item object at b[i] and returns the index after it.
 func (s *scanner) item(b []byte, i int) (int, error) {
 	if i = ddbjson.Space(b, i); i >= len(b) || b[i] != '{' {
-		return -1, fmt.Errorf("Item: want object of attribute values, got %s", ddbjson.Kind(b, i))
+		return -1, &pipeline.FieldError{Path: "Item", Msg: "want object of attribute values, got " + ddbjson.Kind(b, i)}
 	}
 	s.names.Reset(b)
 	clear(s.done)
@@ -367,7 +366,7 @@ func (s *scanner) fastAttrs(b []byte, p int) (int, int, error) {
 			}
 		}
 		if !s.names.Quick(p+1, i, key, bit) && !s.names.AddKey(p+1, i, key, bit) {
-			return p, atAttr, fmt.Errorf("Item.%s: given twice", b[p+1:i])
+			return p, atAttr, &pipeline.FieldError{Path: "Item." + string(b[p+1:i]), Msg: "given twice"}
 		}
 		p = j + 2
 		switch b[p] {
@@ -408,9 +407,9 @@ func (s *scanner) apply(k int, t ddbjson.Type, v []byte) error {
 	s.done[k] = true
 	switch {
 	case sp.roles&typeRole != 0 && t != ddbjson.TypeS:
-		return fmt.Errorf("Item.%s: entity type must be a string, got %s", sp.name, t)
+		return &pipeline.FieldError{Path: "Item." + sp.name, Msg: fmt.Sprintf("entity type must be a string, got %s", t)}
 	case sp.roles&versionRole != 0 && t != ddbjson.TypeN:
-		return fmt.Errorf("Item.%s: version attribute must be a number, got %s", sp.name, t)
+		return &pipeline.FieldError{Path: "Item." + sp.name, Msg: fmt.Sprintf("version attribute must be a number, got %s", t)}
 	case sp.roles&versionRole != 0 && !versionOK(v):
 		return fmt.Errorf("Item.%s.N: version %q is not a non-negative integer", sp.name, v)
 	}
