@@ -38,7 +38,6 @@ import (
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/spec"
 )
 
 // ProjectorConfig is a projector function's configuration, read from the
@@ -46,8 +45,9 @@ import (
 //
 //	AGGREGATE_TABLE      the aggregate table (required)
 //	PROJECTIONS_FILE     a projection spec (docs/projections-spec.md) whose
-//	                     projections replace the main's; in the SAM template, a
-//	                     file of the projections layer (/opt/...)
+//	                     projections replace the main's, for a main that loads
+//	                     specs (WithSpecs; the stock mains do); in the SAM
+//	                     template, a file of the projections layer (/opt/...)
 //	PROJECTIONS          comma-separated projection names: run only these
 //	                     (default every one); a table for a subset is its own
 //	TYPE_ATTRIBUTE       the item attribute holding the entity type (default EntityType)
@@ -62,8 +62,12 @@ import (
 //	                     when a type its projections read is missing, whose
 //	                     records the filter would drop unseen
 type ProjectorConfig struct {
-	Table        string
-	SpecFile     string
+	Table    string
+	SpecFile string
+	// LoadSpec loads SpecFile. It is not read from the environment: a main
+	// that runs specs sets it (WithSpecs); without it a SpecFile is
+	// refused.
+	LoadSpec     SpecLoader
 	Projections  []string
 	Decode       pipeline.Options
 	Unknown      pipeline.UnknownPolicy
@@ -129,24 +133,43 @@ func List(v string) []string {
 // Projector runs the DynamoDB Streams projector of set: it applies the
 // table's stream to set's projections, exactly once, in the aggregate
 // table. It does not return.
-func Projector(set *projections.Set) { startProjector("projector", NewStreamsProjector, set) }
+func Projector(set *projections.Set, opts ...Option) {
+	startProjector("projector", NewStreamsProjector, set, opts)
+}
 
 // KinesisProjector runs the Kinesis projector of set: it applies the
 // Kinesis data stream fed by the table's Kinesis streaming destination to
 // set's projections, exactly once: Kinesis duplicates and reordering are
 // harmless to the engine's ledger. It does not return.
-func KinesisProjector(set *projections.Set) {
-	startProjector("kinesis-projector", NewKinesisProjector, set)
+func KinesisProjector(set *projections.Set, opts ...Option) {
+	startProjector("kinesis-projector", NewKinesisProjector, set, opts)
+}
+
+// SpecLoader loads a projection spec file into a set, with the attribute
+// that holds the entity type in the spec's items: spec.LoadSet.
+type SpecLoader func(path string) (set *projections.Set, typeAttribute string, err error)
+
+// An Option adds to what a function's main can do.
+type Option func(*ProjectorConfig)
+
+// WithSpecs lets the function run the spec PROJECTIONS_FILE names in place
+// of its main's projections, loading it with load (spec.LoadSet). The stock
+// mains pass it; a main that does not links no spec loader.
+func WithSpecs(load SpecLoader) Option {
+	return func(c *ProjectorConfig) { c.LoadSpec = load }
 }
 
 // newProjector is NewStreamsProjector or NewKinesisProjector.
 type newProjector func(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error)
 
-func startProjector(name string, build newProjector, set *projections.Set) {
+func startProjector(name string, build newProjector, set *projections.Set, opts []Option) {
 	start(name, func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
 		cfg, t, err := projectorEnv(ctx)
 		if err != nil {
 			return nil, err
+		}
+		for _, o := range opts {
+			o(&cfg)
 		}
 		return build(ctx, cfg, t, set, log, os.Stdout)
 	})
@@ -189,18 +212,19 @@ func NewKinesisProjector(ctx context.Context, cfg ProjectorConfig, t projections
 // mapping's filter, and opens the engine. It returns cfg as resolved.
 func projectorEngine(ctx context.Context, cfg ProjectorConfig, t projections.Table, set *projections.Set, log *slog.Logger, metrics io.Writer) (*projections.Engine, ProjectorConfig, error) {
 	if cfg.SpecFile != "" {
-		sp, err := spec.LoadFile(cfg.SpecFile)
+		if cfg.LoadSpec == nil {
+			return nil, cfg, fmt.Errorf("PROJECTIONS_FILE %s: this function's main runs its own projections and loads no spec (a main that does passes function.WithSpecs(spec.LoadSet))", cfg.SpecFile)
+		}
+		specSet, typeAttr, err := cfg.LoadSpec(cfg.SpecFile)
 		if err != nil {
 			return nil, cfg, fmt.Errorf("PROJECTIONS_FILE: %w", err)
 		}
-		if set, err = sp.Set(); err != nil {
-			return nil, cfg, fmt.Errorf("PROJECTIONS_FILE %s: %w", cfg.SpecFile, err)
-		}
+		set = specSet
 		switch ta := cfg.Decode.TypeAttribute; {
 		case ta == "":
-			cfg.Decode.TypeAttribute = sp.TypeAttribute()
-		case ta != sp.TypeAttribute():
-			return nil, cfg, fmt.Errorf("TYPE_ATTRIBUTE %q, but the projection spec %s reads the entity type from %q", ta, cfg.SpecFile, sp.TypeAttribute())
+			cfg.Decode.TypeAttribute = typeAttr
+		case ta != typeAttr:
+			return nil, cfg, fmt.Errorf("TYPE_ATTRIBUTE %q, but the projection spec %s reads the entity type from %q", ta, cfg.SpecFile, typeAttr)
 		}
 	}
 	if set == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/projections/spec"
 )
 
 // The functions' `sam local invoke` events.
@@ -280,7 +281,7 @@ func TestSpecFile(t *testing.T) {
 	views := map[string]*projections.View{}
 	for name, cfg := range map[string]function.ProjectorConfig{
 		"go":   {Table: "t"},
-		"spec": {Table: "t", SpecFile: stock},
+		"spec": {Table: "t", SpecFile: stock, LoadSpec: spec.LoadSet},
 	} {
 		st := boltstoretest.Open(t)
 		p, err := function.NewStreamsProjector(ctx, cfg, st, seed.Set(), quiet(), nil)
@@ -299,15 +300,20 @@ func TestSpecFile(t *testing.T) {
 		t.Errorf("the stock spec and the Go set differ: %v", d)
 	}
 
+	_, err = function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", SpecFile: stock}, boltstoretest.Open(t), seed.Set(), quiet(), nil)
+	if err == nil || !strings.Contains(err.Error(), "loads no spec") {
+		t.Errorf("a spec file for a main without a spec loader: %v", err)
+	}
+
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("version: 1\nprojections:\n  - name: x\n    entityTypes: [T]\n    counters:\n      - key: \"K#{nope\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", SpecFile: bad}, boltstoretest.Open(t), nil, quiet(), nil)
+	_, err = function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", SpecFile: bad, LoadSpec: spec.LoadSet}, boltstoretest.Open(t), nil, quiet(), nil)
 	if err == nil || !strings.Contains(err.Error(), "PROJECTIONS_FILE") || !strings.Contains(err.Error(), bad+":6: projection x: counters[0].key") {
 		t.Errorf("a bad spec: %v", err)
 	}
-	_, err = function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", SpecFile: stock, Decode: pipeline.Options{TypeAttribute: "kind"}}, boltstoretest.Open(t), nil, quiet(), nil)
+	_, err = function.NewStreamsProjector(ctx, function.ProjectorConfig{Table: "t", SpecFile: stock, LoadSpec: spec.LoadSet, Decode: pipeline.Options{TypeAttribute: "kind"}}, boltstoretest.Open(t), nil, quiet(), nil)
 	if err == nil || !strings.Contains(err.Error(), `TYPE_ATTRIBUTE "kind"`) {
 		t.Errorf("another type attribute: %v", err)
 	}

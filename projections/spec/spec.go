@@ -54,6 +54,21 @@ func LoadFile(path string) (*Spec, error) {
 	return Parse(path, data)
 }
 
+// LoadSet loads the spec file at path and returns its projection set and
+// the attribute its items keep their entity type in (TypeAttribute): the
+// loader a function's main passes to function.WithSpecs.
+func LoadSet(path string) (*projections.Set, string, error) {
+	sp, err := LoadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	set, err := sp.Set()
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	return set, sp.TypeAttribute(), nil
+}
+
 // Parse loads a spec from data. name is the file's name: it prefixes every
 // problem, and a name ending in .json is read as JSON, any other as YAML.
 // An invalid spec is an *Error listing every problem found.
