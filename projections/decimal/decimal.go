@@ -137,7 +137,7 @@ func Parse(s string) (Decimal, error) {
 	}
 	last := strings.LastIndexFunc(digits, func(r rune) bool { return r != '0' })
 	if last-first+1 > maxDigits {
-		return Decimal{}, fmt.Errorf("decimal: %q has more than %d significant digits", s, maxDigits)
+		return Decimal{}, fmt.Errorf("decimal: %s has more than %d significant digits", quote.Value(s), maxDigits)
 	}
 	if adj := len(digits) - 1 - first - scale; adj < minExp || adj > maxExp {
 		return Decimal{}, fmt.Errorf("decimal: %s is out of range", quote.Value(s))

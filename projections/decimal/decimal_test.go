@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tributary/tributary/internal/quote"
 )
 
 var (
@@ -167,6 +169,9 @@ func TestParseErrorMessages(t *testing.T) {
 		{"", `decimal: "" is not a number`},
 		{"123456789012345678901234567890123456789", `decimal: "123456789012345678901234567890123456789" has more than 38 significant digits`},
 		{"1E+126", `decimal: "1E+126" is out of range`},
+		// A long input is quoted cut to its first 64 bytes, with its size
+		// (found by FuzzParse: a 65-byte input whose first 64 bytes are digits).
+		{strings.Repeat("0", 64) + "A", `decimal: "` + strings.Repeat("0", 64) + `"… (65 bytes) is not a number`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -643,8 +648,16 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := Parse(s)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "decimal: ") || !strings.Contains(err.Error(), strconv.Quote(s)) {
-				t.Errorf("Parse(%q) error %q does not quote the input", s, err)
+			// The input is quoted whole, or cut to a prefix with its size.
+			want := strconv.Quote(s)
+			if len(s) > quote.MaxValueBytes {
+				want = quote.Value(s) // its first bytes, "…" and its size
+				if !strings.HasSuffix(want, fmt.Sprintf("… (%d bytes)", len(s))) {
+					t.Fatalf("quote.Value(%q) = %s does not give the size", s, want)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "decimal: ") || !strings.Contains(err.Error(), want) {
+				t.Errorf("Parse(%q) error %q does not quote the input (want %s in it)", s, err, want)
 			}
 			return
 		}
