@@ -64,7 +64,7 @@ func fuzzItem(entityType, pk, sk, s1, s2, num string, mask uint32) pipeline.Item
 
 // FuzzContribute checks that Contribute never panics, is deterministic (two
 // calls give the same result), leaves the image alone, and either fails with
-// an *ItemError or returns a contribution the stores accept.
+// a *projections.ItemError or returns a contribution the stores accept.
 func FuzzContribute(f *testing.F) {
 	// which picks the projection (which % 5) and its entity type.
 	f.Add(uint8(0), "PLAYER#u8231", "MATCH#2026-05-01T18:30:00Z#m1001", "2026-Q2", "WIN", "12.5", uint32(0))

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 var update = flag.Bool("update", false, "rewrite the *.golden.json files under testdata")
@@ -97,13 +96,13 @@ func readItem(t testing.TB, path string) pipeline.Item {
 	return item
 }
 
-// checkItemError checks that err is an *ItemError of projection p whose
+// checkItemError checks that err is a *projections.ItemError of projection p whose
 // message names the projection.
 func checkItemError(t *testing.T, p projections.Projection, err error) {
 	t.Helper()
-	var ie *seed.ItemError
+	var ie *projections.ItemError
 	if !errors.As(err, &ie) {
-		t.Fatalf("error %v (%T) is not an *ItemError", err, err)
+		t.Fatalf("error %v (%T) is not a *projections.ItemError", err, err)
 	}
 	if ie.Projection != p.Name() {
 		t.Errorf("ItemError.Projection = %q, want %q", ie.Projection, p.Name())

@@ -10,35 +10,36 @@ import (
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 )
 
 // The helpers below read one attribute of an item image each. They switch on
 // the SDK's attribute-value member types directly: faster than
 // attributevalue.Unmarshal, and the error says what was found. Every error
-// they return is an *ItemError with Attr set; fail completes it with the
+// they return is a *projections.ItemError with Attr set; fail completes it with the
 // projection's name and the item's keys.
 
 // hotShards is the write-shard count of aggregates that every source item of
 // a projection touches (a season's match count, a status's order totals).
 const hotShards = 8
 
-// attrError returns the partial *ItemError for a fault in attribute name.
+// attrError returns the partial *projections.ItemError for a fault in attribute name.
 func attrError(name string, err error) error {
-	return &ItemError{Attr: name, Err: err}
+	return &projections.ItemError{Attr: name, Err: err}
 }
 
 // attrErrorf is attrError with a formatted cause.
 func attrErrorf(name, format string, args ...any) error {
-	return &ItemError{Attr: name, Err: fmt.Errorf(format, args...)}
+	return &projections.ItemError{Attr: name, Err: fmt.Errorf(format, args...)}
 }
 
 // fail completes err, returned by the helpers while reading item, into the
 // error that projection's Contribute returns.
 func fail(projection string, item pipeline.Item, err error) error {
-	var ie *ItemError
+	var ie *projections.ItemError
 	if !errors.As(err, &ie) {
-		ie = &ItemError{Err: err}
+		ie = &projections.ItemError{Err: err}
 	}
 	ie.Projection = projection
 	ie.PK = keyString(item, "PK")
@@ -103,7 +104,7 @@ func present(item pipeline.Item, name string) bool {
 // str returns the value of S attribute name.
 func str(item pipeline.Item, name string) (string, error) {
 	if !present(item, name) {
-		return "", attrError(name, ErrMissing)
+		return "", attrError(name, projections.ErrMissing)
 	}
 	v, ok := item[name].(*types.AttributeValueMemberS)
 	if !ok {
@@ -128,7 +129,7 @@ func optStr(item pipeline.Item, name string) (string, bool, error) {
 // number returns the value of N attribute name as written and parsed.
 func number(item pipeline.Item, name string) (string, decimal.Decimal, error) {
 	if !present(item, name) {
-		return "", decimal.Decimal{}, attrError(name, ErrMissing)
+		return "", decimal.Decimal{}, attrError(name, projections.ErrMissing)
 	}
 	v, ok := item[name].(*types.AttributeValueMemberN)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -85,9 +86,9 @@ func TestOrderTotalsErrors(t *testing.T) {
 			if err.Error() != tt.wantMsg {
 				t.Errorf("error = %q\nwant    %q", err, tt.wantMsg)
 			}
-			var ie *seed.ItemError
+			var ie *projections.ItemError
 			if !errors.As(err, &ie) || ie.Attr != tt.wantAttr {
-				t.Errorf("error %#v: want an *ItemError with Attr %q", err, tt.wantAttr)
+				t.Errorf("error %#v: want a *projections.ItemError with Attr %q", err, tt.wantAttr)
 			}
 		})
 	}

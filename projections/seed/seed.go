@@ -32,18 +32,12 @@
 // Every <...> part of a key must be non-empty and free of '#', and so must a
 // season or orderDate that becomes part of an aggregate key, so that no two
 // sources can build the same key by accident. An image that does not fit its
-// shape is rejected with an *ItemError naming the projection, the item's PK/SK
+// shape is rejected with a *projections.ItemError naming the projection, the item's PK/SK
 // and the attribute or key at fault; Contribute never panics, whatever the
 // image.
 package seed
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-	"unicode"
-	"unicode/utf8"
-
 	"github.com/tributary/tributary/projections"
 )
 
@@ -60,47 +54,4 @@ func All() []projections.Projection {
 		&OrderTotals{},
 		&CartContents{},
 	}
-}
-
-// ErrMissing is the cause of an *ItemError for an attribute the item lacks.
-var ErrMissing = errors.New("missing")
-
-// An ItemError reports an item image that a projection cannot handle: a
-// poison record for that projection.
-type ItemError struct {
-	// Projection is the name of the projection that rejected the item.
-	Projection string
-	// PK and SK are the item's keys, "" if absent or not strings.
-	PK, SK string
-	// Attr names the attribute or key at fault, e.g. "status" or "SK";
-	// "" if the fault is the item as a whole.
-	Attr string
-	// Err is the cause, e.g. ErrMissing.
-	Err error
-}
-
-// Error returns e.g. "order-totals: item USER#u42/ORDER#2026-11-30#o1:
-// status: want S, got N".
-func (e *ItemError) Error() string {
-	if e.Attr == "" {
-		return fmt.Sprintf("%s: item %s/%s: %v", e.Projection, showKey(e.PK), showKey(e.SK), e.Err)
-	}
-	return fmt.Sprintf("%s: item %s/%s: %s: %v", e.Projection, showKey(e.PK), showKey(e.SK), e.Attr, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *ItemError) Unwrap() error { return e.Err }
-
-// showKey renders a key for an error message: "?" if absent, quoted if it
-// holds spaces, unprintable characters or invalid UTF-8.
-func showKey(s string) string {
-	if s == "" {
-		return "?"
-	}
-	for _, r := range s {
-		if r == ' ' || r == utf8.RuneError || !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

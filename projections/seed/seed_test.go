@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -53,11 +54,11 @@ func TestAll(t *testing.T) {
 	}
 }
 
-// brokenCase is an image every projection must reject with an *ItemError.
+// brokenCase is an image every projection must reject with a *projections.ItemError.
 type brokenCase struct {
 	name        string
 	item        pipeline.Item
-	wantMissing bool   // the error must match ErrMissing
+	wantMissing bool   // the error must match projections.ErrMissing
 	wantSuffix  string // if set, the message after the projection's name
 }
 
@@ -88,8 +89,8 @@ func TestContributeBrokenImages(t *testing.T) {
 					t.Fatalf("Contribute = %+v, want an error", c)
 				}
 				checkItemError(t, p, err)
-				if got := errors.Is(err, seed.ErrMissing); got != tt.wantMissing {
-					t.Errorf("errors.Is(%q, ErrMissing) = %t, want %t", err, got, tt.wantMissing)
+				if got := errors.Is(err, projections.ErrMissing); got != tt.wantMissing {
+					t.Errorf("errors.Is(%q, projections.ErrMissing) = %t, want %t", err, got, tt.wantMissing)
 				}
 				if tt.wantSuffix != "" && err.Error() != p.Name()+tt.wantSuffix {
 					t.Errorf("error = %q\nwant    %q", err, p.Name()+tt.wantSuffix)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/spec"
 )
 
@@ -72,7 +71,7 @@ func edit(item pipeline.Item, kv ...any) pipeline.Item {
 }
 
 // TestContributeMisfits: an item that does not fit a spec projection is
-// that record's error, a *seed.ItemError naming the projection, the item's
+// that record's error, a *projections.ItemError naming the projection, the item's
 // keys and the attribute at fault, with the message a Go projection's
 // would have.
 func TestContributeMisfits(t *testing.T) {
@@ -83,7 +82,7 @@ func TestContributeMisfits(t *testing.T) {
 		item    pipeline.Item
 		attr    string // the ItemError's Attr
 		want    string // the whole message
-		missing bool   // the error matches seed.ErrMissing
+		missing bool   // the error matches projections.ErrMissing
 	}{
 		{name: "nil item", item: nil, attr: "kind", want: "invoices: item ?/?: kind: missing", missing: true},
 		{name: "no type attribute", item: edit(invoice(), "kind", nil), attr: "kind", want: at + "kind: missing", missing: true},
@@ -126,9 +125,9 @@ func TestContributeMisfits(t *testing.T) {
 			if len(c.Counters) != 0 || len(c.Rows) != 0 {
 				t.Errorf("a contribution with the error: %+v", c)
 			}
-			var ie *seed.ItemError
+			var ie *projections.ItemError
 			if !errors.As(err, &ie) {
-				t.Fatalf("%v (%T) is not a *seed.ItemError", err, err)
+				t.Fatalf("%v (%T) is not a *projections.ItemError", err, err)
 			}
 			if ie.Projection != "invoices" || ie.Attr != tc.attr {
 				t.Errorf("ItemError{Projection: %q, Attr: %q}, want invoices, %q", ie.Projection, ie.Attr, tc.attr)
@@ -136,8 +135,8 @@ func TestContributeMisfits(t *testing.T) {
 			if err.Error() != tc.want {
 				t.Errorf("error\n got %s\nwant %s", err, tc.want)
 			}
-			if errors.Is(err, seed.ErrMissing) != tc.missing {
-				t.Errorf("errors.Is(err, seed.ErrMissing) = %t, want %t", !tc.missing, tc.missing)
+			if errors.Is(err, projections.ErrMissing) != tc.missing {
+				t.Errorf("errors.Is(err, projections.ErrMissing) = %t, want %t", !tc.missing, tc.missing)
 			}
 		})
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // FuzzLoad checks that loading never panics and that an invalid spec is an
@@ -22,7 +21,7 @@ import (
 // projections that never panic on any item: items built to fit their
 // declarations from the fuzzed bytes, and items that do not. Contribute is
 // deterministic, leaves its image alone, and fails with the projection's
-// *seed.ItemError or returns what the stores accept.
+// *projections.ItemError or returns what the stores accept.
 func FuzzLoad(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*/*.*")
 	files = append(files, "../seed/seed.yaml")
@@ -147,9 +146,9 @@ func checkContribute(t *testing.T, p *Projection, item, fresh pipeline.Item) {
 		t.Fatalf("%s: Contribute changed its image", p.name)
 	}
 	if err != nil {
-		var ie *seed.ItemError
+		var ie *projections.ItemError
 		if !errors.As(err, &ie) || ie.Projection != p.name {
-			t.Fatalf("%s: error %v (%T) is not the projection's *seed.ItemError", p.name, err, err)
+			t.Fatalf("%s: error %v (%T) is not the projection's *projections.ItemError", p.name, err, err)
 		}
 		if len(c.Counters) != 0 || len(c.Rows) != 0 {
 			t.Fatalf("%s: a contribution with an error", p.name)

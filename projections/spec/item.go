@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // attrType is a declared attribute type: a DynamoDB type, or int (an N
@@ -101,7 +101,7 @@ func dynamoType(av types.AttributeValue) (t attrType, absent, nilMember bool) {
 var errNilMember = errors.New("a nil value")
 
 // read reads variable v from item: present, of its type, and converted for
-// expressions if they read it. An error is the attribute's *seed.ItemError
+// expressions if they read it. An error is the attribute's *projections.ItemError
 // (Attr set; the caller completes it).
 func (v *variable) read(item pipeline.Item) (val, error) {
 	av := item[v.attr]
@@ -112,7 +112,7 @@ func (v *variable) read(item pipeline.Item) (val, error) {
 	case t == typeNULL && v.optional:
 		return val{av: av}, nil // reads as nil; a row copies the NULL
 	case absent:
-		return val{}, attrErr(v.attr, seed.ErrMissing)
+		return val{}, attrErr(v.attr, projections.ErrMissing)
 	case t == typeUnknown:
 		return val{}, attrErr(v.attr, fmt.Errorf("want %s, got a value of unknown type %T", v.typ, av))
 	}
@@ -337,8 +337,8 @@ func cloneValue(av types.AttributeValue, depth int) (types.AttributeValue, error
 	return nil, fmt.Errorf("a value of unknown type %T", av)
 }
 
-// attrErr is the partial *seed.ItemError for a fault in attribute name.
-func attrErr(name string, err error) error { return &seed.ItemError{Attr: name, Err: err} }
+// attrErr is the partial *projections.ItemError for a fault in attribute name.
+func attrErr(name string, err error) error { return &projections.ItemError{Attr: name, Err: err} }
 
 // keyString returns the S value of key attribute name, or "": it serves
 // error messages.

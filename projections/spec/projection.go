@@ -12,7 +12,6 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // A Projection is one projection of a spec. It implements
@@ -90,14 +89,14 @@ func (p *Projection) EntityTypes() []string { return slices.Clone(p.types) }
 // spec (see docs/projections-spec.md, "Identity").
 func (p *Projection) Definition() string { return p.def }
 
-// Contribute returns what item contributes, or a *seed.ItemError naming
+// Contribute returns what item contributes, or a *projections.ItemError naming
 // the projection, the item's keys and the attribute at fault.
 func (p *Projection) Contribute(item pipeline.Item) (projections.Contribution, error) {
 	c, err := p.contribute(item)
 	if err != nil {
-		var ie *seed.ItemError
+		var ie *projections.ItemError
 		if !errors.As(err, &ie) {
-			ie = &seed.ItemError{Err: err}
+			ie = &projections.ItemError{Err: err}
 		}
 		ie.Projection = p.name
 		ie.PK = keyString(item, p.keyAttrs[0])
@@ -169,7 +168,7 @@ func (p *Projection) entityType(item pipeline.Item) error {
 	t, absent, _ := dynamoType(av)
 	switch {
 	case absent:
-		return attrErr(p.typeAttr, seed.ErrMissing)
+		return attrErr(p.typeAttr, projections.ErrMissing)
 	case t != typeS:
 		return attrErr(p.typeAttr, fmt.Errorf("want S, got %s", t))
 	}
@@ -247,7 +246,7 @@ func (r *run) counter(ctr *counter) (projections.Counter, bool, error) {
 		case v.missing != nil:
 			out.Values[v.name] = *v.missing
 		default:
-			return out, false, attrErr(r.p.vars[v.v].attr, seed.ErrMissing)
+			return out, false, attrErr(r.p.vars[v.v].attr, projections.ErrMissing)
 		}
 	}
 	return out, true, nil
@@ -318,7 +317,7 @@ func (r *run) substitute(p part) (string, error) {
 	v := &r.p.vars[p.v]
 	x := r.vals[p.v]
 	if !x.present {
-		return "", attrErr(v.attr, seed.ErrMissing)
+		return "", attrErr(v.attr, projections.ErrMissing)
 	}
 	var s string
 	switch {

@@ -98,9 +98,9 @@ func (pr pair) compare(t testing.TB, item pipeline.Item) (failed bool) {
 	case (gerr == nil) != (serr == nil):
 		t.Fatalf("%s on %s:\n  Go:   %v\n  spec: %v", pr.goP.Name(), pipeline.AppendItem(nil, item), gerr, serr)
 	case serr != nil:
-		var ie *seed.ItemError
+		var ie *projections.ItemError
 		if !errors.As(serr, &ie) || ie.Projection != pr.goP.Name() {
-			t.Fatalf("%s: spec error %v (%T) is not the projection's *seed.ItemError", pr.goP.Name(), serr, serr)
+			t.Fatalf("%s: spec error %v (%T) is not the projection's *projections.ItemError", pr.goP.Name(), serr, serr)
 		}
 		return true
 	default:

@@ -16,7 +16,7 @@
 // Loading validates everything and reports every problem at once, each
 // with the file's line, the projection and the field (an *Error). An item
 // that does not fit a projection is that record's error, a
-// *seed.ItemError naming the projection, the item's keys and the
+// *projections.ItemError naming the projection, the item's keys and the
 // attribute at fault; Contribute never panics, whatever the item.
 //
 // A projection's Definition is the canonical JSON of its normalised spec:

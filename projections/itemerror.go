@@ -1,0 +1,56 @@
+package projections
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrMissing is the cause of an *ItemError for an attribute the item lacks.
+var ErrMissing = errors.New("missing")
+
+// An ItemError reports an item image that a projection cannot handle: a
+// poison record for that projection. A Contribute may return any error;
+// this one carries the parts an operator looks for, and the seed and the
+// spec projections return it.
+type ItemError struct {
+	// Projection is the name of the projection that rejected the item.
+	Projection string
+	// PK and SK are the values of the item's partition and sort key
+	// attributes (whatever the table names them); "" if absent or not
+	// strings.
+	PK, SK string
+	// Attr names the attribute or key at fault, e.g. "status" or "SK";
+	// "" if the fault is the item as a whole.
+	Attr string
+	// Err is the cause, e.g. ErrMissing.
+	Err error
+}
+
+// Error returns e.g. "order-totals: item USER#u42/ORDER#2026-11-30#o1:
+// status: want S, got N".
+func (e *ItemError) Error() string {
+	if e.Attr == "" {
+		return fmt.Sprintf("%s: item %s/%s: %v", e.Projection, showKey(e.PK), showKey(e.SK), e.Err)
+	}
+	return fmt.Sprintf("%s: item %s/%s: %s: %v", e.Projection, showKey(e.PK), showKey(e.SK), e.Attr, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// showKey renders a key for an error message: "?" if absent, quoted if it
+// holds spaces, unprintable characters or invalid UTF-8.
+func showKey(s string) string {
+	if s == "" {
+		return "?"
+	}
+	for _, r := range s {
+		if r == ' ' || r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
