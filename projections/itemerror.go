@@ -1,11 +1,16 @@
 package projections
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/pipeline"
 )
 
 // ErrMissing is the cause of an *ItemError for an attribute the item lacks.
@@ -19,8 +24,8 @@ type ItemError struct {
 	// Projection is the name of the projection that rejected the item.
 	Projection string
 	// PK and SK are the values of the item's partition and sort key
-	// attributes (whatever the table names them); "" if absent or not
-	// strings.
+	// attributes (whatever the table names them), as DynamoDB JSON writes
+	// them; "" if absent.
 	PK, SK string
 	// Attr names the attribute or key at fault, e.g. "status" or "SK";
 	// "" if the fault is the item as a whole.
@@ -40,6 +45,37 @@ func (e *ItemError) Error() string {
 
 // Unwrap returns the cause.
 func (e *ItemError) Unwrap() error { return e.Err }
+
+// SetKeys sets PK and SK from item's attributes named partition and sort
+// (sort is "" for a table without a sort key) and returns e.
+func (e *ItemError) SetKeys(item pipeline.Item, partition, sort string) *ItemError {
+	e.PK, e.SK = keyValue(item, partition), ""
+	if sort != "" {
+		e.SK = keyValue(item, sort)
+	}
+	return e
+}
+
+// keyValue returns the value of key attribute name as DynamoDB JSON writes
+// it (a key is an S, an N or a B: a B in base64), or "" if it is absent or
+// of another type: it serves error messages.
+func keyValue(item pipeline.Item, name string) string {
+	switch v := item[name].(type) {
+	case *types.AttributeValueMemberS:
+		if v != nil {
+			return v.Value
+		}
+	case *types.AttributeValueMemberN:
+		if v != nil {
+			return v.Value
+		}
+	case *types.AttributeValueMemberB:
+		if v != nil {
+			return base64.StdEncoding.EncodeToString(v.Value)
+		}
+	}
+	return ""
+}
 
 // showKey renders a key for an error message: "?" if absent, quoted if it
 // holds spaces, unprintable characters or invalid UTF-8.

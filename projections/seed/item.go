@@ -42,18 +42,7 @@ func fail(projection string, item pipeline.Item, err error) error {
 		ie = &projections.ItemError{Err: err}
 	}
 	ie.Projection = projection
-	ie.PK = keyString(item, "PK")
-	ie.SK = keyString(item, "SK")
-	return ie
-}
-
-// keyString returns the string value of key attribute name, or "" if it is
-// absent or not a string. It never fails: it serves error messages.
-func keyString(item pipeline.Item, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok && v != nil {
-		return v.Value
-	}
-	return ""
+	return ie.SetKeys(item, "PK", "SK")
 }
 
 // typeName names the DynamoDB type of av, as in DynamoDB JSON: "S", "N", ….

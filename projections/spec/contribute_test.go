@@ -113,6 +113,7 @@ func TestContributeMisfits(t *testing.T) {
 		{name: "empty segment", item: edit(invoice(), "sk", s("INVOICE#")), attr: "sk", want: `invoices: item ACCOUNT#a1/INVOICE#: sk: segment 1 of "INVOICE#" is empty`},
 		{name: "padding a negative number", item: edit(invoice(), "issued", n("-5")), attr: "issued", want: at + "issued: want an integer from 0 to 999999999999 for {issued:012}, got -5"},
 		{name: "padding too wide a number", item: edit(invoice(), "issued", n("1E+12")), attr: "issued", want: at + "issued: want an integer from 0 to 999999999999 for {issued:012}, got 1E+12"},
+		{name: "keys of type N and B", item: edit(invoice(), "pk", n("42"), "sk", &types.AttributeValueMemberB{Value: []byte{1, 2}}), attr: "pk", want: "invoices: item 42/AQI=: pk: want S, got N"},
 		{name: "expression error", item: edit(invoice(), "customer-info", &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"tier": s("gold"), "since": s("2019")}}),
 			want: at + `rows[0].when: customer.tier == "gold" && customer.since >= 2000: invalid operation: string >= int`},
 	}

@@ -340,15 +340,6 @@ func cloneValue(av types.AttributeValue, depth int) (types.AttributeValue, error
 // attrErr is the partial *projections.ItemError for a fault in attribute name.
 func attrErr(name string, err error) error { return &projections.ItemError{Attr: name, Err: err} }
 
-// keyString returns the S value of key attribute name, or "": it serves
-// error messages.
-func keyString(item pipeline.Item, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok && v != nil {
-		return v.Value
-	}
-	return ""
-}
-
 // show renders an attribute's value for an error message: an S quoted, an
 // N as written, anything else in DynamoDB JSON, cut short if long.
 func show(av types.AttributeValue) string {

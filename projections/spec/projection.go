@@ -99,11 +99,11 @@ func (p *Projection) Contribute(item pipeline.Item) (projections.Contribution, e
 			ie = &projections.ItemError{Err: err}
 		}
 		ie.Projection = p.name
-		ie.PK = keyString(item, p.keyAttrs[0])
+		sort := ""
 		if len(p.keyAttrs) > 1 {
-			ie.SK = keyString(item, p.keyAttrs[1])
+			sort = p.keyAttrs[1]
 		}
-		return projections.Contribution{}, ie
+		return projections.Contribution{}, ie.SetKeys(item, p.keyAttrs[0], sort)
 	}
 	return c, nil
 }
