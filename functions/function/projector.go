@@ -242,7 +242,7 @@ func projectorEngine(ctx context.Context, cfg ProjectorConfig, t projections.Tab
 			}
 		}
 		if len(missing) > 0 {
-			return nil, cfg, fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but the projections also read %s, whose records it would drop before they reach the function: add them to the filter (tributary filters prints it)",
+			return nil, cfg, fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but the projections also read %s, whose records it would drop before they reach the function: add them to the filter (the SAM template's ProjectedEntityTypes parameter; `tributary projections check` or `tributary filters` prints what it must be)",
 				strings.Join(cfg.FilterTypes, ", "), strings.Join(missing, ", "))
 		}
 	}

@@ -41,13 +41,15 @@ func TestLoadProjectorConfig(t *testing.T) {
 	c, err := function.LoadProjectorConfig(env(map[string]string{
 		"AGGREGATE_TABLE": "aggs", "UNKNOWN_TYPE_POLICY": "fail", "PERMANENT_FAILURES": "skip",
 		"IGNORE_TYPES": "User, Cart", "TOMBSTONE_TTL_DAYS": "30", "PROJECTIONS": " season-leaderboard ,order-totals", "TYPE_ATTRIBUTE": "kind",
+		"VERSION_ATTRIBUTE": "rev",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Table != "aggs" || c.Unknown != pipeline.FailUnknown || c.Permanent != pipeline.SkipPermanent ||
 		strings.Join(c.Ignore, "|") != "User|Cart" || c.TombstoneTTL != 30*24*time.Hour ||
-		strings.Join(c.Projections, "|") != "season-leaderboard|order-totals" || c.Decode.TypeAttribute != "kind" {
+		strings.Join(c.Projections, "|") != "season-leaderboard|order-totals" || c.Decode.TypeAttribute != "kind" ||
+		c.Decode.VersionAttribute != "rev" {
 		t.Errorf("config %+v", c)
 	}
 	_, err = function.LoadProjectorConfig(env(map[string]string{"PERMANENT_FAILURES": "drop", "TOMBSTONE_TTL_DAYS": "0", "UNKNOWN_TYPE_POLICY": "drop"}))

@@ -21,7 +21,7 @@ import (
 // from the environment by LoadRepartitionerConfig: the defaults of every
 // event's job (an event may override each).
 type RepartitionerConfig struct {
-	Job repartition.JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, KEY_ATTRIBUTES, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
+	Job repartition.JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, VERSION_ATTRIBUTE, KEY_ATTRIBUTES, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
 	// KMSKeyID encrypts output with SSE-KMS (KMS_KEY_ID); default SSE-S3.
 	KMSKeyID string
 	// TempDir spools output parts before upload (TMPDIR; Lambda: /tmp,
@@ -35,12 +35,13 @@ type RepartitionerConfig struct {
 func LoadRepartitionerConfig(getenv func(string) string, transforms *repartition.Registry) (RepartitionerConfig, error) {
 	c := RepartitionerConfig{
 		Job: repartition.JobConfig{
-			Export:        getenv("EXPORT_LOCATION"),
-			Out:           getenv("OUTPUT_LOCATION"),
-			TypeAttribute: getenv("TYPE_ATTRIBUTE"),
-			KeyAttributes: List(getenv("KEY_ATTRIBUTES")),
-			Transform:     getenv("TRANSFORM"),
-			Compression:   repartition.Compression(getenv("COMPRESSION")),
+			Export:           getenv("EXPORT_LOCATION"),
+			Out:              getenv("OUTPUT_LOCATION"),
+			TypeAttribute:    getenv("TYPE_ATTRIBUTE"),
+			VersionAttribute: getenv("VERSION_ATTRIBUTE"),
+			KeyAttributes:    List(getenv("KEY_ATTRIBUTES")),
+			Transform:        getenv("TRANSFORM"),
+			Compression:      repartition.Compression(getenv("COMPRESSION")),
 		},
 		KMSKeyID: getenv("KMS_KEY_ID"),
 		TempDir:  getenv("TMPDIR"),
@@ -174,6 +175,7 @@ func (h *RepartitionerHandler) job(ev RepartitionEvent) repartition.JobConfig {
 	set(&j.Export, e.Export)
 	set(&j.Out, e.Out)
 	set(&j.TypeAttribute, e.TypeAttribute)
+	set(&j.VersionAttribute, e.VersionAttribute)
 	if len(e.KeyAttributes) > 0 {
 		j.KeyAttributes = e.KeyAttributes
 	}

@@ -110,9 +110,11 @@ func TestLoadRepartitionerConfig(t *testing.T) {
 		}
 	}
 	c, err := function.LoadRepartitionerConfig(func(k string) string {
-		return map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3"}[k]
+		return map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3",
+			"TYPE_ATTRIBUTE": "kind", "VERSION_ATTRIBUTE": "rev", "KEY_ATTRIBUTES": "Id"}[k]
 	}, repartition.DefaultTransforms())
-	if err != nil || c.Job.Compression != repartition.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 {
+	if err != nil || c.Job.Compression != repartition.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 ||
+		c.Job.TypeAttribute != "kind" || c.Job.VersionAttribute != "rev" || strings.Join(c.Job.KeyAttributes, ",") != "Id" {
 		t.Errorf("config %+v, %v", c, err)
 	}
 }

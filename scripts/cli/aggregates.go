@@ -81,6 +81,6 @@ func printView(out *bufio.Writer, v *projections.View) {
 		fmt.Fprintf(out, "%-*s %s\n", width, quote.Printable(k.Projection)+"  "+quote.Printable(k.Key), strings.Join(parts, " "))
 	}
 	if len(v.Rows) > 0 {
-		fmt.Fprintf(out, "%d materialised rows (see --json, or `tributary leaderboard`)\n", len(v.Rows))
+		fmt.Fprintf(out, "%d materialised rows (see --json, or rows --projection NAME --partition KEY)\n", len(v.Rows))
 	}
 }

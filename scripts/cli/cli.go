@@ -39,6 +39,13 @@ type Options struct {
 	// Transforms are the repartition transforms `repartition --transform`
 	// can name (the stock binary's: comments-table).
 	Transforms []*repartition.Transform
+	// TypeAttribute is the item attribute holding the entity type that
+	// Projections dispatch on (the functions' TYPE_ATTRIBUTE); default
+	// EntityType. A --projections spec brings its own.
+	TypeAttribute string
+	// VersionAttribute is the item attribute holding its version number
+	// (the functions' VERSION_ATTRIBUTE); default version.
+	VersionAttribute string
 	// Commands are added to the standard ones, after them in the usage
 	// (the stock binary adds Demo and Leaderboard). A command with the name
 	// of a standard one replaces it.
@@ -79,9 +86,11 @@ type env struct {
 	// set is the projection set commands run: the binary's
 	// (Options.Projections), or a --projections spec's.
 	set *projections.Set
-	// typeAttr is the entity-type attribute the set reads: a spec's, or ""
-	// for the decoders' default.
-	typeAttr string
+	// typeAttr is the entity-type attribute the set reads: a spec's, the
+	// Options', or "" for the decoders' default; typeAttrFrom says whose.
+	typeAttr, typeAttrFrom string
+	// versionAttr is the Options' version attribute ("" for the default).
+	versionAttr string
 	// extra are the Options' commands.
 	extra []Command
 	// transforms are the Options' transforms, by name.
@@ -172,7 +181,12 @@ func Run(ctx context.Context, opts Options, args []string, stdin io.Reader, stdo
 	for _, t := range opts.Transforms {
 		reg.Register(t)
 	}
-	return run(ctx, &env{stdout: stdout, stderr: stderr, stdin: stdin, set: opts.Projections, extra: opts.Commands, transforms: reg}, args)
+	return run(ctx, &env{
+		stdout: stdout, stderr: stderr, stdin: stdin,
+		set: opts.Projections, extra: opts.Commands, transforms: reg,
+		typeAttr: opts.TypeAttribute, typeAttrFrom: "this binary's projections (cli.Options.TypeAttribute)",
+		versionAttr: opts.VersionAttribute,
+	}, args)
 }
 
 // run executes one command line and returns the process exit code.
@@ -262,21 +276,45 @@ func (e *env) withSpec(file string) (*env, error) {
 		return nil, fmt.Errorf("--projections %s: %w", file, err)
 	}
 	with := *e
-	with.set, with.typeAttr = set, sp.TypeAttribute()
+	with.set, with.typeAttr, with.typeAttrFrom = set, sp.TypeAttribute(), "the projection spec "+file
 	return &with, nil
 }
 
 // typeAttribute returns the entity-type attribute a command reads: the one
-// its flag gives (flag "" means not given), which must then agree with a
-// spec's, else the spec's, else the decoders' default.
+// its flag gives (flag "" means not given), which must then agree with the
+// projections' (a spec's or the Options'), else the projections', else the
+// decoders' default.
 func (e *env) typeAttribute(flagValue string) (string, error) {
 	switch {
 	case flagValue != "" && e.typeAttr != "" && flagValue != e.typeAttr:
-		return "", fmt.Errorf("%w: --type-attribute %q, but the projection spec reads the entity type from %q", errUsage, flagValue, e.typeAttr)
+		return "", fmt.Errorf("%w: --type-attribute %q, but %s read the entity type from %q", errUsage, flagValue, e.typeAttrFrom, e.typeAttr)
 	case flagValue != "":
 		return flagValue, nil
 	case e.typeAttr != "":
 		return e.typeAttr, nil
 	}
 	return pipeline.DefaultTypeAttribute, nil
+}
+
+// attrFlags are the item attributes a command that decodes changes for the
+// projections reads: --type-attribute and --version-attribute.
+type attrFlags struct{ typeAttr, versionAttr string }
+
+func (f *attrFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.typeAttr, "type-attribute", "", "the item attribute holding the entity type (the functions' TYPE_ATTRIBUTE; default the projections', or EntityType)")
+	fs.StringVar(&f.versionAttr, "version-attribute", "", "the item attribute holding its version number (the functions' VERSION_ATTRIBUTE; default version)")
+}
+
+// decodeOptions returns the decoders' options for e's projections and the
+// flags f, after parsing.
+func (e *env) decodeOptions(f attrFlags) (pipeline.Options, error) {
+	ta, err := e.typeAttribute(f.typeAttr)
+	if err != nil {
+		return pipeline.Options{}, err
+	}
+	va := f.versionAttr
+	if va == "" {
+		va = e.versionAttr
+	}
+	return pipeline.Options{TypeAttribute: ta, VersionAttribute: va}, nil
 }

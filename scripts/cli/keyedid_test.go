@@ -139,6 +139,18 @@ func TestExportKeyedID(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "none of the key attributes [PK SK]") {
 		t.Errorf("verify with PK/SK: exit %d, %s", code, stderr)
 	}
+
+	// --version-attribute reaches the checks: the catalog's Title (an S)
+	// is no version, so naming it refuses line 1.
+	for _, cmd := range [][]string{
+		{"repartition", "--export", exportDir, "--out", t.TempDir(), "--key-attributes", "Id", "--type-attribute", "ProductCategory", "--version-attribute", "Title"},
+		{"verify", "--projections", spec, "--export", exportDir, "--key-attributes", "Id", "--store", store, "--version-attribute", "Title"},
+	} {
+		code, _, stderr = runCLI(t, cmd...)
+		if code != 1 || !strings.Contains(stderr, "line 1") || !strings.Contains(stderr, "Title: version attribute must be a number, got S") {
+			t.Errorf("%s --version-attribute Title: exit %d, %s", cmd[0], code, stderr)
+		}
+	}
 }
 
 // readParts returns the uncompressed parts of one entity's output.

@@ -30,10 +30,16 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	archiveTo := fs.String("archive", "", "also run the archiver's handler: write the events' TTL removals to this directory or s3://bucket/prefix")
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
 	specFile := specFlag(fs)
+	var af attrFlags
+	af.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	e, err = e.withSpec(*specFile)
+	if err != nil {
+		return err
+	}
+	decode, err := e.decodeOptions(af)
 	if err != nil {
 		return err
 	}
@@ -55,7 +61,7 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	cfg := pipeline.Config{Logger: log, Options: pipeline.Options{TypeAttribute: e.typeAttr}}
+	cfg := pipeline.Config{Logger: log, Options: decode}
 	var archiver *archive.Handler
 	if *archiveTo != "" {
 		putter, prefix, err := openArchive(ctx, *archiveTo)

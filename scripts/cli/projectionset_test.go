@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,5 +137,58 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestTypeAttribute: a team binary whose projections dispatch on another
+// attribute (Options.TypeAttribute, or --type-attribute) processes, and
+// without it every record is one of no projection's: the same events then
+// leave no aggregate. A flag that contradicts the binary's is refused.
+func TestTypeAttribute(t *testing.T) {
+	data, err := os.ReadFile(fixtures + "streams/event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(t.TempDir(), "kind.json")
+	if err := os.WriteFile(events, bytes.ReplaceAll(data, []byte(`"EntityType"`), []byte(`"kind"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	set := projections.MustSet(teamOrders{})
+	tests := []struct {
+		name   string
+		opts   Options
+		flags  []string
+		orders bool // the aggregates hold orders-per-user counts
+	}{
+		{"Options.TypeAttribute", Options{Projections: set, TypeAttribute: "kind"}, nil, true},
+		{"--type-attribute", Options{Projections: set}, []string{"--type-attribute", "kind"}, true},
+		{"neither", Options{Projections: set}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, stdout, stderr := runWith(t, tt.opts, append([]string{"process", "--events", events, "--store", dir}, tt.flags...)...)
+			if code != 0 {
+				t.Fatalf("process: exit %d\n%s%s", code, stdout, stderr)
+			}
+			code, out, stderr := runWith(t, tt.opts, "aggregates", "--store", dir, "--json")
+			if code != 0 {
+				t.Fatalf("aggregates: exit %d %s", code, stderr)
+			}
+			if got := strings.Contains(out, `"orders"`); got != tt.orders {
+				t.Errorf("aggregates hold orders: %t, want %t\n%s", got, tt.orders, out)
+			}
+		})
+	}
+	opts := Options{Projections: set, TypeAttribute: "kind"}
+	for _, cmd := range [][]string{
+		{"process", "--events", events, "--store", t.TempDir()},
+		{"redrive", "--from", "../../pipeline/redrive/testdata/destination", "--store", t.TempDir()},
+		{"replay", "--from", "kinesis://app-changes", "--store", t.TempDir()},
+	} {
+		code, _, stderr := runWith(t, opts, append(cmd, "--type-attribute", "EntityType")...)
+		if code != 2 || !strings.Contains(stderr, `--type-attribute "EntityType", but this binary's projections (cli.Options.TypeAttribute) read the entity type from "kind"`) {
+			t.Errorf("%s with a contradicting --type-attribute: exit %d %s", cmd[0], code, stderr)
+		}
 	}
 }

@@ -32,10 +32,16 @@ func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 	dryRun := fs.Bool("dry-run", false, "decode and decide what would be written; write nothing")
 	verbose := fs.Bool("v", false, "log as JSON to stderr")
 	specFile := specFlag(fs)
+	var af attrFlags
+	af.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	e, err = e.withSpec(*specFile)
+	if err != nil {
+		return err
+	}
+	decode, err := e.decodeOptions(af)
 	if err != nil {
 		return err
 	}
@@ -80,7 +86,7 @@ func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 	}
 	fmt.Fprintf(out, "redrive %s%s\n", where, note)
 	t0 := time.Now()
-	rep, err := redrive.Run(ctx, objs, redrive.Config{Handler: engine, Options: pipeline.Options{TypeAttribute: e.typeAttr}, Logger: log, Each: func(r redrive.ObjectResult) {
+	rep, err := redrive.Run(ctx, objs, redrive.Config{Handler: engine, Options: decode, Logger: log, Each: func(r redrive.ObjectResult) {
 		printRedriven(e, r)
 	}})
 	s := engine.Stats()

@@ -61,6 +61,7 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%w: --max-part-mb must be at least 1", errUsage)
 	}
 	opts := repartition.Options{TypeAttribute: sf.typeAttr, KeyAttributes: sf.keys(), Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5, Takeover: *takeover}
+	opts.Decode.VersionAttribute = sf.versionAttr
 	if *transform != "" {
 		t, err := reg.Lookup(*transform)
 		if err != nil {
@@ -152,6 +153,7 @@ type exportFlags struct {
 	export       string
 	incrementals stringList
 	typeAttr     string
+	versionAttr  string
 	keyAttrs     string
 	skipMD5      bool
 	noManifest   bool
@@ -168,6 +170,7 @@ func (f *exportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.export, "export", "", "the full export: its directory (…/AWSDynamoDB/<ExportId>) or a prefix holding one export; a directory or s3://bucket/prefix (required)")
 	fs.Var(&f.incrementals, "incremental", "an incremental export to apply on top (repeatable; applied in time order)")
 	fs.StringVar(&f.typeAttr, "type-attribute", "", "the entity-type attribute (default the spec's, or EntityType)")
+	fs.StringVar(&f.versionAttr, "version-attribute", "", "the items' version attribute, which must be a non-negative integer where present (default version)")
 	fs.StringVar(&f.keyAttrs, "key-attributes", "", "the table's key attributes, comma-separated, e.g. Id or PK,SK (default: the incremental exports' keys, or PK,SK)")
 	fs.BoolVar(&f.skipMD5, "skip-md5", false, "do not hash data files nor check them against the manifest's md5Checksum (faster; gzip CRCs and item counts are still checked)")
 	fs.BoolVar(&f.noManifest, "allow-missing-manifest", false, "read an export directory without manifests (e.g. a local server's export): nothing can be reconciled")
@@ -206,7 +209,7 @@ func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export
 		}
 		incs = append(incs, inc)
 	}
-	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: f.typeAttr, KeyAttributes: f.keys()}, f.skipMD5)
+	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: f.typeAttr, VersionAttribute: f.versionAttr, KeyAttributes: f.keys()}, f.skipMD5)
 	if err != nil {
 		return nil, nil, err
 	}

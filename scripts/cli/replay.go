@@ -44,7 +44,8 @@ type replayFlags struct {
 	store                        storeFlags
 	dryRun, restart, verbose     bool
 	checkpointDir, checkpointTab string
-	typeAttr                     string // the projections' entity-type attribute ("" for the default)
+	attrs                        attrFlags
+	decode                       pipeline.Options // the projections' attributes, from attrs
 	batch, concurrency           int
 	limit                        int64
 }
@@ -67,6 +68,7 @@ func runReplay(ctx context.Context, e *env, args []string) (err error) {
 	fs.Int64Var(&f.limit, "limit", 0, "stop after applying this many records; the next run resumes (0: no limit)")
 	fs.BoolVar(&f.verbose, "v", false, "log as JSON to stderr")
 	specFile := specFlag(fs)
+	f.attrs.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -74,7 +76,9 @@ func runReplay(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	f.typeAttr = e.typeAttr
+	if f.decode, err = e.decodeOptions(f.attrs); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
@@ -267,7 +271,7 @@ func (f *replayFlags) awsConfig(ctx context.Context) (aws.Config, error) {
 
 func (f *replayFlags) source(ctx context.Context, cfg aws.Config, plan replayPlan) (shardread.Source, string, error) {
 	if name, ok := strings.CutPrefix(f.from, "kinesis://"); ok {
-		return kinesisread.New(kinesis.NewFromConfig(cfg), name, pipeline.Options{TypeAttribute: f.typeAttr}), f.from, nil
+		return kinesisread.New(kinesis.NewFromConfig(cfg), name, f.decode), f.from, nil
 	}
 	table := strings.TrimPrefix(f.from, "streams://")
 	client := dynamodbstreams.NewFromConfig(cfg)
@@ -278,7 +282,7 @@ func (f *replayFlags) source(ctx context.Context, cfg aws.Config, plan replayPla
 	if plan.until.IsZero() && plan.spec.Start.Type == shardread.AtTimestamp && time.Since(plan.spec.Start.Time) > 24*time.Hour {
 		return nil, "", fmt.Errorf("%w: --start %s is more than 24 hours ago: DynamoDB Streams keeps a day; replay from Kinesis or an export", errUsage, plan.spec)
 	}
-	return streamsread.New(client, arn, pipeline.Options{TypeAttribute: f.typeAttr}), "streams://" + arn, nil
+	return streamsread.New(client, arn, f.decode), "streams://" + arn, nil
 }
 
 // target opens the store to write to: --store, --table or a new table for

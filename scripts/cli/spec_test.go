@@ -63,7 +63,7 @@ func TestSpecFlag(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `\"EntityType\":{\"S\":[\"Ticket\"]}`) {
 		t.Errorf("filters --projections: exit %d\n%s", code, out)
 	}
-	if code, _, stderr := runCLI(t, "filters", "--projections", ticketsSpec, "--type-attribute", "kind"); code != 2 || !strings.Contains(stderr, `the projection spec reads the entity type from "EntityType"`) {
+	if code, _, stderr := runCLI(t, "filters", "--projections", ticketsSpec, "--type-attribute", "kind"); code != 2 || !strings.Contains(stderr, "the projection spec "+ticketsSpec+` read the entity type from "EntityType"`) {
 		t.Errorf("filters with another type attribute: exit %d %s", code, stderr)
 	}
 }

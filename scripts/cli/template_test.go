@@ -517,10 +517,27 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 			t.Errorf("%s: PROJECTIONS_FILE for desk/projections.yaml: %v %v", name, got, err)
 		}
 	}
-	// The repartitioner checks whole items against the table's keys.
-	rvars, _ := props(fns["Repartitioner"])["Environment"].(obj)["Variables"].(obj)
-	if got, err := tp.eval(rvars["KEY_ATTRIBUTES"], map[string]string{"KeyAttributes": "Id"}); err != nil || got != "Id" {
-		t.Errorf("Repartitioner: KEY_ATTRIBUTES %v (%v), want the KeyAttributes parameter", rvars["KEY_ATTRIBUTES"], err)
+	// Each function reads the table's attributes it needs from the
+	// parameters: a table whose attributes have other names deploys the
+	// stock template unchanged.
+	reads := map[string]map[string]string{
+		"Projector":        {"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute"},
+		"KinesisProjector": {"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute"},
+		"Archiver":         {"TYPE_ATTRIBUTE": "TypeAttribute", "TTL_ATTRIBUTE": "TTLAttribute"},
+		"Repartitioner":    {"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute", "KEY_ATTRIBUTES": "KeyAttributes"},
+	}
+	for name, want := range reads {
+		fn, ok := fns[name]
+		if !ok {
+			t.Errorf("no function %s", name)
+			continue
+		}
+		vars, _ := props(fn)["Environment"].(obj)["Variables"].(obj)
+		for env, param := range want {
+			if got, err := tp.eval(vars[env], map[string]string{param: "Id"}); err != nil || got != "Id" {
+				t.Errorf("%s: %s %v (%v), want the %s parameter", name, env, vars[env], err, param)
+			}
+		}
 	}
 	rules, _ := tp.obj["Rules"].(obj)
 	if rules["ProjectionsNeedTheLayer"] == nil || rules["SpecOrMains"] == nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/quote"
-	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/verify"
 )
@@ -32,10 +31,12 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	typeAttr, err := e.typeAttribute(xf.typeAttr)
+	decode, err := e.decodeOptions(attrFlags{typeAttr: xf.typeAttr, versionAttr: xf.versionAttr})
 	if err != nil {
 		return err
 	}
+	decode.KeyAttributes = xf.keys()
+	xf.typeAttr, xf.versionAttr = decode.TypeAttribute, decode.VersionAttribute
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
@@ -69,7 +70,7 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	start := time.Now()
-	want, items, err := verify.Recompute(ctx, src, overlay, pipeline.Options{TypeAttribute: typeAttr, KeyAttributes: xf.keys()}, xf.skipMD5, ps...)
+	want, items, err := verify.Recompute(ctx, src, overlay, decode, xf.skipMD5, ps...)
 	if err != nil {
 		return err
 	}

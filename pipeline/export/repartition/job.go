@@ -19,6 +19,7 @@ type JobConfig struct {
 	Out          string   `json:"out"`
 
 	TypeAttribute        string      `json:"typeAttribute,omitempty"`
+	VersionAttribute     string      `json:"versionAttribute,omitempty"`
 	KeyAttributes        []string    `json:"keyAttributes,omitempty"`
 	Transform            string      `json:"transform,omitempty"`
 	Compression          Compression `json:"compression,omitempty"`
@@ -74,7 +75,7 @@ func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location
 		}
 		incs = append(incs, inc)
 	}
-	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: cfg.TypeAttribute, KeyAttributes: cfg.KeyAttributes}, cfg.SkipMD5)
+	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: cfg.TypeAttribute, VersionAttribute: cfg.VersionAttribute, KeyAttributes: cfg.KeyAttributes}, cfg.SkipMD5)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +88,7 @@ func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location
 		return nil, err
 	}
 	opts := Options{TypeAttribute: cfg.TypeAttribute, KeyAttributes: cfg.KeyAttributes, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover}
+	opts.Decode.VersionAttribute = cfg.VersionAttribute
 	if cfg.ExecutionID != "" {
 		opts.Owner = objstore.Owner{ID: cfg.ExecutionID, Started: time.Now().UTC(), What: "repartition of " + cfg.Export}
 	}
