@@ -539,6 +539,12 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 			}
 		}
 	}
+	// A team nests the template as an AWS::Serverless::Application, which
+	// takes at most 60 parameters (the SAM developer guide, "Reuse code and
+	// resources using nested applications").
+	if params, _ := tp.obj["Parameters"].(obj); len(params) > 60 {
+		t.Errorf("%d parameters: a nested application may have at most 60", len(params))
+	}
 	rules, _ := tp.obj["Rules"].(obj)
 	if rules["ProjectionsNeedTheLayer"] == nil || rules["SpecOrMains"] == nil {
 		t.Errorf("rules %v: want ProjectionsNeedTheLayer and SpecOrMains", slices.Sorted(maps.Keys(rules)))
