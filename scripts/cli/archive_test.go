@@ -298,3 +298,40 @@ func TestRestoreTableIntegration(t *testing.T) {
 	}
 	compare(t, got, itemsOf(t, event))
 }
+
+// TestProcessArchiveTTLAttribute: process --archive dates an item by the
+// attribute --ttl-attribute names; without it, the item (whose expiry is
+// under another name) is dated by its removal, a day later here.
+func TestProcessArchiveTTLAttribute(t *testing.T) {
+	data, err := os.ReadFile(fixtures + "streams/event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.ReplaceAll(data, []byte(`"ttl": {"N": "1795996800"}`), []byte(`"expiresAt": {"N": "1795910400"}`))
+	events := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(events, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for flags, date := range map[string]string{"--ttl-attribute=expiresAt": "date=2026-11-29", "": "date=2026-11-30"} {
+		out := t.TempDir()
+		args := []string{"process", "--events", events, "--store", t.TempDir(), "--archive", out}
+		if flags != "" {
+			args = append(args, flags)
+		}
+		if code, stdout, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+		var keys []string
+		if err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				keys = append(keys, filepath.ToSlash(strings.TrimPrefix(p, out+string(filepath.Separator))))
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 1 || !strings.HasPrefix(keys[0], "entity=Comment/"+date+"/") {
+			t.Errorf("%q: archive objects %v, want one under entity=Comment/%s/", flags, keys, date)
+		}
+	}
+}

@@ -28,6 +28,7 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	fs.Var(&files, "events", "captured Lambda event file (DynamoDB Streams or Kinesis form); repeat for several")
 	format := fs.String("format", "", "event form: streams or kinesis (default: told from each file's structure: its records' eventSource)")
 	archiveTo := fs.String("archive", "", "also run the archiver's handler: write the events' TTL removals to this directory or s3://bucket/prefix")
+	ttlAttr := fs.String("ttl-attribute", "", "with --archive: the table's TTL attribute, which dates archived items (the archiver's TTL_ATTRIBUTE; default ttl)")
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
 	specFile := specFlag(fs)
 	var af attrFlags
@@ -68,7 +69,7 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		archiver = archive.New(putter, archive.Options{Prefix: prefix, Logger: log})
+		archiver = archive.New(putter, archive.Options{Prefix: prefix, TTLAttribute: *ttlAttr, Logger: log})
 	}
 	failed := false
 	for _, name := range files {
