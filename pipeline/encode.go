@@ -98,8 +98,10 @@ func AppendValue(buf []byte, av types.AttributeValue) []byte {
 	return append(buf, '}')
 }
 
-// scalarString renders a key attribute's value for people.
-func scalarString(av types.AttributeValue) string {
+// KeyValue renders a key attribute's value for people, as DynamoDB JSON
+// writes it: an S or an N as it is, a B in base64 (the types a key can
+// have); any other value in DynamoDB JSON, nil as "<nil>".
+func KeyValue(av types.AttributeValue) string {
 	switch v := av.(type) {
 	case *types.AttributeValueMemberS:
 		return v.Value

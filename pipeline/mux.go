@@ -148,7 +148,7 @@ func KeyString(keys Item) string {
 		}
 		b.WriteString(k)
 		b.WriteByte('=')
-		b.WriteString(scalarString(keys[k]))
+		b.WriteString(KeyValue(keys[k]))
 	}
 	return b.String()
 }

@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -56,22 +55,22 @@ func (e *ItemError) SetKeys(item pipeline.Item, partition, sort string) *ItemErr
 	return e
 }
 
-// keyValue returns the value of key attribute name as DynamoDB JSON writes
-// it (a key is an S, an N or a B: a B in base64), or "" if it is absent or
-// of another type: it serves error messages.
+// keyValue returns the value of key attribute name as pipeline.KeyValue
+// renders it, or "" if it is absent, nil or of a type no key has: it
+// serves error messages.
 func keyValue(item pipeline.Item, name string) string {
 	switch v := item[name].(type) {
 	case *types.AttributeValueMemberS:
 		if v != nil {
-			return v.Value
+			return pipeline.KeyValue(v)
 		}
 	case *types.AttributeValueMemberN:
 		if v != nil {
-			return v.Value
+			return pipeline.KeyValue(v)
 		}
 	case *types.AttributeValueMemberB:
 		if v != nil {
-			return base64.StdEncoding.EncodeToString(v.Value)
+			return pipeline.KeyValue(v)
 		}
 	}
 	return ""

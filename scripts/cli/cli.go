@@ -305,6 +305,29 @@ func (f *attrFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.versionAttr, "version-attribute", "", "the item attribute holding its version number (the functions' VERSION_ATTRIBUTE; default version)")
 }
 
+// projectionFlags are the command line of a command that runs projections
+// over decoded changes: --projections and the attrFlags.
+type projectionFlags struct {
+	spec  *string
+	attrs attrFlags
+}
+
+func (f *projectionFlags) register(fs *flag.FlagSet) {
+	f.spec = specFlag(fs)
+	f.attrs.register(fs)
+}
+
+// withProjections returns e with the spec of f applied (withSpec), and the
+// decoders' options for its projections (decodeOptions), after parsing.
+func (e *env) withProjections(f projectionFlags) (*env, pipeline.Options, error) {
+	with, err := e.withSpec(*f.spec)
+	if err != nil {
+		return nil, pipeline.Options{}, err
+	}
+	decode, err := with.decodeOptions(f.attrs)
+	return with, decode, err
+}
+
 // decodeOptions returns the decoders' options for e's projections and the
 // flags f, after parsing.
 func (e *env) decodeOptions(f attrFlags) (pipeline.Options, error) {

@@ -30,17 +30,12 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	archiveTo := fs.String("archive", "", "also run the archiver's handler: write the events' TTL removals to this directory or s3://bucket/prefix")
 	ttlAttr := fs.String("ttl-attribute", "", "with --archive: the table's TTL attribute, which dates archived items (the archiver's TTL_ATTRIBUTE; default ttl)")
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
-	specFile := specFlag(fs)
-	var af attrFlags
-	af.register(fs)
+	var pf projectionFlags
+	pf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	e, err = e.withSpec(*specFile)
-	if err != nil {
-		return err
-	}
-	decode, err := e.decodeOptions(af)
+	e, decode, err := e.withProjections(pf)
 	if err != nil {
 		return err
 	}

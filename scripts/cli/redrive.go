@@ -31,17 +31,12 @@ func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 	sf.register(fs)
 	dryRun := fs.Bool("dry-run", false, "decode and decide what would be written; write nothing")
 	verbose := fs.Bool("v", false, "log as JSON to stderr")
-	specFile := specFlag(fs)
-	var af attrFlags
-	af.register(fs)
+	var pf projectionFlags
+	pf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	e, err = e.withSpec(*specFile)
-	if err != nil {
-		return err
-	}
-	decode, err := e.decodeOptions(af)
+	e, decode, err := e.withProjections(pf)
 	if err != nil {
 		return err
 	}

@@ -44,8 +44,8 @@ type replayFlags struct {
 	store                        storeFlags
 	dryRun, restart, verbose     bool
 	checkpointDir, checkpointTab string
-	attrs                        attrFlags
-	decode                       pipeline.Options // the projections' attributes, from attrs
+	projs                        projectionFlags
+	decode                       pipeline.Options // the projections' attributes, from projs
 	batch, concurrency           int
 	limit                        int64
 }
@@ -67,16 +67,11 @@ func runReplay(ctx context.Context, e *env, args []string) (err error) {
 	fs.IntVar(&f.concurrency, "concurrency", 4, "shards read at once (children wait for their parents)")
 	fs.Int64Var(&f.limit, "limit", 0, "stop after applying this many records; the next run resumes (0: no limit)")
 	fs.BoolVar(&f.verbose, "v", false, "log as JSON to stderr")
-	specFile := specFlag(fs)
-	f.attrs.register(fs)
+	f.projs.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	e, err = e.withSpec(*specFile)
-	if err != nil {
-		return err
-	}
-	if f.decode, err = e.decodeOptions(f.attrs); err != nil {
+	if e, f.decode, err = e.withProjections(f.projs); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,23 +147,4 @@ func TestRuntimeEmulatorTeamProjections(t *testing.T) {
 			t.Errorf("a filter without Ticket did not stop the init:\n%s", out)
 		}
 	})
-}
-
-// invokeRaw posts one event and returns the emulator's answer, whatever its
-// status: for a function whose init fails.
-func (e *emulator) invokeRaw(t *testing.T, event []byte) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(event))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer func() { _ = res.Body.Close() }()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
 }
