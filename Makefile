@@ -5,7 +5,7 @@
 #   make test-unit         fast tests; integration tests skip without a server
 #   make example           the worked example module (examples/tickets) against this checkout
 #   make test-integration  integration tests against a local moto server
-#   make build             Lambda bootstraps for functions/* into bin/<name>/
+#   make build             Lambda bootstraps for functions/cmd/* into bin/<name>/
 #   make template-check    the SAM template through the AWS toolchain; functions under the Lambda emulator
 
 SHELL := bash
@@ -75,15 +75,14 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## build: linux/arm64 Lambda bootstraps, bin/<name>/bootstrap per functions/<name>/
+## build: linux/arm64 Lambda bootstraps, bin/<name>/bootstrap per functions/cmd/<name>/
 build:
-	@for dir in functions/*/; do \
+	@for dir in functions/cmd/*/; do \
 		[[ -d "$$dir" ]] || continue; \
 		name=$$(basename "$$dir"); \
-		[[ "$$($(GO) list -f '{{.Name}}' "./functions/$$name" 2>/dev/null)" == main ]] || continue; \
 		echo "build: bin/$$name/bootstrap"; \
 		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc \
-			-ldflags "-s -w" -o "bin/$$name/bootstrap" "./functions/$$name"; \
+			-ldflags "-s -w" -o "bin/$$name/bootstrap" "./functions/cmd/$$name"; \
 	done
 
 ## demo: run the end-to-end demo

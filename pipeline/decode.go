@@ -17,15 +17,10 @@ import (
 
 // Options configures decoding. The zero value is ready to use.
 type Options struct {
-	// TypeAttribute names the attribute holding an item's entity type.
-	// Default "EntityType".
-	TypeAttribute string
-	// VersionAttribute names the attribute holding an item's version number.
-	// Default "version".
-	VersionAttribute string
-	// KeyAttributes names the table's key attributes, used where a source
-	// gives whole items but no keys (full export lines). Default PK, SK.
-	KeyAttributes []string
+	// Schema names the attributes the decoders read: the entity type, the
+	// version, and the key attributes where a source gives whole items but
+	// no keys (full export lines).
+	Schema
 	// MaxRecordBytes rejects a record whose JSON is larger: a record of a
 	// Lambda event, the data of a Kinesis record, an export line. The
 	// default, and the most it can be, is the format's limit, which no
@@ -36,23 +31,9 @@ type Options struct {
 	MaxRecordBytes int
 }
 
-// Defaults for Options.
-const (
-	DefaultTypeAttribute    = "EntityType"
-	DefaultVersionAttribute = "version"
-)
-
 // withDefaults fills in the defaults; limit is the format's record limit.
 func (o Options) withDefaults(limit int) Options {
-	if o.TypeAttribute == "" {
-		o.TypeAttribute = DefaultTypeAttribute
-	}
-	if o.VersionAttribute == "" {
-		o.VersionAttribute = DefaultVersionAttribute
-	}
-	if len(o.KeyAttributes) == 0 {
-		o.KeyAttributes = []string{"PK", "SK"}
-	}
+	o.Schema = o.Schema.WithDefaults()
 	if o.MaxRecordBytes <= 0 || o.MaxRecordBytes > limit {
 		o.MaxRecordBytes = limit
 	}

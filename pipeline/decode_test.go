@@ -323,7 +323,7 @@ func TestConfigurableAttributes(t *testing.T) {
 	ev := []byte(`{"Records":[{"eventID":"1","eventName":"INSERT","eventSourceARN":"arn:aws:dynamodb:us-east-1:1:table/t/stream/x",
 	"dynamodb":{"ApproximateCreationDateTime":1767225600,"Keys":{"id":{"S":"a"}},"NewImage":{"id":{"S":"a"},"kind":{"S":"Order"},"rev":{"N":"9"}},
 	"SequenceNumber":"100","SizeBytes":10,"StreamViewType":"NEW_AND_OLD_IMAGES"}}]}`)
-	cs, err := pipeline.DecodeStreamsEvent(ev, pipeline.Options{TypeAttribute: "kind", VersionAttribute: "rev"})
+	cs, err := pipeline.DecodeStreamsEvent(ev, pipeline.Options{Schema: pipeline.Schema{TypeAttribute: "kind", VersionAttribute: "rev"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -348,6 +348,10 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 	for _, p := range ps {
 		con, err := contribute(p, c.New)
 		if err != nil {
+			var ie *ItemError
+			if errors.As(err, &ie) && ie.Projection == p.Name() {
+				return set, err // it names the projection and the item already
+			}
 			return set, fmt.Errorf("projection %s, item %s: %w", p.Name(), pipeline.KeyString(c.Keys), err)
 		}
 		for _, ctr := range con.Counters {

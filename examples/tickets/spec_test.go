@@ -14,7 +14,8 @@ import (
 
 	"example.com/tickets"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/kinesisprojector"
+	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -142,14 +143,14 @@ func TestSpecAgreesWithGo(t *testing.T) {
 func TestSpecProjector(t *testing.T) {
 	for _, f := range []struct {
 		file string
-		new  func(context.Context, function.ProjectorConfig, projections.Table, *projections.Set, *slog.Logger, io.Writer) (*pipeline.Processor, error)
+		new  func(context.Context, projector.Config, projections.Table, *projections.Environment, *slog.Logger, io.Writer) (*pipeline.Processor, error)
 	}{
-		{"streams-event.json", function.NewStreamsProjector},
-		{"kinesis-event.json", function.NewKinesisProjector},
+		{"streams-event.json", projector.New},
+		{"kinesis-event.json", kinesisprojector.New},
 	} {
 		t.Run(f.file, func(t *testing.T) {
 			st := boltstoretest.Open(t)
-			p, err := f.new(context.Background(), function.ProjectorConfig{Table: "desk-aggregates"}, st, specSet(t), quiet(), io.Discard)
+			p, err := f.new(context.Background(), projector.Config{Table: "desk-aggregates"}, st, &projections.Environment{Projections: specSet(t)}, quiet(), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,7 +29,22 @@ import (
 	"github.com/tributary/tributary/projections/decimal"
 )
 
-// Set is the desk's projection set: what its functions and its CLI run.
+// Environment is the desk table's environment, what its functions and its
+// CLI run: its projections and transforms, and its attributes (EntityType,
+// version, PK and SK, ttl: the defaults, named here so that every entry
+// point checks what it is told against them).
+func Environment() *projections.Environment {
+	return &projections.Environment{
+		Schema: pipeline.Schema{
+			TypeAttribute: "EntityType", VersionAttribute: "version",
+			KeyAttributes: []string{"PK", "SK"}, TTLAttribute: "ttl",
+		},
+		Projections: Set(),
+		Transforms:  Transforms(),
+	}
+}
+
+// Set is the desk's projection set.
 func Set() *projections.Set { return projections.MustSet(QueueStatus{}, OpenTickets{}) }
 
 // QueueStatus counts tickets and sums the minutes spent on them, per queue

@@ -15,7 +15,8 @@ import (
 
 	"example.com/tickets"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/kinesisprojector"
+	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -84,7 +85,7 @@ func invoke(t *testing.T, p *pipeline.Processor, file string) {
 // projector function, as its main builds it, into the embedded store.
 func TestStreamsProjector(t *testing.T) {
 	st := boltstoretest.Open(t)
-	p, err := function.NewStreamsProjector(context.Background(), function.ProjectorConfig{Table: "desk-aggregates"}, st, tickets.Set(), quiet(), io.Discard)
+	p, err := projector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, st, tickets.Environment(), quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestStreamsProjector(t *testing.T) {
 // stream, out of order and duplicated, through the Kinesis projector.
 func TestKinesisProjector(t *testing.T) {
 	st := boltstoretest.Open(t)
-	p, err := function.NewKinesisProjector(context.Background(), function.ProjectorConfig{Table: "desk-aggregates"}, st, tickets.Set(), quiet(), io.Discard)
+	p, err := kinesisprojector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, st, tickets.Environment(), quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestKinesisProjector(t *testing.T) {
 // failure, named by its sequence number, and the records before it apply.
 func TestBadTicket(t *testing.T) {
 	st := boltstoretest.Open(t)
-	p, err := function.NewStreamsProjector(context.Background(), function.ProjectorConfig{Table: "desk-aggregates"}, st, tickets.Set(), quiet(), io.Discard)
+	p, err := projector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, st, tickets.Environment(), quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestBadTicket(t *testing.T) {
 // into a store, then print its aggregates and rows.
 func TestCLI(t *testing.T) {
 	dir := t.TempDir()
-	opts := cli.Options{Projections: tickets.Set()}
+	opts := cli.Options{Name: "tickets", Environment: tickets.Environment()}
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer

@@ -7,21 +7,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export/repartition"
+	"github.com/tributary/tributary/projections"
 )
 
-// Transforms are the desk's repartition transforms, for its repartitioner
-// and its tributary.
-func Transforms() []*repartition.Transform { return []*repartition.Transform{TicketsByID()} }
+// Transforms are the desk's transforms, for its repartitioner and its
+// tributary.
+func Transforms() []*projections.Transform { return []*projections.Transform{TicketsByID()} }
 
 // TicketsByID is the transform "tickets-by-id": it re-keys every Ticket for
 // a table keyed by ticket, PK=TICKET#<id>, SK=QUEUE#<queue>, keeping the
 // old keys as queuePK and sourceSK; every other attribute is copied.
-func TicketsByID() *repartition.Transform {
-	return &repartition.Transform{
+func TicketsByID() *projections.Transform {
+	return &projections.Transform{
 		Name:   "tickets-by-id",
 		Doc:    "re-key Ticket items to PK=TICKET#<id>, SK=QUEUE#<queue>, for a table keyed by ticket",
-		ByType: map[string]repartition.TransformFunc{"Ticket": byID},
+		ByType: map[string]projections.TransformFunc{"Ticket": byID},
 	}
 }
 

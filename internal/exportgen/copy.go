@@ -9,6 +9,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline/export/reimport"
 	"github.com/tributary/tributary/pipeline/export/repartition"
+	"github.com/tributary/tributary/projections/seed"
 )
 
 // CopyDir copies a local directory (a checked-in export fixture, say) into
@@ -42,7 +43,7 @@ func SameAsLocal(ctx context.Context, cfg repartition.JobConfig, dir string, out
 			return nil, fmt.Errorf("exportgen.SameAsLocal: %s is not local", l)
 		}
 		return objstore.NewDir(l.Dir).WithoutSync(), nil
-	}, repartition.DefaultTransforms())
+	}, seed.Environment())
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ package quote
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -131,4 +132,16 @@ func needsEscape(r rune, size int) bool {
 		return r < 0x20 || r == 0x7f
 	}
 	return !strconv.IsPrint(r)
+}
+
+// Lines is Printable for a report of several lines: each line is escaped
+// on its own and the line breaks between them are kept, so that a
+// multi-line message (every problem of a spec, one a line) prints as
+// lines while nothing in them can drive the terminal.
+func Lines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }

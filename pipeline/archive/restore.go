@@ -77,7 +77,7 @@ func (a *Archive) Select(ctx context.Context, f Filter, keyAttrs []string) (*Sel
 		return nil, err
 	}
 	s := &Selection{a: a, objects: objs, other: other, keys: keyAttrs, winners: make(map[string]winner)}
-	dec := pipeline.NewExportDecoder(pipeline.Options{KeyAttributes: keyAttrs})
+	dec := pipeline.NewExportDecoder(pipeline.Options{Schema: pipeline.Schema{KeyAttributes: keyAttrs}})
 	for oi, o := range objs {
 		err := a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
 			c, l, err := decodeLine(dec, o.Key, n, line)
@@ -138,7 +138,7 @@ func (s *Selection) Items() int { return len(s.winners) }
 // an object changed since Select so that a winner is no longer where it was,
 // Each fails rather than skip it.
 func (s *Selection) Each(ctx context.Context, fn func(o ObjectInfo, item pipeline.Item, raw json.RawMessage) error) error {
-	dec := pipeline.NewExportDecoder(pipeline.Options{KeyAttributes: s.keys})
+	dec := pipeline.NewExportDecoder(pipeline.Options{Schema: pipeline.Schema{KeyAttributes: s.keys}})
 	emitted := 0
 	for oi, o := range s.objects {
 		err := s.a.ReadLines(ctx, o.Key, func(n int, line []byte) error {

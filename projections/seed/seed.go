@@ -55,3 +55,11 @@ func All() []projections.Projection {
 		&CartContents{},
 	}
 }
+
+// Environment returns the seed tables' environment: the default attributes
+// (EntityType, version, PK and SK, ttl), every seed projection and the
+// comments-table transform. It loads no spec: a main that takes one sets
+// LoadSpec (spec.Load), as the stock mains do.
+func Environment() *projections.Environment {
+	return &projections.Environment{Projections: Set(), Transforms: []*projections.Transform{CommentsTable()}}
+}

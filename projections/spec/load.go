@@ -142,7 +142,7 @@ func (l *loader) list(n *node, path string) ([]*node, bool) {
 
 // spec reads the document.
 func (l *loader) spec(root *node) *Spec {
-	f := l.fields(root, "", "version", "typeAttribute", "keyAttributes", "projections")
+	f := l.fields(root, "", "version", "typeAttribute", "versionAttribute", "keyAttributes", "ttlAttribute", "projections")
 	if f == nil {
 		return nil
 	}
@@ -166,9 +166,26 @@ func (l *loader) spec(root *node) *Spec {
 			s.typeAttribute = t
 		}
 	}
-	keyAttrs := []string{"PK", "SK"}
+	if n, ok := f["versionAttribute"]; ok {
+		if v, ok := l.nonEmpty(n, "versionAttribute"); ok {
+			s.schema.VersionAttribute = v
+		}
+	}
+	if n, ok := f["ttlAttribute"]; ok {
+		if v, ok := l.nonEmpty(n, "ttlAttribute"); ok {
+			s.schema.TTLAttribute = v
+		}
+	}
+	keyAttrs := pipeline.DefaultKeyAttributes()
 	if n, ok := f["keyAttributes"]; ok {
 		keyAttrs = l.keyAttributes(n)
+		s.schema.KeyAttributes = keyAttrs
+	}
+	s.schema.TypeAttribute = s.typeAttribute
+	if err := s.schema.Validate(); err != nil && len(l.probs) == 0 {
+		for _, e := range unjoin(err) {
+			l.problem(root.line, "", "%v", e)
+		}
 	}
 	pn, ok := f["projections"]
 	if !ok {
@@ -195,7 +212,7 @@ func (l *loader) spec(root *node) *Spec {
 func (l *loader) keyAttributes(n *node) []string {
 	items, ok := l.list(n, "keyAttributes")
 	if !ok {
-		return []string{"PK", "SK"}
+		return pipeline.DefaultKeyAttributes()
 	}
 	if len(items) < 1 || len(items) > 2 {
 		l.problem(n.line, "keyAttributes", "want one or two names (the partition key's and, if the table has one, the sort key's), got %d", len(items))
@@ -210,9 +227,17 @@ func (l *loader) keyAttributes(n *node) []string {
 		}
 	}
 	if len(out) == 0 {
-		return []string{"PK", "SK"}
+		return pipeline.DefaultKeyAttributes()
 	}
 	return out
+}
+
+// unjoin returns the errors that errors.Join joined into err, or err.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // projection reads projections[i]; nil if it has a problem.

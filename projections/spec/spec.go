@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )
 
@@ -42,7 +43,10 @@ const Version = 1
 // It is immutable and safe for concurrent use, and so are its projections.
 type Spec struct {
 	typeAttribute string
-	projections   []*Projection
+	// schema holds the attributes the spec declares (its type attribute
+	// always: EntityType when it names none).
+	schema      pipeline.Schema
+	projections []*Projection
 }
 
 // LoadFile reads and loads the spec file at path (see Parse).
@@ -54,19 +58,28 @@ func LoadFile(path string) (*Spec, error) {
 	return Parse(path, data)
 }
 
-// LoadSet loads the spec file at path and returns its projection set and
-// the attribute its items keep their entity type in (TypeAttribute): the
-// loader a function's main passes to function.WithSpecs.
-func LoadSet(path string) (*projections.Set, string, error) {
+// Load loads the spec file at path as a table's environment: the
+// attributes the spec declares (its type attribute always, EntityType
+// when it names none; the others only where it names them) and its
+// projection set. Its LoadSpec is Load, so that a binary whose environment
+// comes from a spec can load others: the stock mains' and the stock tool's
+// environments set it.
+func Load(path string) (*projections.Environment, error) {
 	sp, err := LoadFile(path)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	set, err := sp.Set()
+	return sp.Environment(path)
+}
+
+// Environment returns the spec's environment (see Load); name names the
+// spec in errors.
+func (s *Spec) Environment(name string) (*projections.Environment, error) {
+	set, err := s.Set()
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return set, sp.TypeAttribute(), nil
+	return &projections.Environment{Schema: s.schema, Projections: set, LoadSpec: Load}, nil
 }
 
 // Parse loads a spec from data. name is the file's name: it prefixes every
@@ -119,6 +132,11 @@ func (s *Spec) Set() (*projections.Set, error) { return projections.NewSet(s.Pro
 // spec declares it (default EntityType). The decoders that feed the
 // spec's projections must use the same one (pipeline.Options.TypeAttribute).
 func (s *Spec) TypeAttribute() string { return s.typeAttribute }
+
+// Schema returns the attributes the spec declares: its type attribute
+// always (EntityType when it names none), the version, key and TTL
+// attributes where it names them.
+func (s *Spec) Schema() pipeline.Schema { return s.schema }
 
 // Problem is one thing wrong with a spec.
 type Problem struct {

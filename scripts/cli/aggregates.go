@@ -12,7 +12,7 @@ import (
 	"github.com/tributary/tributary/projections"
 )
 
-func runAggregates(ctx context.Context, e *env, args []string) (err error) {
+func runAggregates(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "aggregates", "")
 	var sf storeFlags
 	sf.register(fs)
@@ -42,7 +42,7 @@ func runAggregates(ctx context.Context, e *env, args []string) (err error) {
 			}
 		}
 	}
-	out := bufio.NewWriter(e.stdout)
+	out := bufio.NewWriter(e.Stdout)
 	if *asJSON {
 		if _, err := out.Write(v.AppendJSONLines(nil)); err != nil {
 			return err

@@ -18,15 +18,15 @@ import (
 )
 
 // runArchive is `tributary archive ls|cat`: list and read a TTL archive.
-func runArchive(ctx context.Context, e *env, args []string) error {
+func runArchive(ctx context.Context, e *Env, args []string) error {
 	usage := func() {
-		fmt.Fprint(e.stderr, `Usage: tributary archive <ls|cat> --from DIR|s3://bucket/prefix [--entity TYPE] [--date YYYY-MM-DD]
+		fmt.Fprintf(e.Stderr, `Usage: %[1]s archive <ls|cat> --from DIR|s3://bucket/prefix [--entity TYPE] [--date YYYY-MM-DD]
 
   ls   list the archive's objects: key (below --from), items, bytes
   cat  print the archived lines, {"Item":...,"Archive":{...}}, object by object
 
-Run 'tributary archive <ls|cat> -h' for the flags.
-`)
+Run '%[1]s archive <ls|cat> -h' for the flags.
+`, e.Name)
 	}
 	if len(args) == 0 {
 		usage()
@@ -98,7 +98,7 @@ func openArchiveLocation(ctx context.Context, spec, flag string, read bool) (obj
 
 // objects lists the selected objects, warning about keys that are not
 // archive objects.
-func (s *selection) objects(ctx context.Context, e *env, a *archive.Archive, f archive.Filter) ([]archive.ObjectInfo, error) {
+func (s *selection) objects(ctx context.Context, e *Env, a *archive.Archive, f archive.Filter) ([]archive.ObjectInfo, error) {
 	objs, other, err := a.Objects(ctx, f)
 	if err != nil {
 		return nil, err
@@ -107,15 +107,15 @@ func (s *selection) objects(ctx context.Context, e *env, a *archive.Archive, f a
 	return objs, nil
 }
 
-func warnOther(e *env, other []string) {
+func warnOther(e *Env, other []string) {
 	if len(other) > 0 {
-		fmt.Fprintf(e.stderr, "tributary: skipped %d key(s) that are not archive objects, e.g. %s\n", len(other), quote.Printable(other[0]))
+		fmt.Fprintf(e.Stderr, "%s: skipped %d key(s) that are not archive objects, e.g. %s\n", e.Name, len(other), quote.Printable(other[0]))
 	}
 }
 
 // selectObjects parses the flags of a command that reads archive objects
 // and lists the objects they select.
-func selectObjects(ctx context.Context, e *env, name string, args []string) (*archive.Archive, []archive.ObjectInfo, error) {
+func selectObjects(ctx context.Context, e *Env, name string, args []string) (*archive.Archive, []archive.ObjectInfo, error) {
 	fs := newFlags(e, name, "")
 	var s selection
 	s.register(fs)
@@ -136,7 +136,7 @@ func selectObjects(ctx context.Context, e *env, name string, args []string) (*ar
 	return a, objs, nil
 }
 
-func archiveLs(ctx context.Context, e *env, args []string) error {
+func archiveLs(ctx context.Context, e *Env, args []string) error {
 	a, objs, err := selectObjects(ctx, e, "archive ls", args)
 	if err != nil {
 		return err
@@ -168,7 +168,7 @@ func archiveLs(ctx context.Context, e *env, args []string) error {
 		wi = max(wi, len(fmt.Sprint(r.items)))
 		wb = max(wb, len(fmt.Sprint(r.bytes)))
 	}
-	out := bufio.NewWriter(e.stdout)
+	out := bufio.NewWriter(e.Stdout)
 	fmt.Fprintf(out, "%-*s  %*s  %*s\n", wk, "KEY", wi, "ITEMS", wb, "BYTES")
 	for _, r := range rows {
 		fmt.Fprintf(out, "%-*s  %*d  %*d\n", wk, r.key, wi, r.items, wb, r.bytes)
@@ -176,12 +176,12 @@ func archiveLs(ctx context.Context, e *env, args []string) error {
 	return out.Flush()
 }
 
-func archiveCat(ctx context.Context, e *env, args []string) (err error) {
+func archiveCat(ctx context.Context, e *Env, args []string) (err error) {
 	a, objs, err := selectObjects(ctx, e, "archive cat", args)
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriter(e.stdout)
+	out := bufio.NewWriter(e.Stdout)
 	defer flush(out, &err)
 	for _, o := range objs {
 		err := a.ReadLines(ctx, o.Key, func(_ int, line []byte) error {
@@ -199,7 +199,7 @@ func archiveCat(ctx context.Context, e *env, args []string) (err error) {
 
 // runRestore is `tributary restore`: load archived items back into a table,
 // or into an export-shaped directory.
-func runRestore(ctx context.Context, e *env, args []string) error {
+func runRestore(ctx context.Context, e *Env, args []string) error {
 	fs := newFlags(e, "restore", "")
 	var s selection
 	s.register(fs)
@@ -256,7 +256,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "wrote %d items from %d objects%s into %s\n", res.Items, len(sel.Objects()), superseded, res.Dir)
+		fmt.Fprintf(e.Stdout, "wrote %d items from %d objects%s into %s\n", res.Items, len(sel.Objects()), superseded, res.Dir)
 		return nil
 	}
 	cfg, err := config.LoadDefaultConfig(ctx)
@@ -272,6 +272,6 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("after %d items: %w", n, err)
 	}
-	fmt.Fprintf(e.stdout, "restored %d items from %d objects%s into table %s\n", n, len(sel.Objects()), superseded, *table)
+	fmt.Fprintf(e.Stdout, "restored %d items from %d objects%s into table %s\n", n, len(sel.Objects()), superseded, *table)
 	return nil
 }

@@ -21,34 +21,33 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/spec"
 )
 
 // Options configure a tributary binary.
 type Options struct {
-	// Projections is the projection set that the commands which build or
-	// check projections run: process, replay, redrive, verify, filters and
-	// projections. Required.
-	Projections *projections.Set
-	// Transforms are the repartition transforms `repartition --transform`
-	// can name (the stock binary's: comments-table).
-	Transforms []*repartition.Transform
-	// TypeAttribute is the item attribute holding the entity type that
-	// Projections dispatch on (the functions' TYPE_ATTRIBUTE); default
-	// EntityType. A --projections spec brings its own.
-	TypeAttribute string
-	// VersionAttribute is the item attribute holding its version number
-	// (the functions' VERSION_ATTRIBUTE); default version.
-	VersionAttribute string
+	// Name is the binary's name in its usage and its messages; default
+	// the base name of the program (os.Args[0]) for Main, "tributary" for
+	// Run.
+	Name string
+	// Environment is the table's environment: its attributes, the
+	// projection set that process, replay, redrive, verify, backfill,
+	// filters and projections run, and the transforms repartition can
+	// name (projections.Environment). Required. Every command reads the
+	// table's attributes from it, so that a binary that knows its table
+	// needs no attribute flag; a --projections spec replaces its
+	// projections and the attributes the spec declares.
+	Environment *projections.Environment
 	// Commands are added to the standard ones, after them in the usage
-	// (the stock binary adds Demo and Leaderboard). A command with the name
-	// of a standard one replaces it.
+	// (the stock binary adds demo and leaderboard). A command with the
+	// name of a standard one replaces it.
 	Commands []Command
 }
 
@@ -61,46 +60,23 @@ type Command struct {
 	// Run runs the command with the arguments after its name. An error
 	// matching ErrUsage exits 2 after printing it, ErrFailed exits 1
 	// without a message, any other error is printed and exits 1.
-	Run func(ctx context.Context, env Env, args []string) error
+	Run func(ctx context.Context, env *Env, args []string) error
 }
 
 // Env is what a command reads and writes.
 type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Projections is the binary's projection set.
-	Projections *projections.Set
-}
-
-// command is one subcommand, as the built-in ones are written.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, env *env, args []string) error
-}
-
-// env is what a command reads and writes, so tests can run commands in-process.
-type env struct {
-	stdout, stderr io.Writer
-	stdin          io.Reader
-	// set is the projection set commands run: the binary's
-	// (Options.Projections), or a --projections spec's.
-	set *projections.Set
-	// typeAttr is the entity-type attribute the set reads: a spec's, the
-	// Options', or "" for the decoders' default; typeAttrFrom says whose.
-	typeAttr, typeAttrFrom string
-	// versionAttr is the Options' version attribute ("" for the default).
-	versionAttr string
+	// Name is the binary's name, for messages (Options.Name).
+	Name string
+	// Environment is the table's environment (Options.Environment).
+	Environment *projections.Environment
 	// extra are the Options' commands.
 	extra []Command
-	// transforms are the Options' transforms, by name.
-	transforms *repartition.Registry
 }
 
-// Env returns the public view of e, for the Options' commands.
-func (e *env) Env() Env {
-	return Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Projections: e.set}
-}
+// set returns the projection set commands run.
+func (e *Env) set() *projections.Set { return e.Environment.Projections }
 
 // ErrUsage marks a command-line mistake: the tool prints it and exits 2.
 var ErrUsage = errors.New("usage")
@@ -116,6 +92,10 @@ var (
 	errFailed = ErrFailed
 )
 
+// errNoProjections is the error of a command that runs projections in a
+// binary whose environment has none.
+var errNoProjections = fmt.Errorf("%w: this binary's environment has no projections: give --projections FILE", ErrUsage)
+
 // flush flushes out, a command's output, into *err: what was written goes
 // out whatever happened, and output that cannot be written fails the
 // command. A bufio.Writer keeps its first write error and returns it from
@@ -128,8 +108,8 @@ func flush(out *bufio.Writer, err *error) {
 
 // commands returns the standard commands followed by e's own, a command of
 // e's replacing a standard one of the same name.
-func (e *env) commands() []command {
-	std := []command{
+func (e *Env) commands() []Command {
+	std := []Command{
 		{"decode", "print captured change records as normalised changes, one JSON object a line", runDecode},
 		{"process", "run captured Lambda events through the projector's handler into a store", runProcess},
 		{"aggregates", "print the aggregates a store holds", runAggregates},
@@ -145,26 +125,32 @@ func (e *env) commands() []command {
 		{"projections", "show the projection set (and a store's marker), or adopt a store for it", runProjections},
 	}
 	for _, c := range e.extra {
-		run := c.Run
-		cmd := command{c.Name, c.Summary, func(ctx context.Context, e *env, args []string) error { return run(ctx, e.Env(), args) }}
 		replaced := false
 		for i := range std {
-			if std[i].name == c.Name {
-				std[i], replaced = cmd, true
+			if std[i].Name == c.Name {
+				std[i], replaced = c, true
 			}
 		}
 		if !replaced {
-			std = append(std, cmd)
+			std = append(std, c)
 		}
 	}
 	return std
 }
 
 // Main runs the command line in os.Args with opts and exits with its
-// status: 0 on success, 1 when a command failed, 2 for a usage mistake. It
-// stops the running command on SIGINT and SIGTERM.
+// status: 0 on success, 1 when a command failed, 2 for a usage mistake. The
+// first SIGINT or SIGTERM stops the running command (which leaves its
+// store and outputs consistent); a second one ends the process at once.
 func Main(opts Options) {
+	if opts.Name == "" {
+		opts.Name = filepath.Base(os.Args[0])
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // the next signal has its default effect: the process ends
+	}()
 	code := Run(ctx, opts, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -173,24 +159,27 @@ func Main(opts Options) {
 // Run runs one command line (the arguments after the program name) and
 // returns the process exit status, as Main would exit with.
 func Run(ctx context.Context, opts Options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if opts.Projections == nil {
-		fmt.Fprintln(stderr, "tributary: no projection set (cli.Options.Projections)")
+	name := opts.Name
+	if name == "" {
+		name = "tributary"
+	}
+	if opts.Environment == nil {
+		fmt.Fprintf(stderr, "%s: no environment (cli.Options.Environment)\n", name)
 		return 2
 	}
-	reg := repartition.NewRegistry()
-	for _, t := range opts.Transforms {
-		reg.Register(t)
+	env := *opts.Environment
+	if env.LoadSpec == nil {
+		env.LoadSpec = spec.Load // the tool reads specs, whatever its main's functions do
 	}
-	return run(ctx, &env{
-		stdout: stdout, stderr: stderr, stdin: stdin,
-		set: opts.Projections, extra: opts.Commands, transforms: reg,
-		typeAttr: opts.TypeAttribute, typeAttrFrom: "this binary's projections (cli.Options.TypeAttribute)",
-		versionAttr: opts.VersionAttribute,
-	}, args)
+	if err := env.Validate(); err != nil {
+		fmt.Fprintf(stderr, "%s: the binary's environment: %s\n", name, quote.Lines(err.Error()))
+		return 2
+	}
+	return run(ctx, &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Name: name, Environment: &env, extra: opts.Commands}, args)
 }
 
 // run executes one command line and returns the process exit code.
-func run(ctx context.Context, e *env, args []string) int {
+func run(ctx context.Context, e *Env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(e)
 		if len(args) == 0 {
@@ -199,46 +188,46 @@ func run(ctx context.Context, e *env, args []string) int {
 		return 0
 	}
 	for _, c := range e.commands() {
-		if c.name != args[0] {
+		if c.Name != args[0] {
 			continue
 		}
-		err := c.run(ctx, e, args[1:])
+		err := c.Run(ctx, e, args[1:])
 		switch {
 		case err == nil:
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
-		case errors.Is(err, errUsage):
-			fmt.Fprintf(e.stderr, "tributary %s: %s\n", c.name, quote.Printable(err.Error()))
-			return 2
 		case errors.Is(err, errFailed):
 			return 1
 		}
 		// Errors quote keys and values of items: escape what a terminal
-		// would interpret.
-		fmt.Fprintf(e.stderr, "tributary %s: %s\n", c.name, quote.Printable(err.Error()))
+		// would interpret, line by line, so that a report keeps its lines.
+		fmt.Fprintf(e.Stderr, "%s %s: %s\n", e.Name, c.Name, quote.Lines(err.Error()))
+		if errors.Is(err, errUsage) {
+			return 2
+		}
 		return 1
 	}
-	fmt.Fprintf(e.stderr, "tributary: unknown command %s\n\n", quote.Value(args[0]))
+	fmt.Fprintf(e.Stderr, "%s: unknown command %s\n\n", e.Name, quote.Value(args[0]))
 	usage(e)
 	return 2
 }
 
-func usage(e *env) {
-	w := e.stderr
-	fmt.Fprintln(w, "Usage: tributary <command> [flags] [args]\n\nCommands:")
+func usage(e *Env) {
+	w := e.Stderr
+	fmt.Fprintf(w, "Usage: %s <command> [flags] [args]\n\nCommands:\n", e.Name)
 	for _, c := range e.commands() {
-		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-14s %s\n", c.Name, c.Summary)
 	}
-	fmt.Fprintln(w, "\nRun 'tributary <command> -h' for a command's flags.")
+	fmt.Fprintf(w, "\nRun '%s <command> -h' for a command's flags.\n", e.Name)
 }
 
 // newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(e *env, name, argsUsage string) *flag.FlagSet {
-	fs := flag.NewFlagSet("tributary "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func newFlags(e *Env, name, argsUsage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(e.Name+" "+name, flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: tributary %s [flags] %s\n\nFlags:\n", name, argsUsage)
+		fmt.Fprintf(e.Stderr, "Usage: %s %s [flags] %s\n\nFlags:\n", e.Name, name, argsUsage)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -258,86 +247,110 @@ func parse(fs *flag.FlagSet, args []string) error {
 // specFlag registers --projections on fs: a spec file whose projections a
 // command runs instead of the binary's. withSpec applies it after parsing.
 func specFlag(fs *flag.FlagSet) *string {
-	return fs.String("projections", "", "a projection spec file (docs/projections-spec.md) to run instead of this binary's projections")
+	return fs.String("projections", "", "a projection spec file (docs/projections-spec.md) to run instead of this binary's projections (with the attributes it declares)")
 }
 
-// withSpec returns e with the projections of the spec file, or e itself
-// when file is "".
-func (e *env) withSpec(file string) (*env, error) {
+// withSpec returns e with the environment the spec file makes of e's
+// (projections.Environment.WithSpec), or e itself when file is "".
+func (e *Env) withSpec(file string) (*Env, error) {
 	if file == "" {
 		return e, nil
 	}
-	sp, err := spec.LoadFile(file)
+	env, err := e.Environment.WithSpec(file)
 	if err != nil {
 		return nil, fmt.Errorf("--projections: %w", err)
 	}
-	set, err := sp.Set()
-	if err != nil {
-		return nil, fmt.Errorf("--projections %s: %w", file, err)
-	}
 	with := *e
-	with.set, with.typeAttr, with.typeAttrFrom = set, sp.TypeAttribute(), "the projection spec "+file
+	with.Environment = env
 	return &with, nil
 }
 
-// typeAttribute returns the entity-type attribute a command reads: the one
-// its flag gives (flag "" means not given), which must then agree with the
-// projections' (a spec's or the Options'), else the projections', else the
-// decoders' default.
-func (e *env) typeAttribute(flagValue string) (string, error) {
-	switch {
-	case flagValue != "" && e.typeAttr != "" && flagValue != e.typeAttr:
-		return "", fmt.Errorf("%w: --type-attribute %q, but %s read the entity type from %q", errUsage, flagValue, e.typeAttrFrom, e.typeAttr)
-	case flagValue != "":
-		return flagValue, nil
-	case e.typeAttr != "":
-		return e.typeAttr, nil
-	}
-	return pipeline.DefaultTypeAttribute, nil
+// schemaFlags are the flags that name the table's attributes, for a binary
+// that does not know them or a check that they agree: --type-attribute,
+// --version-attribute, --key-attributes and --ttl-attribute, each
+// registered only where the command reads it.
+type schemaFlags struct {
+	given pipeline.Schema
+	keys  string
 }
 
-// attrFlags are the item attributes a command that decodes changes for the
-// projections reads: --type-attribute and --version-attribute.
-type attrFlags struct{ typeAttr, versionAttr string }
+// The attributes a command's schemaFlags register.
+const (
+	typeFlag = 1 << iota
+	versionFlag
+	keysFlag
+	ttlFlag
+)
 
-func (f *attrFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.typeAttr, "type-attribute", "", "the item attribute holding the entity type (the functions' TYPE_ATTRIBUTE; default the projections', or EntityType)")
-	fs.StringVar(&f.versionAttr, "version-attribute", "", "the item attribute holding its version number (the functions' VERSION_ATTRIBUTE; default version)")
+func (f *schemaFlags) register(fs *flag.FlagSet, which int) {
+	if which&typeFlag != 0 {
+		fs.StringVar(&f.given.TypeAttribute, "type-attribute", "", "the item attribute holding the entity type (the functions' TYPE_ATTRIBUTE; default the environment's: this binary's, a --projections spec's, or EntityType)")
+	}
+	if which&versionFlag != 0 {
+		fs.StringVar(&f.given.VersionAttribute, "version-attribute", "", "the item attribute holding its version number (the functions' VERSION_ATTRIBUTE; default the environment's, or version)")
+	}
+	if which&keysFlag != 0 {
+		fs.StringVar(&f.keys, "key-attributes", "", "the table's key attributes, comma-separated, e.g. Id or pk,sk (default the environment's, or PK,SK)")
+	}
+	if which&ttlFlag != 0 {
+		fs.StringVar(&f.given.TTLAttribute, "ttl-attribute", "", "the table's TTL attribute, epoch seconds (the archiver's TTL_ATTRIBUTE; default the environment's, or ttl)")
+	}
+}
+
+// keyList returns --key-attributes as a list; nil when it is not given.
+func (f *schemaFlags) keyList() []string {
+	var out []string
+	for _, k := range strings.Split(f.keys, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// schema returns the table's attributes for a command: its environment's,
+// with those the flags give where the environment declares none (a flag
+// that differs from an attribute the environment declares is a usage
+// mistake), and the defaults for the rest.
+func (e *Env) schema(f schemaFlags) (pipeline.Schema, error) {
+	given := f.given
+	given.KeyAttributes = f.keyList()
+	s, err := e.Environment.Schema.Configure(given, map[string]string{
+		"type": "--type-attribute", "version": "--version-attribute", "keys": "--key-attributes", "ttl": "--ttl-attribute",
+	})
+	if err == nil {
+		s = s.WithDefaults()
+		err = s.Validate()
+	}
+	if err != nil {
+		return s, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return s, nil
 }
 
 // projectionFlags are the command line of a command that runs projections
-// over decoded changes: --projections and the attrFlags.
+// over decoded changes: --projections and the attribute flags.
 type projectionFlags struct {
-	spec  *string
-	attrs attrFlags
+	spec   *string
+	schema schemaFlags
 }
 
-func (f *projectionFlags) register(fs *flag.FlagSet) {
+func (f *projectionFlags) register(fs *flag.FlagSet, which int) {
 	f.spec = specFlag(fs)
-	f.attrs.register(fs)
+	f.schema.register(fs, which)
 }
 
 // withProjections returns e with the spec of f applied (withSpec), and the
-// decoders' options for its projections (decodeOptions), after parsing.
-func (e *env) withProjections(f projectionFlags) (*env, pipeline.Options, error) {
+// decoders' options for its projections, after parsing. A binary without
+// projections, given no spec, is refused.
+func (e *Env) withProjections(f projectionFlags) (*Env, pipeline.Options, error) {
 	with, err := e.withSpec(*f.spec)
 	if err != nil {
 		return nil, pipeline.Options{}, err
 	}
-	decode, err := with.decodeOptions(f.attrs)
-	return with, decode, err
-}
-
-// decodeOptions returns the decoders' options for e's projections and the
-// flags f, after parsing.
-func (e *env) decodeOptions(f attrFlags) (pipeline.Options, error) {
-	ta, err := e.typeAttribute(f.typeAttr)
-	if err != nil {
-		return pipeline.Options{}, err
+	if with.set() == nil {
+		return nil, pipeline.Options{}, errNoProjections
 	}
-	va := f.versionAttr
-	if va == "" {
-		va = e.versionAttr
-	}
-	return pipeline.Options{TypeAttribute: ta, VersionAttribute: va}, nil
+	s, err := with.schema(f.schema)
+	return with, pipeline.Options{Schema: s}, err
 }

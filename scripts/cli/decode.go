@@ -15,13 +15,11 @@ import (
 	"github.com/tributary/tributary/pipeline/export"
 )
 
-func runDecode(ctx context.Context, e *env, args []string) (err error) {
+func runDecode(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "decode", "FILE...")
 	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: told from each file's structure)")
-	typeAttr := fs.String("type-attribute", pipeline.DefaultTypeAttribute, "attribute holding the entity type")
-	versionAttr := fs.String("version-attribute", pipeline.DefaultVersionAttribute, "attribute holding the item version")
-	var xf exportFlags // only its --key-attributes
-	fs.StringVar(&xf.keyAttrs, "key-attributes", "", "export lines: the table's key attributes, comma-separated, e.g. Id or PK,SK (default PK,SK)")
+	var sf schemaFlags
+	sf.register(fs, typeFlag|versionFlag|keysFlag)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -33,8 +31,12 @@ func runDecode(ctx context.Context, e *env, args []string) (err error) {
 	default:
 		return fmt.Errorf("%w: unknown format %q", errUsage, *format)
 	}
-	opts := pipeline.Options{TypeAttribute: *typeAttr, VersionAttribute: *versionAttr, KeyAttributes: xf.keys()}
-	out := bufio.NewWriter(e.stdout)
+	schema, err := e.schema(sf)
+	if err != nil {
+		return err
+	}
+	opts := pipeline.Options{Schema: schema}
+	out := bufio.NewWriter(e.Stdout)
 	emit := func(c *pipeline.Change) error {
 		_, err := out.Write(append(c.AppendJSON(nil), '\n'))
 		return err
@@ -55,7 +57,7 @@ func runDecode(ctx context.Context, e *env, args []string) (err error) {
 		return err
 	}
 	if bad > 0 {
-		fmt.Fprintf(e.stderr, "tributary decode: %d record(s) could not be decoded\n", bad)
+		fmt.Fprintf(e.Stderr, "%s decode: %d record(s) could not be decoded\n", e.Name, bad)
 		return errFailed
 	}
 	return nil
@@ -66,7 +68,7 @@ func runDecode(ctx context.Context, e *env, args []string) (err error) {
 // decoded on stderr; it returns how many could not. Export lines are read
 // one at a time; the other formats, a whole payload each, are read up to
 // the most their format can hold. It stops at emit's first error.
-func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline.Options, emit func(*pipeline.Change) error) (_ int, err error) {
+func decodeInput(ctx context.Context, e *Env, name, format string, opts pipeline.Options, emit func(*pipeline.Change) error) (_ int, err error) {
 	in, closeIn, err := openInput(e, name)
 	if err != nil {
 		return 0, err
@@ -86,9 +88,9 @@ func decodeInput(ctx context.Context, e *env, name, format string, opts pipeline
 		}
 		for _, r := range de.Records {
 			if r.File != "" { // an export line's error names its file
-				fmt.Fprintln(e.stderr, quote.Printable(r.Error()))
+				fmt.Fprintln(e.Stderr, quote.Printable(r.Error()))
 			} else {
-				fmt.Fprintf(e.stderr, "%s: %s\n", name, quote.Printable(r.Error()))
+				fmt.Fprintf(e.Stderr, "%s: %s\n", name, quote.Printable(r.Error()))
 			}
 		}
 		bad += len(de.Records)
@@ -138,8 +140,8 @@ func asRecordError(err error) *pipeline.RecordError {
 
 // openInput opens a file, or standard input for "-", decompressing it if it
 // is gzip; the function it returns closes it.
-func openInput(e *env, name string) (*limitio.Reader, func() error, error) {
-	var rc io.ReadCloser = io.NopCloser(e.stdin)
+func openInput(e *Env, name string) (*limitio.Reader, func() error, error) {
+	var rc io.ReadCloser = io.NopCloser(e.Stdin)
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {

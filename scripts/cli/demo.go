@@ -30,10 +30,10 @@ import (
 // seed domains, delivered through Lambda's event source mapping with faults
 // into an embedded store, then checked against a recomputation.
 func Demo() Command {
-	return Command{Name: "demo", Summary: "simulate a workload over the seed domains through Lambda's delivery with faults, then check the aggregates", Run: builtin(runDemo)}
+	return Command{Name: "demo", Summary: "simulate a workload over the seed domains through Lambda's delivery with faults, then check the aggregates", Run: runDemo}
 }
 
-func runDemo(ctx context.Context, e *env, args []string) (err error) {
+func runDemo(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "demo", "")
 	seedFlag := fs.Uint64("seed", 1, "workload seed: the same seed gives the same run")
 	changes := fs.Int("changes", 20_000, "number of changes to the simulated table")
@@ -53,7 +53,7 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		set, spec = se.set, *specFile
+		set, spec = se.set(), *specFile
 	}
 	switch {
 	case *changes < 1:
@@ -75,7 +75,7 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	out := e.stdout
+	out := e.Stdout
 	fmt.Fprintf(out, "Tributary demo: %d changes over the seed domains (seed %d), delivered by Lambda on %s, batches of %d, fault rate %g\n",
 		*changes, *seedFlag, map[string]string{"streams": "DynamoDB Streams", "kinesis": "Kinesis (duplicates, reordering)"}[*source], *batch, *faultRate)
 
@@ -125,7 +125,7 @@ func runDemo(ctx context.Context, e *env, args []string) (err error) {
 		p = pipeline.NewKinesisProcessor(engine, cfg)
 	}
 	invoke := &sim.FlakyInvoke{Invoke: p.Invoke, Seed: *seedFlag + 2, FailBefore: *faultRate / 2, FailAfter: *faultRate / 2}
-	prog := newProgress(e.stderr, total)
+	prog := newProgress(e.Stderr, total)
 	esm := &sim.ESM{BatchSize: *batch, Bisect: true, RedeliverRate: 2 * *faultRate, MaxAttempts: 10_000, Seed: *seedFlag + 3,
 		Trace: func(d sim.Delivery) { prog.add(d.To - d.From) }}
 	deliver := time.Now()

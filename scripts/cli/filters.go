@@ -30,11 +30,12 @@ func generateFilters(set *projections.Set, function string, source filter.Source
 	return fc, err
 }
 
-func runFilters(_ context.Context, e *env, args []string) error {
+func runFilters(_ context.Context, e *Env, args []string) error {
 	fs := newFlags(e, "filters", "")
 	function := fs.String("function", "projector", "whose event source mapping: projector (the projection set's entity types) or archiver (TTL removals)")
 	source := fs.String("source", "streams", "the mapping's source: streams (DynamoDB Streams) or kinesis (the table's Kinesis data stream)")
-	typeAttr := fs.String("type-attribute", "", "the item attribute holding the entity type (the functions' TYPE_ATTRIBUTE; default the spec's, or EntityType)")
+	var sf schemaFlags
+	sf.register(fs, typeFlag)
 	format := fs.String("format", "json", "json (for aws lambda update-event-source-mapping --filter-criteria) or yaml (the FilterCriteria of a SAM event, as in template.yaml)")
 	indent := fs.Int("indent", 0, "with --format yaml: spaces before FilterCriteria")
 	specFile := specFlag(fs)
@@ -51,24 +52,27 @@ func runFilters(_ context.Context, e *env, args []string) error {
 	if *source != "streams" && *source != "kinesis" {
 		return fmt.Errorf("%w: unknown --source %q: want streams or kinesis", errUsage, *source)
 	}
-	ta, err := e.typeAttribute(*typeAttr)
+	schema, err := e.schema(sf)
 	if err != nil {
 		return err
+	}
+	if *function == "projector" && e.set() == nil {
+		return errNoProjections
 	}
 	if *indent < 0 {
 		return fmt.Errorf("%w: --indent must not be negative", errUsage)
 	}
-	fc, err := generateFilters(e.set, *function, filter.Source(*source), ta)
+	fc, err := generateFilters(e.set(), *function, filter.Source(*source), schema.TypeAttribute)
 	if err != nil {
 		return err
 	}
 	switch *format {
 	case "json":
-		enc := json.NewEncoder(e.stdout)
+		enc := json.NewEncoder(e.Stdout)
 		enc.SetEscapeHTML(false)
 		return enc.Encode(fc)
 	case "yaml":
-		return fc.WriteYAML(e.stdout, *indent)
+		return fc.WriteYAML(e.Stdout, *indent)
 	}
 	return fmt.Errorf("%w: unknown --format %q: want json or yaml", errUsage, *format)
 }

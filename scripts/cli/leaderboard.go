@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tributary/tributary/pipeline/export/repartition"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/internal/quote"
@@ -17,17 +15,10 @@ import (
 // players from the seed season-leaderboard projection's rows (`rows` does
 // the same for any projection).
 func Leaderboard() Command {
-	return Command{Name: "leaderboard", Summary: "print a season's leaderboard from a store (the seed season-leaderboard projection)", Run: builtin(runLeaderboard)}
+	return Command{Name: "leaderboard", Summary: "print a season's leaderboard from a store (the seed season-leaderboard projection)", Run: runLeaderboard}
 }
 
-// builtin adapts a built-in command to a Command.
-func builtin(run func(ctx context.Context, e *env, args []string) error) func(ctx context.Context, env Env, args []string) error {
-	return func(ctx context.Context, pub Env, args []string) error {
-		return run(ctx, &env{stdout: pub.Stdout, stderr: pub.Stderr, stdin: pub.Stdin, set: pub.Projections, transforms: repartition.NewRegistry()}, args)
-	}
-}
-
-func runLeaderboard(ctx context.Context, e *env, args []string) (err error) {
+func runLeaderboard(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "leaderboard", "")
 	var sf storeFlags
 	sf.register(fs)
@@ -51,7 +42,7 @@ func runLeaderboard(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriter(e.stdout)
+	out := bufio.NewWriter(e.Stdout)
 	fmt.Fprintf(out, "season %s, top %d\n%4s  %-12s %-20s %8s\n", quote.Printable(*season), *top, "rank", "player", "handle", "rating")
 	for i, r := range rows {
 		fmt.Fprintf(out, "%4d  %-12s %-20s %8s\n", i+1, attr(r.Attrs, "player"), attr(r.Attrs, "handle"), attr(r.Attrs, "rating"))

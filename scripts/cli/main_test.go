@@ -13,14 +13,13 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections/seed"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // stockOptions are the stock binary's (scripts/tributary).
-var stockOptions = Options{Projections: seed.Set(), Transforms: []*repartition.Transform{repartition.CommentsTable()}, Commands: []Command{Demo(), Leaderboard()}}
+var stockOptions = Options{Environment: seed.Environment(), Commands: []Command{Demo(), Leaderboard()}}
 
 // runCLI runs one command line in-process.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {

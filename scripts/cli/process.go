@@ -20,7 +20,7 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-func runProcess(ctx context.Context, e *env, args []string) (err error) {
+func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "process", "")
 	var sf storeFlags
 	sf.register(fs)
@@ -28,10 +28,9 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	fs.Var(&files, "events", "captured Lambda event file (DynamoDB Streams or Kinesis form); repeat for several")
 	format := fs.String("format", "", "event form: streams or kinesis (default: told from each file's structure: its records' eventSource)")
 	archiveTo := fs.String("archive", "", "also run the archiver's handler: write the events' TTL removals to this directory or s3://bucket/prefix")
-	ttlAttr := fs.String("ttl-attribute", "", "with --archive: the table's TTL attribute, which dates archived items (the archiver's TTL_ATTRIBUTE; default ttl)")
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
 	var pf projectionFlags
-	pf.register(fs)
+	pf.register(fs, typeFlag|versionFlag|ttlFlag)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -50,10 +49,10 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 	defer func() { err = errors.Join(err, closeStore()) }()
 	logw := io.Discard
 	if *verbose {
-		logw = e.stderr
+		logw = e.Stderr
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
-	engine, err := openEngine(ctx, st, sf.String(), e.set, projections.Config{Logger: log})
+	engine, err := openEngine(ctx, st, sf.String(), e.set(), projections.Config{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -64,7 +63,7 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		archiver = archive.New(putter, archive.Options{Prefix: prefix, TTLAttribute: *ttlAttr, Logger: log})
+		archiver = archive.New(putter, archive.Options{Prefix: prefix, TTLAttribute: decode.TTLAttribute, Logger: log})
 	}
 	failed := false
 	for _, name := range files {
@@ -85,9 +84,9 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "%s: %d records, %d applied, %d skipped (no projection reads their entity type), %d failed; response %s\n", name, res.Records, res.Applied, res.Skipped, len(res.Failed), resp)
+		fmt.Fprintf(e.Stdout, "%s: %d records, %d applied, %d skipped (no projection reads their entity type), %d failed; response %s\n", name, res.Records, res.Applied, res.Skipped, len(res.Failed), resp)
 		for _, f := range res.Failed {
-			fmt.Fprintf(e.stderr, "%s: %s\n", name, quote.Printable(f.String()))
+			fmt.Fprintf(e.Stderr, "%s: %s\n", name, quote.Printable(f.String()))
 		}
 		if res.Report != "" {
 			failed = true
@@ -105,18 +104,18 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s: archiver: response %s\n", name, aresp)
+			fmt.Fprintf(e.Stdout, "%s: archiver: response %s\n", name, aresp)
 			if ares.Report != "" {
 				failed = true
 			}
 		}
 	}
 	s := engine.Stats()
-	fmt.Fprintf(e.stdout, "engine: %d changes, %d item states written in %d transactions, %d stale, %d superseded, %.0f write units\n",
+	fmt.Fprintf(e.Stdout, "engine: %d changes, %d item states written in %d transactions, %d stale, %d superseded, %.0f write units\n",
 		s.Changes, s.Items, s.Transactions, s.Stale, s.Superseded, s.WriteUnits)
 	if archiver != nil {
 		a := archiver.Stats()
-		fmt.Fprintf(e.stdout, "archiver: %d TTL removals archived in %d objects (%d failed writes), %d other changes ignored\n",
+		fmt.Fprintf(e.Stdout, "archiver: %d TTL removals archived in %d objects (%d failed writes), %d other changes ignored\n",
 			a.Archived, a.Objects, a.FailedPuts, a.Ignored)
 	}
 	if failed {
@@ -127,7 +126,7 @@ func runProcess(ctx context.Context, e *env, args []string) (err error) {
 
 // readLambdaEvent reads a captured Lambda event, gzip-compressed or not, in
 // format ("": told from its structure), up to Lambda's payload limit.
-func readLambdaEvent(e *env, name, format string) (_ string, _ []byte, err error) {
+func readLambdaEvent(e *Env, name, format string) (_ string, _ []byte, err error) {
 	in, closeIn, err := openInput(e, name)
 	if err != nil {
 		return "", nil, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/spec"
@@ -31,7 +32,7 @@ const projectionsUsage = `show [--store DIR | --table NAME] | adopt (--store DIR
          another set built leaves its aggregates wrong: rebuild it instead
          (replay --rebuild-into).`
 
-func runProjections(ctx context.Context, e *env, args []string) (err error) {
+func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 	sub := "show"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
@@ -63,11 +64,11 @@ func runProjections(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriter(e.stdout)
+	out := bufio.NewWriter(e.Stdout)
 	defer flush(out, &err)
 	switch sub {
 	case "show":
-		printSet(out, e.set)
+		printSet(out, e.set())
 		if sf.dir == "" && sf.table == "" {
 			return nil
 		}
@@ -89,21 +90,21 @@ func runProjections(ctx context.Context, e *env, args []string) (err error) {
 				fmt.Fprintf(out, "\n%s is empty and unmarked: the first engine to write to it marks it for its set\n", sf.String())
 				return nil
 			}
-			fmt.Fprintf(out, "\n%s holds aggregates but records no projection set: no engine may write to it until it is adopted (tributary projections adopt) or rebuilt\n", sf.String())
+			fmt.Fprintf(out, "\n%s holds aggregates but records no projection set: no engine may write to it until it is adopted (%s projections adopt) or rebuilt\n", sf.String(), e.Name)
 			return errFailed
 		}
 		fmt.Fprintf(out, "\n%s was built by (marked %s):\n", sf.String(), m.Since.UTC().Format(time.RFC3339))
 		for _, id := range m.Set {
 			fmt.Fprintf(out, "  %s\n", id)
 		}
-		if sameIDs(m.Set, e.set.IDs()) {
+		if sameIDs(m.Set, e.set().IDs()) {
 			fmt.Fprintln(out, "this set: an engine of it may write to the store")
 			return nil
 		}
-		fmt.Fprintf(out, "another set: %v\n", &projections.SetMismatchError{Table: m, Engine: e.set.IDs()})
+		fmt.Fprintf(out, "another set: %v\n", &projections.SetMismatchError{Table: m, Engine: e.set().IDs()})
 		return errFailed
 	case "adopt":
-		set, err := e.set.Select(only...)
+		set, err := e.set().Select(only...)
 		if err != nil {
 			return fmt.Errorf("%w: --projection: %v", errUsage, err)
 		}
@@ -145,7 +146,7 @@ func formatSet(ids []projections.ProjectionID) string {
 }
 
 // checkSpec is `tributary projections check FILE`.
-func checkSpec(e *env, file string) (err error) {
+func checkSpec(e *Env, file string) (err error) {
 	sp, err := spec.LoadFile(file)
 	if err != nil {
 		return err
@@ -154,7 +155,7 @@ func checkSpec(e *env, file string) (err error) {
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	out := bufio.NewWriter(e.stdout)
+	out := bufio.NewWriter(e.Stdout)
 	defer flush(out, &err)
 	ids := map[string]projections.ProjectionID{}
 	for _, id := range set.IDs() {
@@ -192,6 +193,15 @@ func checkSpec(e *env, file string) (err error) {
 			return err
 		}
 	}
-	fmt.Fprintf(out, "SAM template parameters: ProjectedEntityTypes=%s TypeAttribute=%s\n", strings.Join(types, ","), sp.TypeAttribute())
+	fmt.Fprintf(out, "SAM template parameters: %s\n", templateParameters(types, sp.Schema()))
 	return nil
+}
+
+// templateParameters are the SAM template's parameters a table's entity
+// types and attributes imply (the defaults for those not declared), in the
+// form sam deploy --parameter-overrides takes.
+func templateParameters(types []string, s pipeline.Schema) string {
+	s = s.WithDefaults()
+	return fmt.Sprintf("ProjectedEntityTypes=%s TypeAttribute=%s VersionAttribute=%s KeyAttributes=%s TTLAttribute=%s",
+		strings.Join(types, ","), s.TypeAttribute, s.VersionAttribute, strings.Join(s.KeyAttributes, ","), s.TTLAttribute)
 }

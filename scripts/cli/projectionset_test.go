@@ -13,7 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/kinesisprojector"
+	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -52,7 +53,7 @@ func runWith(t *testing.T, opts Options, args ...string) (code int, stdout, stde
 // store built by a subset of the stock set.
 func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 	ctx := context.Background()
-	team := Options{Projections: projections.MustSet(teamOrders{})}
+	team := Options{Environment: &projections.Environment{Projections: projections.MustSet(teamOrders{})}}
 	stockSubset, err := seed.Set().Select("order-totals")
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +87,11 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			cfg := function.ProjectorConfig{Table: dir}
+			cfg := projector.Config{Table: dir}
 			if kinesis {
-				_, err = function.NewKinesisProjector(ctx, cfg, st, opts.Projections, quiet, io.Discard)
+				_, err = kinesisprojector.New(ctx, cfg, st, opts.Environment, quiet, io.Discard)
 			} else {
-				_, err = function.NewStreamsProjector(ctx, cfg, st, opts.Projections, quiet, io.Discard)
+				_, err = projector.New(ctx, cfg, st, opts.Environment, quiet, io.Discard)
 			}
 			return err
 		}
@@ -109,7 +110,7 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 	}{
 		{"stock on a team's store", team, stockOptions},
 		{"a team's binary on a stock store", stockOptions, team},
-		{"stock on a stock subset's store", Options{Projections: stockSubset}, stockOptions},
+		{"stock on a stock subset's store", Options{Environment: &projections.Environment{Projections: stockSubset}}, stockOptions},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -126,7 +127,7 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 					if err == nil {
 						t.Fatal("accepted another set's store")
 					}
-					for _, want := range []string{"projection set mismatch", tt.builder.Projections.String(), tt.user.Projections.String(), "--rebuild-into"} {
+					for _, want := range []string{"projection set mismatch", tt.builder.Environment.Projections.String(), tt.user.Environment.Projections.String(), "--rebuild-into"} {
 						if !strings.Contains(err.Error(), want) {
 							t.Errorf("error does not say %q:\n%v", want, err)
 						}
@@ -160,9 +161,9 @@ func TestTypeAttribute(t *testing.T) {
 		flags  []string
 		orders bool // the aggregates hold orders-per-user counts
 	}{
-		{"Options.TypeAttribute", Options{Projections: set, TypeAttribute: "kind"}, nil, true},
-		{"--type-attribute", Options{Projections: set}, []string{"--type-attribute", "kind"}, true},
-		{"neither", Options{Projections: set}, nil, false},
+		{"Environment.Schema.TypeAttribute", Options{Environment: &projections.Environment{Projections: set, Schema: pipeline.Schema{TypeAttribute: "kind"}}}, nil, true},
+		{"--type-attribute", Options{Environment: &projections.Environment{Projections: set}}, []string{"--type-attribute", "kind"}, true},
+		{"neither", Options{Environment: &projections.Environment{Projections: set}}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,14 +181,14 @@ func TestTypeAttribute(t *testing.T) {
 			}
 		})
 	}
-	opts := Options{Projections: set, TypeAttribute: "kind"}
+	opts := Options{Environment: &projections.Environment{Projections: set, Schema: pipeline.Schema{TypeAttribute: "kind"}}}
 	for _, cmd := range [][]string{
 		{"process", "--events", events, "--store", t.TempDir()},
 		{"redrive", "--from", "../../pipeline/redrive/testdata/destination", "--store", t.TempDir()},
 		{"replay", "--from", "kinesis://app-changes", "--store", t.TempDir()},
 	} {
 		code, _, stderr := runWith(t, opts, append(cmd, "--type-attribute", "EntityType")...)
-		if code != 2 || !strings.Contains(stderr, `--type-attribute "EntityType", but this binary's projections (cli.Options.TypeAttribute) read the entity type from "kind"`) {
+		if code != 2 || !strings.Contains(stderr, `--type-attribute "EntityType", but this table's environment reads the entity type from "kind"`) {
 			t.Errorf("%s with a contradicting --type-attribute: exit %d %s", cmd[0], code, stderr)
 		}
 	}

@@ -24,7 +24,7 @@ projector's handler again: exactly once (records already applied are skipped),
 so redriving twice is harmless. --from DIR reads a local copy of the
 destination (aws s3 sync s3://BUCKET/PREFIX DIR).`
 
-func runRedrive(ctx context.Context, e *env, args []string) (err error) {
+func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "redrive", redriveUsage)
 	from := fs.String("from", "", "the destination: s3://BUCKET/PREFIX, or a directory holding a copy of it")
 	var sf storeFlags
@@ -32,7 +32,7 @@ func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 	dryRun := fs.Bool("dry-run", false, "decode and decide what would be written; write nothing")
 	verbose := fs.Bool("v", false, "log as JSON to stderr")
 	var pf projectionFlags
-	pf.register(fs)
+	pf.register(fs, typeFlag|versionFlag)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 	defer func() { err = errors.Join(err, closeStore()) }()
 	logw := io.Discard
 	if *verbose {
-		logw = e.stderr
+		logw = e.Stderr
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
 	var writeTo projections.Table = st
@@ -69,12 +69,12 @@ func runRedrive(ctx context.Context, e *env, args []string) (err error) {
 	}
 	// The projector's engine: the binary's projection set, which must be
 	// the one that built the store.
-	engine, err := openEngine(ctx, writeTo, sf.String(), e.set, projections.Config{Logger: log})
+	engine, err := openEngine(ctx, writeTo, sf.String(), e.set(), projections.Config{Logger: log})
 	if err != nil {
 		return err
 	}
 
-	out := e.stdout
+	out := e.Stdout
 	note := ""
 	if *dryRun {
 		note = " (dry run: nothing is written)"
@@ -124,15 +124,15 @@ func redriveObjects(ctx context.Context, from, endpoint string) (redrive.Objects
 
 // printRedriven reports one object: on stdout what it held and came to, on
 // stderr the records that failed again.
-func printRedriven(e *env, r redrive.ObjectResult) {
+func printRedriven(e *Env, r redrive.ObjectResult) {
 	inv := r.Invocation
 	switch {
 	case inv == nil:
-		fmt.Fprintf(e.stdout, "%s: not an invocation record: %s\n", quote.Printable(r.Key), quote.Printable(r.Err.Error()))
+		fmt.Fprintf(e.Stdout, "%s: not an invocation record: %s\n", quote.Printable(r.Key), quote.Printable(r.Err.Error()))
 		return
 	case errors.Is(r.Err, redrive.ErrNoPayload):
-		fmt.Fprintf(e.stdout, "%s: %s, shard %s, %d records from %s: no payload (an SQS or SNS destination's record); read them from the stream again:\n  %s\n",
-			r.Key, inv.Condition, inv.Batch.ShardID, inv.Batch.BatchSize, inv.Batch.StartSequenceNumber, replayCommand(inv))
+		fmt.Fprintf(e.Stdout, "%s: %s, shard %s, %d records from %s: no payload (an SQS or SNS destination's record); read them from the stream again:\n  %s\n",
+			r.Key, inv.Condition, inv.Batch.ShardID, inv.Batch.BatchSize, inv.Batch.StartSequenceNumber, replayCommand(e.Name, inv))
 		return
 	}
 	status := "applied"
@@ -142,21 +142,21 @@ func printRedriven(e *env, r redrive.ObjectResult) {
 	case len(r.Failed) > 0:
 		status = fmt.Sprintf("%d failed again", len(r.Failed))
 	}
-	fmt.Fprintf(e.stdout, "%s: %s %s shard %s, %d records (%s): %d applied, %d skipped, %s\n",
+	fmt.Fprintf(e.Stdout, "%s: %s %s shard %s, %d records (%s): %d applied, %d skipped, %s\n",
 		r.Key, inv.Source, inv.Condition, inv.Batch.ShardID, r.Records, inv.Timestamp.UTC().Format(time.RFC3339), r.Applied, r.Skipped, status)
 	for _, f := range r.Failed {
-		fmt.Fprintf(e.stderr, "%s: %s\n", quote.Printable(r.Key), quote.Printable(f.String()))
+		fmt.Fprintf(e.Stderr, "%s: %s\n", quote.Printable(r.Key), quote.Printable(f.String()))
 	}
 }
 
 // replayCommand is the replay that reads a metadata-only record's batch
 // from its stream.
-func replayCommand(inv *redrive.Invocation) string {
+func replayCommand(name string, inv *redrive.Invocation) string {
 	scheme := "kinesis://"
 	if inv.Source == pipeline.SourceStreams {
 		scheme = "streams://"
 	}
-	cmd := fmt.Sprintf("tributary replay --from %s%s --start %s:%s", scheme, inv.Batch.StreamARN, inv.Batch.ShardID, inv.Batch.StartSequenceNumber)
+	cmd := fmt.Sprintf("%s replay --from %s%s --start %s:%s", name, scheme, inv.Batch.StreamARN, inv.Batch.ShardID, inv.Batch.StartSequenceNumber)
 	if !inv.Batch.ApproximateArrivalOfLast.IsZero() {
 		cmd += " --until " + inv.Batch.ApproximateArrivalOfLast.Add(time.Second).UTC().Format(time.RFC3339)
 	}

@@ -21,7 +21,7 @@ import (
 
 // runReimport is `tributary reimport`: load a repartition's output back
 // into DynamoDB, three ways.
-func runReimport(ctx context.Context, e *env, args []string) error {
+func runReimport(ctx context.Context, e *Env, args []string) error {
 	fs := newFlags(e, "reimport", "")
 	from := fs.String("from", "", "a repartition's output: a directory or s3://bucket/prefix (required)")
 	var entities stringList
@@ -109,7 +109,7 @@ func runReimport(ctx context.Context, e *env, args []string) error {
 	})
 }
 
-func reimportTable(ctx context.Context, e *env, client *dynamodb.Client, out *reimport.Output, opts reimport.ImportOptions, noWait bool, poll time.Duration) error {
+func reimportTable(ctx context.Context, e *Env, client *dynamodb.Client, out *reimport.Output, opts reimport.ImportOptions, noWait bool, poll time.Duration) error {
 	m, err := out.Entity(opts.Entity)
 	if err != nil {
 		return err
@@ -119,23 +119,23 @@ func reimportTable(ctx context.Context, e *env, client *dynamodb.Client, out *re
 		return err
 	}
 	arn := aws.ToString(d.ImportArn)
-	fmt.Fprintf(e.stdout, "ImportTable %s: %s (%d items in %d parts, %s) into new table %s\n", arn, m.Segment, m.ItemCount, len(m.Parts), m.Compression, opts.Table)
+	fmt.Fprintf(e.Stdout, "ImportTable %s: %s (%d items in %d parts, %s) into new table %s\n", arn, m.Segment, m.ItemCount, len(m.Parts), m.Compression, opts.Table)
 	if noWait {
 		return nil
 	}
 	start := time.Now()
 	d, err = reimport.WaitImport(ctx, client, arn, m.ItemCount, poll, func(d *types.ImportTableDescription) {
-		fmt.Fprintf(e.stdout, "  %s after %s: %d of %d items processed, %d imported, %d errors\n",
+		fmt.Fprintf(e.Stdout, "  %s after %s: %d of %d items processed, %d imported, %d errors\n",
 			d.ImportStatus, time.Since(start).Round(time.Second), d.ProcessedItemCount, m.ItemCount, d.ImportedItemCount, d.ErrorCount)
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "imported %d items into %s\n", d.ImportedItemCount, opts.Table)
+	fmt.Fprintf(e.Stdout, "imported %d items into %s\n", d.ImportedItemCount, opts.Table)
 	return nil
 }
 
-func reimportBulk(ctx context.Context, e *env, client *dynamodb.Client, out *reimport.Output, opts reimport.BulkPutOptions, noWait bool, poll time.Duration) error {
+func reimportBulk(ctx context.Context, e *Env, client *dynamodb.Client, out *reimport.Output, opts reimport.BulkPutOptions, noWait bool, poll time.Duration) error {
 	m, err := out.Entity(opts.Entity)
 	if err != nil {
 		return err
@@ -145,7 +145,7 @@ func reimportBulk(ctx context.Context, e *env, client *dynamodb.Client, out *rei
 		return err
 	}
 	arn := aws.ToString(d.BulkOperationArn)
-	fmt.Fprintf(e.stdout, "StartBulkPutItems %s: %s (%d items) into %s\n", arn, m.Segment, m.ItemCount, opts.Table)
+	fmt.Fprintf(e.Stdout, "StartBulkPutItems %s: %s (%d items) into %s\n", arn, m.Segment, m.ItemCount, opts.Table)
 	if noWait {
 		return nil
 	}
@@ -155,36 +155,36 @@ func reimportBulk(ctx context.Context, e *env, client *dynamodb.Client, out *rei
 		if tb := aws.ToInt64(d.TotalInputBytes); tb > 0 {
 			pct = fmt.Sprintf(" (%.0f%% of the input)", 100*float64(aws.ToInt64(d.ProcessedInputBytes))/float64(tb))
 		}
-		fmt.Fprintf(e.stdout, "  %s after %s: %d of %d items processed%s, %d failed\n",
+		fmt.Fprintf(e.Stdout, "  %s after %s: %d of %d items processed%s, %d failed\n",
 			d.BulkOperationStatus, time.Since(start).Round(time.Second), d.ProcessedItemCount, m.ItemCount, pct, d.FailedItemCount)
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "bulk put %d items into %s\n", d.ProcessedItemCount, opts.Table)
+	fmt.Fprintf(e.Stdout, "bulk put %d items into %s\n", d.ProcessedItemCount, opts.Table)
 	return nil
 }
 
-func reimportLoad(ctx context.Context, e *env, client *dynamodb.Client, out *reimport.Output, opts reimport.LoadOptions) error {
+func reimportLoad(ctx context.Context, e *Env, client *dynamodb.Client, out *reimport.Output, opts reimport.LoadOptions) error {
 	var total int64
 	for _, m := range out.Entities {
 		if len(opts.Entities) == 0 || contains(opts.Entities, m.Entity) || (m.Entity == "" && contains(opts.Entities, repartition.UnknownEntity)) {
 			total += m.ItemCount
 		}
 	}
-	prog := newByteProgress(e.stderr, "reimport", total)
+	prog := newByteProgress(e.Stderr, "reimport", total)
 	prog.unit = "WCU"
 	opts.Write.Progress = func(items int64, units float64) { prog.add(int64(units), items) }
 	mode := "BatchWriteItem"
 	if opts.IfNewer {
 		mode = "conditional PutItem (--if-newer)"
 	}
-	fmt.Fprintf(e.stdout, "loading %d items from %s into %s with %s\n", total, out.Store(), opts.Table, mode)
+	fmt.Fprintf(e.Stdout, "loading %d items from %s into %s with %s\n", total, out.Store(), opts.Table, mode)
 	start := time.Now()
 	s, err := reimport.Load(ctx, client, out, opts)
 	prog.done()
 	took := time.Since(start)
-	fmt.Fprintf(e.stdout, "%d written, %d skipped (the table had them in this or a newer version), %d already done by an earlier run; %.0f write units in %d requests, %d unprocessed items retried; %.1fs (%.0f items/s)\n",
+	fmt.Fprintf(e.Stdout, "%d written, %d skipped (the table had them in this or a newer version), %d already done by an earlier run; %.0f write units in %d requests, %d unprocessed items retried; %.1fs (%.0f items/s)\n",
 		s.Written, s.Skipped, s.Resumed, s.Units, s.Requests, s.Unprocessed, took.Seconds(), float64(s.Written+s.Skipped)/max(took.Seconds(), 1e-3))
 	if err != nil {
 		return fmt.Errorf("%w (progress is checkpointed: rerun with --resume)", err)

@@ -21,7 +21,6 @@ import (
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -64,7 +63,7 @@ func expectedItems(t *testing.T, entity string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := repartition.CommentsTable()
+	tr := seed.CommentsTable()
 	var out []string
 	for _, it := range fx.FinalItems {
 		typ := strAttr(it, "EntityType")

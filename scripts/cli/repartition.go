@@ -20,7 +20,7 @@ import (
 )
 
 // runRepartition is `tributary repartition`: split an export by entity type.
-func runRepartition(ctx context.Context, e *env, args []string) error {
+func runRepartition(ctx context.Context, e *Env, args []string) error {
 	fs := newFlags(e, "repartition", "")
 	var sf exportFlags
 	sf.register(fs)
@@ -37,10 +37,10 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	reg := e.transforms
 	if *list {
-		for _, t := range reg.Transforms() {
-			fmt.Fprintf(e.stdout, "%-16s %s (types: %s)\n", t.Name, t.Doc, strings.Join(t.Types(), ", "))
+		for _, name := range e.Environment.TransformNames() {
+			t, _ := e.Environment.Transform(name)
+			fmt.Fprintf(e.Stdout, "%-16s %s (types: %s)\n", t.Name, t.Doc, strings.Join(t.Types(), ", "))
 		}
 		return nil
 	}
@@ -60,10 +60,12 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if *partMB < 1 {
 		return fmt.Errorf("%w: --max-part-mb must be at least 1", errUsage)
 	}
-	opts := repartition.Options{TypeAttribute: sf.typeAttr, KeyAttributes: sf.keys(), Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5, Takeover: *takeover}
-	opts.Decode.VersionAttribute = sf.versionAttr
+	if err := sf.resolve(e); err != nil {
+		return err
+	}
+	opts := repartition.Options{Decode: pipeline.Options{Schema: sf.schema}, Compression: comp, Level: *level, MaxPartBytes: *partMB << 20, SkipMD5: sf.skipMD5, Takeover: *takeover}
 	if *transform != "" {
-		t, err := reg.Lookup(*transform)
+		t, err := e.Environment.Transform(*transform)
 		if err != nil {
 			return fmt.Errorf("%w: --transform: %v", errUsage, err)
 		}
@@ -82,17 +84,17 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	prog := newByteProgress(e.stderr, "repartition", src.Summary.ItemCount+overlay.Lines)
+	prog := newByteProgress(e.Stderr, "repartition", src.Summary.ItemCount+overlay.Lines)
 	opts.Progress = prog.add
 	r, err := repartition.NewRepartitioner(src, overlay, outStore, opts)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "repartition %s (%d data files, %d items", src, len(src.Files), src.Summary.ItemCount)
+	fmt.Fprintf(e.Stdout, "repartition %s (%d data files, %d items", src, len(src.Files), src.Summary.ItemCount)
 	if overlay.Len() > 0 {
-		fmt.Fprintf(e.stdout, "; %d incremental exports touching %d items", len(overlay.Exports), overlay.Len())
+		fmt.Fprintf(e.Stdout, "; %d incremental exports touching %d items", len(overlay.Exports), overlay.Len())
 	}
-	fmt.Fprintf(e.stdout, ") into %s\n", outStore)
+	fmt.Fprintf(e.Stdout, ") into %s\n", outStore)
 	start := time.Now()
 	s, err := r.Run(ctx, *workers, *force)
 	prog.done()
@@ -101,18 +103,18 @@ func runRepartition(ctx context.Context, e *env, args []string) error {
 	}
 	rep := r.Report()
 	if o := rep.TookOver; o != nil {
-		fmt.Fprintf(e.stdout, "took over the output from %s, which is gone\n", o)
+		fmt.Fprintf(e.Stdout, "took over the output from %s, which is gone\n", o)
 	}
 	if rep.Swept > 0 {
-		fmt.Fprintf(e.stdout, "removed %d temporary files and incomplete uploads that a crashed run left\n", rep.Swept)
+		fmt.Fprintf(e.Stdout, "removed %d temporary files and incomplete uploads that a crashed run left\n", rep.Swept)
 	}
 	switch {
 	case rep.AlreadyComplete:
-		fmt.Fprintf(e.stdout, "already complete: %s was written %s by a run of the same inputs and settings (--force redoes it)\n", repartition.SummaryKey, s.Finished)
+		fmt.Fprintf(e.Stdout, "already complete: %s was written %s by a run of the same inputs and settings (--force redoes it)\n", repartition.SummaryKey, s.Finished)
 	case rep.Resumed > 0:
-		fmt.Fprintf(e.stdout, "resumed: %d of %d data files were done by an earlier run; this run did the rest and wrote the summary\n", rep.Resumed, rep.Resumed+rep.Done)
+		fmt.Fprintf(e.Stdout, "resumed: %d of %d data files were done by an earlier run; this run did the rest and wrote the summary\n", rep.Resumed, rep.Resumed+rep.Done)
 	}
-	printSummary(e.stdout, s, time.Since(start), prog.bytes.Load())
+	printSummary(e.Stdout, s, time.Since(start), prog.bytes.Load())
 	return nil
 }
 
@@ -152,13 +154,15 @@ func printSummary(w io.Writer, s *repartition.RunSummary, took time.Duration, re
 type exportFlags struct {
 	export       string
 	incrementals stringList
-	typeAttr     string
-	versionAttr  string
-	keyAttrs     string
-	skipMD5      bool
-	noManifest   bool
-	kmsKey       string
-	noSync       bool
+	attrs        schemaFlags
+	// schema is the attributes the export's items are read by, from attrs
+	// and the environment (resolve): no key attributes when neither names
+	// them, so that an overlay's incremental exports say what they are.
+	schema     pipeline.Schema
+	skipMD5    bool
+	noManifest bool
+	kmsKey     string
+	noSync     bool
 }
 
 type stringList []string
@@ -169,16 +173,29 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func (f *exportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.export, "export", "", "the full export: its directory (…/AWSDynamoDB/<ExportId>) or a prefix holding one export; a directory or s3://bucket/prefix (required)")
 	fs.Var(&f.incrementals, "incremental", "an incremental export to apply on top (repeatable; applied in time order)")
-	fs.StringVar(&f.typeAttr, "type-attribute", "", "the entity-type attribute (default the spec's, or EntityType)")
-	fs.StringVar(&f.versionAttr, "version-attribute", "", "the items' version attribute, which must be a non-negative integer where present (default version)")
-	fs.StringVar(&f.keyAttrs, "key-attributes", "", "the table's key attributes, comma-separated, e.g. Id or PK,SK (default: the incremental exports' keys, or PK,SK)")
+	f.attrs.register(fs, typeFlag|versionFlag|keysFlag)
 	fs.BoolVar(&f.skipMD5, "skip-md5", false, "do not hash data files nor check them against the manifest's md5Checksum (faster; gzip CRCs and item counts are still checked)")
 	fs.BoolVar(&f.noManifest, "allow-missing-manifest", false, "read an export directory without manifests (e.g. a local server's export): nothing can be reconciled")
 	fs.StringVar(&f.kmsKey, "kms-key-id", "", "encrypt S3 output with SSE-KMS under this key (default SSE-S3)")
 }
 
-// open opens the export and the overlay of its incremental exports.
-func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export.Overlay, error) {
+// resolve sets f.schema from the flags and e's environment, after
+// parsing (and after a --projections spec is applied to e).
+func (f *exportFlags) resolve(e *Env) error {
+	s, err := e.schema(f.attrs)
+	if err != nil {
+		return err
+	}
+	if len(e.Environment.Schema.KeyAttributes) == 0 && len(f.attrs.keyList()) == 0 {
+		s.KeyAttributes = nil // the incremental exports' keys, or the decoders' PK, SK
+	}
+	f.schema = s
+	return nil
+}
+
+// open opens the export and the overlay of its incremental exports; resolve
+// must have been called.
+func (f *exportFlags) open(ctx context.Context, e *Env) (*export.Export, *export.Overlay, error) {
 	if f.export == "" {
 		return nil, nil, fmt.Errorf("%w: --export is required", errUsage)
 	}
@@ -195,7 +212,7 @@ func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export
 		return nil, nil, fmt.Errorf("%w: --export %s is an incremental export; give the full export, and this one with --incremental", errUsage, f.export)
 	}
 	if src.NoManifest {
-		fmt.Fprintf(e.stderr, "tributary: %s has no manifest: item counts and checksums cannot be reconciled\n", src)
+		fmt.Fprintf(e.Stderr, "%s: %s has no manifest: item counts and checksums cannot be reconciled\n", e.Name, src)
 	}
 	var incs []*export.Export
 	for _, s := range f.incrementals {
@@ -209,7 +226,7 @@ func (f *exportFlags) open(ctx context.Context, e *env) (*export.Export, *export
 		}
 		incs = append(incs, inc)
 	}
-	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: f.typeAttr, VersionAttribute: f.versionAttr, KeyAttributes: f.keys()}, f.skipMD5)
+	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{Schema: f.schema}, f.skipMD5)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -284,15 +301,4 @@ func (p *byteProgress) done() {
 	if p.tty && time.Since(p.start) > time.Second {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-}
-
-// keys returns --key-attributes as a list; nil when it is not given.
-func (f *exportFlags) keys() []string {
-	var out []string
-	for _, k := range strings.Split(f.keyAttrs, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			out = append(out, k)
-		}
-	}
-	return out
 }

@@ -50,7 +50,7 @@ type replayFlags struct {
 	limit                        int64
 }
 
-func runReplay(ctx context.Context, e *env, args []string) (err error) {
+func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "replay", replayUsage)
 	var f replayFlags
 	fs.StringVar(&f.from, "from", "", "the stream: kinesis://STREAM (name or ARN) or streams://TABLE (table name or ARN, or the stream's ARN)")
@@ -67,7 +67,7 @@ func runReplay(ctx context.Context, e *env, args []string) (err error) {
 	fs.IntVar(&f.concurrency, "concurrency", 4, "shards read at once (children wait for their parents)")
 	fs.Int64Var(&f.limit, "limit", 0, "stop after applying this many records; the next run resumes (0: no limit)")
 	fs.BoolVar(&f.verbose, "v", false, "log as JSON to stderr")
-	f.projs.register(fs)
+	f.projs.register(fs, typeFlag|versionFlag)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runReplay(ctx context.Context, e *env, args []string) (err error) {
 	}
 	logw := io.Discard
 	if f.verbose {
-		logw = e.stderr
+		logw = e.Stderr
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
 
@@ -101,7 +101,7 @@ func runReplay(ctx context.Context, e *env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 
-	selected, err := e.set.Select(f.projections...)
+	selected, err := e.set().Select(f.projections...)
 	if err != nil {
 		return fmt.Errorf("%w: --projection: %v", errUsage, err)
 	}
@@ -146,7 +146,7 @@ func runReplay(ctx context.Context, e *env, args []string) (err error) {
 		About: map[string]string{"source": srcName, "start": plan.spec.String(), "until": f.until, "projections": projList, "target": target},
 	})
 
-	out := e.stdout
+	out := e.Stdout
 	window := "until caught up"
 	if f.until != "" {
 		window = "until " + plan.until.Format(time.RFC3339Nano)
@@ -158,7 +158,7 @@ func runReplay(ctx context.Context, e *env, args []string) (err error) {
 	fmt.Fprintf(out, "replay %s from %s %s into %s, projections: %s%s\n", srcName, plan.spec, window, target, projList, dryNote)
 	fmt.Fprintf(out, "checkpoint: %s, job %s\n", cpWhere, job)
 
-	prog := startReplayProgress(e.stderr, rp)
+	prog := startReplayProgress(e.Stderr, rp)
 	t0 := time.Now()
 	sum, runErr := rp.Run(ctx)
 	prog.stop()
@@ -342,8 +342,8 @@ func freshRebuild(ctx context.Context, st store, cps checkpoint.Store, job, tabl
 	return nil
 }
 
-func printReplaySummary(e *env, sum replay.Summary, s projections.Stats, dry *projections.DryRun, took time.Duration) {
-	out := e.stdout
+func printReplaySummary(e *Env, sum replay.Summary, s projections.Stats, dry *projections.DryRun, took time.Duration) {
+	out := e.Stdout
 	r := sum.Read
 	resumed := ""
 	if sum.Resumed {
@@ -371,10 +371,10 @@ func printReplaySummary(e *env, sum replay.Summary, s projections.Stats, dry *pr
 	}
 	fmt.Fprintln(out)
 	for _, f := range sum.Failures {
-		fmt.Fprintf(e.stderr, "failed: shard %s seq %s item %s (%s): %s\n", quote.Printable(f.Shard), quote.Printable(f.Seq), quote.Printable(f.Item), quote.Printable(quote.Short(f.EntityType)), quote.Printable(f.Err.Error()))
+		fmt.Fprintf(e.Stderr, "failed: shard %s seq %s item %s (%s): %s\n", quote.Printable(f.Shard), quote.Printable(f.Seq), quote.Printable(f.Item), quote.Printable(quote.Short(f.EntityType)), quote.Printable(f.Err.Error()))
 	}
 	if n := sum.Failed - int64(len(sum.Failures)); n > 0 {
-		fmt.Fprintf(e.stderr, "failed: ... and %d more (run with -v for every one)\n", n)
+		fmt.Fprintf(e.Stderr, "failed: ... and %d more (run with -v for every one)\n", n)
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/kinesisprojector"
+	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/projections/seed"
@@ -36,7 +37,7 @@ func TestRuntimeEmulatorRolesCoverCalls(t *testing.T) {
 		kinesis         bool
 	}{
 		{"Projector", "ProjectorRole", "functions/projector/testdata/event.json", false},
-		{"KinesisProjector", "KinesisProjectorRole", "functions/kinesis-projector/testdata/event.json", true},
+		{"KinesisProjector", "KinesisProjectorRole", "functions/kinesisprojector/testdata/event.json", true},
 	} {
 		t.Run(tt.fn, func(t *testing.T) {
 			allowed := tableActions(t, tp, tt.role)
@@ -54,11 +55,11 @@ func TestRuntimeEmulatorRolesCoverCalls(t *testing.T) {
 			awstest.DeleteTableAtEnd(t, client, table)
 			wire.Reset() // what the function does from here on
 			st := dynamostore.New(client, table)
-			build := function.NewStreamsProjector
+			build := projector.New
 			if tt.kinesis {
-				build = function.NewKinesisProjector
+				build = kinesisprojector.New
 			}
-			p, err := build(ctx, function.ProjectorConfig{Table: table}, st, seed.Set(), quiet, io.Discard)
+			p, err := build(ctx, projector.Config{Table: table}, st, seed.Environment(), quiet, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 )
 
-func runRows(ctx context.Context, e *env, args []string) (err error) {
+func runRows(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "rows", "--projection NAME --partition KEY [--top N] [--json]")
 	var sf storeFlags
 	sf.register(fs)
@@ -38,7 +38,7 @@ func runRows(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriter(e.stdout)
+	out := bufio.NewWriter(e.Stdout)
 	for _, r := range rows {
 		if *asJSON {
 			b := append([]byte(`{"sort":`), strconv.Quote(r.Ref.Sort)...)

@@ -33,7 +33,7 @@ import (
 	"github.com/tributary/tributary/projections"
 )
 
-// The Lambda functions as deployed — each functions/<name> main built like
+// The Lambda functions as deployed — each functions/cmd/<name> main built like
 // `make build` and `sam build` build it — run under the Lambda runtime
 // interface emulator (github.com/aws/aws-lambda-runtime-interface-emulator,
 // built from the Go module proxy by .ci/template-check.sh; no Docker), with
@@ -59,13 +59,13 @@ const (
 	coldStarts = 3
 )
 
-// buildBootstrap builds functions/<name> like `make build` (static, no RPC
+// buildBootstrap builds functions/cmd/<name> like `make build` (static, no RPC
 // mode, stripped, trimmed paths) for goarch and returns the binary's path.
 func buildBootstrap(t *testing.T, name, goarch string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), goarch, "bootstrap")
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w",
-		"-o", out, "./functions/"+name)
+		"-o", out, "./functions/cmd/"+name)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -414,7 +414,7 @@ func TestRuntimeEmulatorKinesisProjector(t *testing.T) {
 	if err := dynamostore.CreateTable(ctx, awstest.DynamoDB(t), table); err != nil {
 		t.Fatal(err)
 	}
-	event := mustJSON(t, readEvent(t, "functions/kinesis-projector/testdata/event.json"))
+	event := mustJSON(t, readEvent(t, "functions/kinesisprojector/testdata/event.json"))
 	bootstrap := buildBootstrap(t, "kinesis-projector", runtime.GOARCH)
 	env := map[string]string{
 		"AGGREGATE_TABLE":          table,

@@ -63,7 +63,38 @@ func TestSpecFlag(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `\"EntityType\":{\"S\":[\"Ticket\"]}`) {
 		t.Errorf("filters --projections: exit %d\n%s", code, out)
 	}
-	if code, _, stderr := runCLI(t, "filters", "--projections", ticketsSpec, "--type-attribute", "kind"); code != 2 || !strings.Contains(stderr, "the projection spec "+ticketsSpec+` read the entity type from "EntityType"`) {
+	if code, _, stderr := runCLI(t, "filters", "--projections", ticketsSpec, "--type-attribute", "kind"); code != 2 || !strings.Contains(stderr, `--type-attribute "kind", but this table's environment reads the entity type from "EntityType"`) {
 		t.Errorf("filters with another type attribute: exit %d %s", code, stderr)
+	}
+}
+
+// TestCheckTemplateParameters: `projections check` prints every template
+// parameter a spec implies, its attributes' among them (the defaults for
+// those it does not declare).
+func TestCheckTemplateParameters(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ledger.yaml")
+	if err := os.WriteFile(file, []byte(`version: 1
+typeAttribute: kind
+versionAttribute: rev
+keyAttributes: [pk, sk]
+ttlAttribute: expiresAt
+projections:
+  - name: transfers
+    entityTypes: [Transfer]
+    counters:
+      - key: "ALL"
+        values: {transfers: 1}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, "projections", "check", file)
+	want := "SAM template parameters: ProjectedEntityTypes=Transfer TypeAttribute=kind VersionAttribute=rev KeyAttributes=pk,sk TTLAttribute=expiresAt\n"
+	if code != 0 || !strings.HasSuffix(out, want) {
+		t.Errorf("exit %d %s\n%s, want it to end with %s", code, stderr, out, want)
+	}
+	code, out, _ = runCLI(t, "projections", "check", ticketsSpec)
+	if want := "TypeAttribute=EntityType VersionAttribute=version KeyAttributes=PK,SK TTLAttribute=ttl\n"; code != 0 || !strings.HasSuffix(out, want) {
+		t.Errorf("the defaults: exit %d\n%s", code, out)
 	}
 }

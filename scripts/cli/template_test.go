@@ -207,12 +207,12 @@ func TestTemplateFunctions(t *testing.T) {
 		}
 		deployed[filepath.Clean(codeURI)] = name
 	}
-	dirs, err := filepath.Glob(filepath.Join(repoRoot, "functions", "*"))
+	dirs, err := filepath.Glob(filepath.Join(repoRoot, "functions", "cmd", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range dirs {
-		rel := filepath.ToSlash(filepath.Join("functions", filepath.Base(d)))
+		rel := filepath.ToSlash(filepath.Join("functions", "cmd", filepath.Base(d)))
 		if isMainPackage(d) && deployed[rel] == "" {
 			t.Errorf("%s is a Lambda main that template.yaml does not deploy: add its function "+
 				"(docs/deploy.md, \"Wiring a new function\")", rel)
@@ -519,10 +519,12 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 	}
 	// Each function reads the table's attributes it needs from the
 	// parameters: a table whose attributes have other names deploys the
-	// stock template unchanged.
+	// stock template unchanged. The projectors, which load a spec, get all
+	// four, to check them against the spec's at init.
+	all := map[string]string{"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute", "KEY_ATTRIBUTES": "KeyAttributes", "TTL_ATTRIBUTE": "TTLAttribute"}
 	reads := map[string]map[string]string{
-		"Projector":        {"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute"},
-		"KinesisProjector": {"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute"},
+		"Projector":        all,
+		"KinesisProjector": all,
 		"Archiver":         {"TYPE_ATTRIBUTE": "TypeAttribute", "TTL_ATTRIBUTE": "TTLAttribute"},
 		"Repartitioner":    {"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute", "KEY_ATTRIBUTES": "KeyAttributes"},
 	}

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/quote"
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/verify"
 )
 
 // runVerify is `tributary verify`: recompute every projection from an
 // export and diff it against the live aggregates.
-func runVerify(ctx context.Context, e *env, args []string) (err error) {
+func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	fs := newFlags(e, "verify", "")
 	var xf exportFlags
 	xf.register(fs)
@@ -31,18 +32,19 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	decode, err := e.decodeOptions(attrFlags{typeAttr: xf.typeAttr, versionAttr: xf.versionAttr})
-	if err != nil {
+	if e.set() == nil {
+		return errNoProjections
+	}
+	if err := xf.resolve(e); err != nil {
 		return err
 	}
-	decode.KeyAttributes = xf.keys()
-	xf.typeAttr, xf.versionAttr = decode.TypeAttribute, decode.VersionAttribute
+	decode := pipeline.Options{Schema: xf.schema}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	ps := e.set.Projections()
+	ps := e.set().Projections()
 	if *only != "" {
-		sub, err := e.set.Select(*only)
+		sub, err := e.set().Select(*only)
 		if err != nil {
 			return fmt.Errorf("%w: --projection: %v", errUsage, err)
 		}
@@ -62,8 +64,8 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	if m == nil || !sameIDs(m.Set, e.set.IDs()) {
-		return fmt.Errorf("%s: %w", sf.String(), &projections.SetMismatchError{Table: m, Engine: e.set.IDs()})
+	if m == nil || !sameIDs(m.Set, e.set().IDs()) {
+		return fmt.Errorf("%s: %w", sf.String(), &projections.SetMismatchError{Table: m, Engine: e.set().IDs()})
 	}
 	src, overlay, err := xf.open(ctx, e)
 	if err != nil {
@@ -91,7 +93,7 @@ func runVerify(ctx context.Context, e *env, args []string) (err error) {
 		}
 	}
 	diff := projections.Diff(got, want)
-	w := bufio.NewWriter(e.stdout)
+	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
 	as := "as of the export"
 	if t := src.Time(); !t.IsZero() {

@@ -1,17 +1,18 @@
 // Command tributary is the operator's command-line tool: the stock build of
-// package cli over the seed projections, with the demo. Run `tributary help`.
+// package cli over the seed tables' environment (their projections and the
+// comments-table transform), with the demo and the leaderboard. Run
+// `tributary help`.
 package main
 
 import (
-	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/scripts/cli"
 )
 
 func main() {
 	cli.Main(cli.Options{
-		Projections: seed.Set(),
-		Transforms:  []*repartition.Transform{repartition.CommentsTable()},
+		Name:        "tributary",
+		Environment: seed.Environment(),
 		Commands:    []cli.Command{cli.Demo(), cli.Leaderboard()},
 	})
 }

@@ -194,7 +194,7 @@ func (l *loader) part(ctx context.Context, p repartition.PartInfo) error {
 		return err
 	}
 	name := objstore.Name(l.out.store, p.Key)
-	dec := pipeline.NewExportDecoder(pipeline.Options{KeyAttributes: l.keyAttrs, VersionAttribute: l.opts.VersionAttribute})
+	dec := pipeline.NewExportDecoder(pipeline.Options{Schema: pipeline.Schema{KeyAttributes: l.keyAttrs, VersionAttribute: l.opts.VersionAttribute}})
 	b := l.w.Source(p.Key)
 	err := l.out.ReadPart(ctx, p, func(line []byte, n int) error {
 		if int64(n) <= from {

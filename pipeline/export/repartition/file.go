@@ -10,6 +10,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/projections"
 )
 
 // ProcessFile repartitions one data file (by its key in the export's store)
@@ -71,7 +72,7 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 				rec.Replaced++
 			}
 		}
-		fn := (TransformFunc)(nil)
+		fn := (projections.TransformFunc)(nil)
 		if r.opts.Transform != nil {
 			fn = r.opts.Transform.ByType[typ]
 		}
@@ -128,13 +129,13 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 
 // typeOf returns the entity type of a transformed item.
 func (r *Repartitioner) typeOf(item pipeline.Item) (string, error) {
-	switch v := item[r.opts.TypeAttribute].(type) {
+	switch v := item[r.opts.Decode.TypeAttribute].(type) {
 	case nil:
 		return "", nil
 	case *types.AttributeValueMemberS:
 		return v.Value, nil
 	}
-	return "", fmt.Errorf("output item's %s is not a string", r.opts.TypeAttribute)
+	return "", fmt.Errorf("output item's %s is not a string", r.opts.Decode.TypeAttribute)
 }
 
 func (r *Repartitioner) commitRecord(ctx context.Context, rec *SourceRecord, parts []PartInfo) error {

@@ -160,7 +160,7 @@ func (r *Repartitioner) removeOrphans(ctx context.Context, claimed map[string]Pa
 
 // newSummary starts the run's summary: the source, the settings.
 func (r *Repartitioner) newSummary(lines int64) *RunSummary {
-	s := &RunSummary{Version: FormatVersion, Fingerprint: r.fingerprint, TypeAttribute: r.opts.TypeAttribute, Compression: r.opts.Compression}
+	s := &RunSummary{Version: FormatVersion, Fingerprint: r.fingerprint, TypeAttribute: r.opts.Decode.TypeAttribute, Compression: r.opts.Compression}
 	s.Source.Location = r.src.String()
 	s.Source.ExportARN = r.src.Summary.ExportARN
 	s.Source.ExportID = r.src.ID

@@ -8,6 +8,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/projections"
 )
 
 // JobConfig names a repartition: its inputs, output and settings. The same
@@ -18,9 +19,9 @@ type JobConfig struct {
 	Incrementals []string `json:"incrementals,omitempty"`
 	Out          string   `json:"out"`
 
-	TypeAttribute        string      `json:"typeAttribute,omitempty"`
-	VersionAttribute     string      `json:"versionAttribute,omitempty"`
-	KeyAttributes        []string    `json:"keyAttributes,omitempty"`
+	// Schema names the items' attributes: the entity type's, the version's
+	// and the table's keys (typeAttribute, versionAttribute, keyAttributes).
+	pipeline.Schema
 	Transform            string      `json:"transform,omitempty"`
 	Compression          Compression `json:"compression,omitempty"`
 	Level                int         `json:"level,omitempty"`
@@ -48,9 +49,14 @@ type Job struct {
 	Partitioner *Repartitioner
 }
 
+// Transforms finds a transform by name: a *projections.Environment.
+type Transforms interface {
+	Transform(name string) (*projections.Transform, error)
+}
+
 // OpenJob opens a job's export, overlay and output. newStore opens a
 // location; transforms resolves cfg.Transform.
-func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location) (objstore.Store, error), transforms *Registry) (*Job, error) {
+func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location) (objstore.Store, error), transforms Transforms) (*Job, error) {
 	if cfg.Export == "" || cfg.Out == "" {
 		return nil, fmt.Errorf("repartition: a job needs an export and an output location")
 	}
@@ -75,7 +81,7 @@ func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location
 		}
 		incs = append(incs, inc)
 	}
-	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{TypeAttribute: cfg.TypeAttribute, VersionAttribute: cfg.VersionAttribute, KeyAttributes: cfg.KeyAttributes}, cfg.SkipMD5)
+	ov, err := export.LoadOverlay(ctx, src, incs, pipeline.Options{Schema: cfg.Schema}, cfg.SkipMD5)
 	if err != nil {
 		return nil, err
 	}
@@ -87,14 +93,13 @@ func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{TypeAttribute: cfg.TypeAttribute, KeyAttributes: cfg.KeyAttributes, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover}
-	opts.Decode.VersionAttribute = cfg.VersionAttribute
+	opts := Options{Decode: pipeline.Options{Schema: cfg.Schema}, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover}
 	if cfg.ExecutionID != "" {
 		opts.Owner = objstore.Owner{ID: cfg.ExecutionID, Started: time.Now().UTC(), What: "repartition of " + cfg.Export}
 	}
 	if cfg.Transform != "" {
-		if opts.Transform, err = transforms.Lookup(cfg.Transform); err != nil {
-			return nil, err
+		if opts.Transform, err = transforms.Transform(cfg.Transform); err != nil {
+			return nil, fmt.Errorf("repartition: %w", err)
 		}
 	}
 	r, err := NewRepartitioner(src, ov, out, opts)

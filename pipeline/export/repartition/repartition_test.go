@@ -24,6 +24,8 @@ import (
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/pipeline/export/reimport"
 	"github.com/tributary/tributary/pipeline/export/repartition"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
 )
 
 func TestRepartitionFixture(t *testing.T) {
@@ -112,7 +114,7 @@ func TestRepartitionTransform(t *testing.T) {
 	src, _, fx := exportgen.CopyFixture(t)
 	e := exportgen.OpenFixture(t, src)
 	out := objstore.NewDir(t.TempDir()).WithoutSync()
-	tr, err := repartition.DefaultTransforms().Lookup("comments-table")
+	tr, err := seed.Environment().Transform("comments-table")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,8 +365,7 @@ func TestTransformDropSplitRetype(t *testing.T) {
 	ctx := context.Background()
 	src, _, fx := exportgen.CopyFixture(t)
 	e := exportgen.OpenFixture(t, src)
-	reg := repartition.NewRegistry()
-	reg.Register(&repartition.Transform{Name: "reshape", ByType: map[string]repartition.TransformFunc{
+	tr := &projections.Transform{Name: "reshape", ByType: map[string]projections.TransformFunc{
 		"Cart": func(pipeline.Item) ([]pipeline.Item, error) { return nil, nil },
 		"Match": func(it pipeline.Item) ([]pipeline.Item, error) {
 			b := make(pipeline.Item, len(it))
@@ -383,13 +384,7 @@ func TestTransformDropSplitRetype(t *testing.T) {
 			b["EntityType"] = &types.AttributeValueMemberS{Value: "Document"}
 			return []pipeline.Item{b}, nil
 		},
-	}})
-	defer func() {
-		if recover() == nil {
-			t.Error("registering a name twice did not panic")
-		}
-	}()
-	tr, _ := reg.Lookup("reshape")
+	}}
 	out := objstore.NewDir(t.TempDir()).WithoutSync()
 	r, _ := repartition.NewRepartitioner(e, nil, out, repartition.Options{Transform: tr})
 	s, err := r.Run(ctx, 2, false)
@@ -406,7 +401,6 @@ func TestTransformDropSplitRetype(t *testing.T) {
 	if s.Totals.Dropped != int64(carts) || s.Totals.Added != int64(matches) || s.Totals.OutputItems != int64(len(fx.FullItems)-carts+matches) {
 		t.Errorf("totals %+v", s.Totals)
 	}
-	reg.Register(&repartition.Transform{Name: "reshape", ByType: map[string]repartition.TransformFunc{"X": func(pipeline.Item) ([]pipeline.Item, error) { return nil, nil }}})
 }
 
 // TestRepartitionGzipParts checks the block-compressed gzip output with

@@ -17,18 +17,13 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/projections"
 )
 
 // Options configures a repartition. The zero value is ready to use.
 type Options struct {
-	// TypeAttribute names the entity-type attribute. Default EntityType.
-	TypeAttribute string
-	// KeyAttributes names the table's key attributes, of which every item
-	// must have one, as the decoders require. Default: the incremental
-	// exports' keys with an overlay, else the decoders' (PK, SK).
-	KeyAttributes []string
 	// Transform, when set, rewrites items of the types it names.
-	Transform *Transform
+	Transform *projections.Transform
 	// Compression of the output. Default gzip.
 	Compression Compression
 	// Level is the compression level (DefaultLevel: the codec's default).
@@ -38,8 +33,10 @@ type Options struct {
 	MaxPartBytes int64
 	// SkipMD5 skips checking data files against the manifest's md5Checksum.
 	SkipMD5 bool
-	// Decode configures the decoding of items that are transformed or
-	// overlaid (its TypeAttribute is set from TypeAttribute).
+	// Decode configures the decoding of items, which its Schema names: the
+	// entity type's attribute (default EntityType), the version's, and the
+	// table's key attributes, of which every item must have one (default:
+	// the incremental exports' keys with an overlay, else PK, SK).
 	Decode pipeline.Options
 	// Progress, when set, is called now and then, from several goroutines,
 	// with the uncompressed bytes and the items read since its last call.
@@ -56,12 +53,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.TypeAttribute == "" {
-		o.TypeAttribute = pipeline.DefaultTypeAttribute
-	}
-	o.Decode.TypeAttribute = o.TypeAttribute
-	if len(o.KeyAttributes) > 0 {
-		o.Decode.KeyAttributes = o.KeyAttributes
+	if o.Decode.TypeAttribute == "" {
+		o.Decode.TypeAttribute = pipeline.DefaultTypeAttribute
 	}
 	if o.Compression == "" {
 		o.Compression = Gzip
@@ -111,8 +104,8 @@ func NewRepartitioner(src *export.Export, overlay *export.Overlay, out objstore.
 		overlay = &export.Overlay{}
 	}
 	if len(overlay.KeyAttributes) > 0 {
-		if len(opts.KeyAttributes) > 0 && !sameNames(opts.KeyAttributes, overlay.KeyAttributes) {
-			return nil, fmt.Errorf("repartition: key attributes %v, but the incremental exports' keys are %v", opts.KeyAttributes, overlay.KeyAttributes)
+		if keys := opts.Decode.KeyAttributes; len(keys) > 0 && !sameNames(keys, overlay.KeyAttributes) {
+			return nil, fmt.Errorf("repartition: key attributes %v, but the incremental exports' keys are %v", keys, overlay.KeyAttributes)
 		}
 		opts.Decode.KeyAttributes = overlay.KeyAttributes
 	}
@@ -123,8 +116,8 @@ func NewRepartitioner(src *export.Export, overlay *export.Overlay, out objstore.
 		tname = opts.Transform.Name
 	}
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n%s\n%d\n%d\n", FormatVersion, src.ManifestSHA256, overlay.Fingerprint(),
-		opts.TypeAttribute, tname, opts.Compression, opts.Level, opts.MaxPartBytes)
-	if keys := opts.Decode.KeyAttributes; len(keys) > 0 {
+		opts.Decode.TypeAttribute, tname, opts.Compression, opts.Level, opts.MaxPartBytes)
+	if keys := opts.Decode.KeyAttributes; len(keys) > 0 && !slices.Equal(keys, pipeline.DefaultKeyAttributes()) {
 		// The key attributes decide which lines are valid: another set is
 		// another run. (Absent for the default, as before it was configurable.)
 		fmt.Fprintf(h, "keys %q\n", keys)

@@ -189,7 +189,7 @@ func TestRepartitionLimits(t *testing.T) {
 
 // TestRepartitionKeyAttributes: a full-export item must have one of the
 // table's key attributes, as the decoders require; they are PK and SK
-// unless Options.KeyAttributes names others.
+// unless Options.Decode.KeyAttributes names others.
 func TestRepartitionKeyAttributes(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -215,7 +215,7 @@ func TestRepartitionKeyAttributes(t *testing.T) {
 		t.Errorf("default key attributes: %v; want line 1 refused for lacking PK and SK", err)
 	}
 	out := objstore.NewDir(t.TempDir()).WithoutSync()
-	r, err = repartition.NewRepartitioner(e, nil, out, repartition.Options{KeyAttributes: []string{"id"}})
+	r, err = repartition.NewRepartitioner(e, nil, out, repartition.Options{Decode: pipeline.Options{Schema: pipeline.Schema{KeyAttributes: []string{"id"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Command tickets is the desk's own tributary: every command of the stock
-// tool, over the desk's projections. Run `tickets help`.
+// tool, over the desk's environment. Run `tickets help`.
 package main
 
 import (
@@ -8,4 +8,4 @@ import (
 	"github.com/tributary/tributary/scripts/cli"
 )
 
-func main() { cli.Main(cli.Options{Projections: tickets.Set(), Transforms: tickets.Transforms()}) }
+func main() { cli.Main(cli.Options{Name: "tickets", Environment: tickets.Environment()}) }

@@ -1,7 +1,11 @@
 // Command archiver archives the desk table's TTL removals to S3
-// (configuration: function.ArchiverConfig).
+// (configuration: archiver.Config).
 package main
 
-import "github.com/tributary/tributary/functions/function"
+import (
+	"example.com/tickets"
 
-func main() { function.Archiver() }
+	"github.com/tributary/tributary/functions/archiver"
+)
+
+func main() { archiver.Main(tickets.Environment()) }

@@ -1,11 +1,11 @@
 // Command kinesis-projector applies the desk table's Kinesis data stream to
-// its projections (configuration: function.ProjectorConfig).
+// its projections (configuration: projector.Config).
 package main
 
 import (
 	"example.com/tickets"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/kinesisprojector"
 )
 
-func main() { function.KinesisProjector(tickets.Set()) }
+func main() { kinesisprojector.Main(tickets.Environment()) }

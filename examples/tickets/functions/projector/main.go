@@ -1,11 +1,11 @@
 // Command projector applies the desk table's DynamoDB stream to its
-// projections (configuration: function.ProjectorConfig).
+// projections (configuration: projector.Config).
 package main
 
 import (
 	"example.com/tickets"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/projector"
 )
 
-func main() { function.Projector(tickets.Set()) }
+func main() { projector.Main(tickets.Environment()) }

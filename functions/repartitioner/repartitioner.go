@@ -1,4 +1,12 @@
-package function
+// Package repartitioner is the Lambda function that repartitions a
+// DynamoDB export by entity type, one data file per invocation, for a Step
+// Functions Distributed Map (plan, file, finish and release steps;
+// docs/exports.md), with the transforms of the table's environment. It does
+// exactly what `tributary repartition` does (pipeline/export/repartition),
+// so either can resume the other's run. A main is one call:
+//
+//	func main() { repartitioner.Main(tickets.Environment()) }
+package repartitioner
 
 import (
 	"context"
@@ -13,14 +21,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline/export/repartition"
+	"github.com/tributary/tributary/projections"
 )
 
-// RepartitionerConfig is the repartitioner function's configuration, read
-// from the environment by LoadRepartitionerConfig: the defaults of every
-// event's job (an event may override each).
-type RepartitionerConfig struct {
+// Config is the repartitioner's configuration, read from the environment
+// by LoadConfig: the defaults of every event's job (an event may override
+// each). The attributes (TYPE_ATTRIBUTE, VERSION_ATTRIBUTE,
+// KEY_ATTRIBUTES) are by default the environment's; a value that differs
+// from one the environment declares is refused.
+type Config struct {
 	Job repartition.JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, VERSION_ATTRIBUTE, KEY_ATTRIBUTES, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
 	// KMSKeyID encrypts output with SSE-KMS (KMS_KEY_ID); default SSE-S3.
 	KMSKeyID string
@@ -29,24 +41,29 @@ type RepartitionerConfig struct {
 	TempDir string
 }
 
-// LoadRepartitionerConfig reads the repartitioner's configuration with
-// getenv and reports every problem at once; TRANSFORM must name one of
+// LoadConfig reads the repartitioner's configuration with getenv and
+// reports every problem at once: the attributes are checked against env's
+// schema (and the defaults filled in), and TRANSFORM must name one of env's
 // transforms.
-func LoadRepartitionerConfig(getenv func(string) string, transforms *repartition.Registry) (RepartitionerConfig, error) {
-	c := RepartitionerConfig{
+func LoadConfig(getenv func(string) string, env *projections.Environment) (Config, error) {
+	given := entry.GivenSchema(getenv)
+	given.TTLAttribute = ""
+	c := Config{
 		Job: repartition.JobConfig{
-			Export:           getenv("EXPORT_LOCATION"),
-			Out:              getenv("OUTPUT_LOCATION"),
-			TypeAttribute:    getenv("TYPE_ATTRIBUTE"),
-			VersionAttribute: getenv("VERSION_ATTRIBUTE"),
-			KeyAttributes:    List(getenv("KEY_ATTRIBUTES")),
-			Transform:        getenv("TRANSFORM"),
-			Compression:      repartition.Compression(getenv("COMPRESSION")),
+			Export:      getenv("EXPORT_LOCATION"),
+			Out:         getenv("OUTPUT_LOCATION"),
+			Transform:   getenv("TRANSFORM"),
+			Compression: repartition.Compression(getenv("COMPRESSION")),
 		},
 		KMSKeyID: getenv("KMS_KEY_ID"),
 		TempDir:  getenv("TMPDIR"),
 	}
 	var errs []error
+	schema, err := entry.Schema(env, given)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Job.Schema = schema
 	if c.Job.Compression != "" {
 		if _, err := repartition.ParseCompression(string(c.Job.Compression)); err != nil {
 			errs = append(errs, fmt.Errorf("COMPRESSION: %w", err))
@@ -75,7 +92,7 @@ func LoadRepartitionerConfig(getenv func(string) string, transforms *repartition
 		}
 	}
 	if c.Job.Transform != "" {
-		if _, err := transforms.Lookup(c.Job.Transform); err != nil {
+		if _, err := env.Transform(c.Job.Transform); err != nil {
 			errs = append(errs, fmt.Errorf("TRANSFORM: %w", err))
 		}
 	}
@@ -85,18 +102,12 @@ func LoadRepartitionerConfig(getenv func(string) string, transforms *repartition
 	return c, nil
 }
 
-// Repartitioner runs the export repartitioner for a Step Functions
-// Distributed Map, one data file per invocation (RepartitionEvent), with
-// the given transforms for TRANSFORM (and an event's transform) to name. It
-// does exactly what `tributary repartition` does (pipeline/export/repartition),
-// so either can resume the other's run. It does not return.
-func Repartitioner(transforms ...*repartition.Transform) {
-	reg := repartition.NewRegistry()
-	for _, t := range transforms {
-		reg.Register(t)
-	}
-	start("repartitioner", func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadRepartitionerConfig(os.Getenv, reg)
+// Main runs the export repartitioner for a Step Functions Distributed Map,
+// one data file per invocation (Event), with env's transforms for
+// TRANSFORM (and an event's transform) to name. It does not return.
+func Main(env *projections.Environment) {
+	entry.Start("repartitioner", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
+		cfg, err := LoadConfig(os.Getenv, env)
 		if err != nil {
 			return nil, err
 		}
@@ -104,11 +115,11 @@ func Repartitioner(transforms ...*repartition.Transform) {
 		if err != nil {
 			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
-		return lambda.NewHandler(NewRepartitioner(cfg, s3.NewFromConfig(aws), reg, log).Handle), nil
+		return lambda.NewHandler(New(cfg, s3.NewFromConfig(aws), env, log).Handle), nil
 	})
 }
 
-// RepartitionEvent is one invocation of the repartitioner. Action is "plan", "file", "finish" or
+// Event is one invocation of the repartitioner. Action is "plan", "file", "finish" or
 // "release"; the job's fields default to the function's configuration. A
 // "file" event names its data file as manifest-files.json does, so a
 // Distributed Map may read manifest-files.json (JSONL) directly as its
@@ -117,7 +128,7 @@ func Repartitioner(transforms ...*repartition.Transform) {
 // steps share as the owner of the output's claim: a second execution into
 // the same output is refused while the first holds it, and "release" (the
 // state machine's Catch) gives it up when an execution fails.
-type RepartitionEvent struct {
+type Event struct {
 	Action string `json:"action"`
 	repartition.JobConfig
 	DataFileS3Key string `json:"dataFileS3Key,omitempty"`
@@ -125,8 +136,8 @@ type RepartitionEvent struct {
 	Force bool `json:"force,omitempty"`
 }
 
-// RepartitionResponse is what each action returns to the state machine.
-type RepartitionResponse struct {
+// Response is what each action returns to the state machine.
+type Response struct {
 	Action      string `json:"action"`
 	Fingerprint string `json:"fingerprint"`
 	// plan: the data files to map over (empty when Complete).
@@ -142,29 +153,30 @@ type RepartitionResponse struct {
 	OutputItems int64 `json:"outputItems,omitempty"`
 }
 
-// RepartitionerHandler is the repartitioner's handler.
-type RepartitionerHandler struct {
-	cfg        RepartitionerConfig
-	s3         objstore.S3API
-	transforms *repartition.Registry
-	log        *slog.Logger
+// Handler is the repartitioner's handler.
+type Handler struct {
+	cfg Config
+	s3  objstore.S3API
+	env *projections.Environment
+	log *slog.Logger
 }
 
-// NewRepartitioner returns the repartitioner's handler over S3 (client),
-// with transforms for the jobs' transform names.
-func NewRepartitioner(cfg RepartitionerConfig, client objstore.S3API, transforms *repartition.Registry, log *slog.Logger) *RepartitionerHandler {
-	return &RepartitionerHandler{cfg: cfg, s3: client, transforms: transforms, log: log}
+// New returns the repartitioner's handler over S3 (client), with env's
+// transforms for the jobs' transform names.
+func New(cfg Config, client objstore.S3API, env *projections.Environment, log *slog.Logger) *Handler {
+	return &Handler{cfg: cfg, s3: client, env: env, log: log}
 }
 
-func (h *RepartitionerHandler) store(l objstore.Location) (objstore.Store, error) {
+func (h *Handler) store(l objstore.Location) (objstore.Store, error) {
 	if !l.IsS3() {
 		return objstore.NewDir(l.Dir), nil
 	}
 	return objstore.NewS3(h.s3, l.Bucket, l.Prefix, objstore.S3Options{KMSKeyID: h.cfg.KMSKeyID, TempDir: h.cfg.TempDir}), nil
 }
 
-// job merges the event's job over the configured one.
-func (h *RepartitionerHandler) job(ev RepartitionEvent) repartition.JobConfig {
+// job merges the event's job over the configured one. The attributes an
+// event names must agree with those the environment declares.
+func (h *Handler) job(ev Event) (repartition.JobConfig, error) {
 	j := h.cfg.Job
 	e := ev.JobConfig
 	set := func(dst *string, v string) {
@@ -174,11 +186,12 @@ func (h *RepartitionerHandler) job(ev RepartitionEvent) repartition.JobConfig {
 	}
 	set(&j.Export, e.Export)
 	set(&j.Out, e.Out)
-	set(&j.TypeAttribute, e.TypeAttribute)
-	set(&j.VersionAttribute, e.VersionAttribute)
-	if len(e.KeyAttributes) > 0 {
-		j.KeyAttributes = e.KeyAttributes
+	if _, err := h.env.Schema.Configure(e.Schema, map[string]string{
+		"type": "the event's typeAttribute", "version": "the event's versionAttribute", "keys": "the event's keyAttributes", "ttl": "the event's ttlAttribute",
+	}); err != nil {
+		return j, err
 	}
+	j.Schema = j.Schema.Override(e.Schema)
 	set(&j.Transform, e.Transform)
 	if e.Compression != "" {
 		j.Compression = e.Compression
@@ -195,22 +208,25 @@ func (h *RepartitionerHandler) job(ev RepartitionEvent) repartition.JobConfig {
 	j.SkipMD5 = j.SkipMD5 || e.SkipMD5
 	j.AllowMissingManifest = j.AllowMissingManifest || e.AllowMissingManifest
 	j.ExecutionID, j.Takeover = e.ExecutionID, e.Takeover
-	return j
+	return j, nil
 }
 
 // Handle runs one step. An error fails the invocation (the state machine's
 // retry policy retries it; every step is idempotent).
-func (h *RepartitionerHandler) Handle(ctx context.Context, ev RepartitionEvent) (RepartitionResponse, error) {
+func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	start := time.Now()
-	jc := h.job(ev)
-	if jc.ExecutionID == "" {
-		return RepartitionResponse{}, errors.New("repartitioner: the event has no executionId: the steps of one run share the output's claim by it (the state machine passes $$.Execution.Id)")
-	}
-	job, err := repartition.OpenJob(ctx, jc, h.store, h.transforms)
+	jc, err := h.job(ev)
 	if err != nil {
-		return RepartitionResponse{}, err
+		return Response{}, err
 	}
-	resp := RepartitionResponse{Action: ev.Action, Fingerprint: job.Partitioner.Fingerprint()}
+	if jc.ExecutionID == "" {
+		return Response{}, errors.New("repartitioner: the event has no executionId: the steps of one run share the output's claim by it (the state machine passes $$.Execution.Id)")
+	}
+	job, err := repartition.OpenJob(ctx, jc, h.store, h.env)
+	if err != nil {
+		return Response{}, err
+	}
+	resp := Response{Action: ev.Action, Fingerprint: job.Partitioner.Fingerprint()}
 	switch ev.Action {
 	case "plan":
 		files, complete, err := job.Plan(ctx, ev.Force)

@@ -1,18 +1,21 @@
-package function_test
+package archiver_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/archiver"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
 )
 
 func TestLoadArchiverConfig(t *testing.T) {
-	c, err := function.LoadArchiverConfig(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ARCHIVE_PREFIX": "ttl/app"}))
+	c, err := archiver.LoadConfig(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ARCHIVE_PREFIX": "ttl/app"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TypeAttribute != "EntityType" || c.TTLAttribute != "ttl" || c.MultipartThreshold != 5<<20 {
+	if c.Schema.TypeAttribute != "" || c.Schema.TTLAttribute != "" || c.MultipartThreshold != 5<<20 {
 		t.Errorf("defaults %+v", c)
 	}
 	if o := c.S3Options(); o.KMSKeyID != "" || o.MultipartThreshold != 5<<20 {
@@ -21,7 +24,7 @@ func TestLoadArchiverConfig(t *testing.T) {
 	if c.Prefix != "ttl/app" || c.EntityTypes != nil {
 		t.Errorf("config %+v (no ENTITY_TYPES: no entity types named)", c)
 	}
-	c, _ = function.LoadArchiverConfig(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ENTITY_TYPES": " Comment, Document ,,"}))
+	c, _ = archiver.LoadConfig(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ENTITY_TYPES": " Comment, Document ,,"}))
 	if strings.Join(c.EntityTypes, "|") != "Comment|Document" {
 		t.Errorf("ENTITY_TYPES: %q", c.EntityTypes)
 	}
@@ -42,7 +45,7 @@ func TestLoadArchiverConfig(t *testing.T) {
 		{"malformed threshold", map[string]string{"ARCHIVE_DIR": "/tmp", "ARCHIVE_MULTIPART_THRESHOLD": "5MB"}, []string{"not a number of bytes"}},
 		{"all at once", map[string]string{"ARCHIVE_BUCKET": "x", "ARCHIVE_PREFIX": "/a"}, []string{"ARCHIVE_BUCKET", "ARCHIVE_PREFIX"}},
 	} {
-		_, err := function.LoadArchiverConfig(env(tc.env))
+		_, err := archiver.LoadConfig(env(tc.env))
 		if err == nil {
 			t.Errorf("%s: accepted", tc.name)
 			continue
@@ -52,5 +55,27 @@ func TestLoadArchiverConfig(t *testing.T) {
 				t.Errorf("%s: error lacks %q: %v", tc.name, w, err)
 			}
 		}
+	}
+}
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// TestArchiverSchema: the archiver dates items by the TTL attribute its
+// environment declares, and refuses a TTL_ATTRIBUTE that names another.
+func TestArchiverSchema(t *testing.T) {
+	env := &projections.Environment{Schema: pipeline.Schema{TTLAttribute: "expires"}}
+	cfg, err := archiver.LoadConfig(func(k string) string {
+		return map[string]string{"ARCHIVE_DIR": t.TempDir(), "TTL_ATTRIBUTE": "ttl"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archiver.New(cfg, env, objstore.NewDir(t.TempDir()), quiet(), nil); err == nil ||
+		!strings.Contains(err.Error(), `TTL_ATTRIBUTE "ttl", but this table's environment reads the expiry from "expires"`) {
+		t.Errorf("a TTL_ATTRIBUTE against the environment's: %v", err)
+	}
+	cfg.Schema.TTLAttribute = ""
+	if _, err := archiver.New(cfg, env, objstore.NewDir(t.TempDir()), quiet(), nil); err != nil {
+		t.Errorf("the environment's TTL attribute: %v", err)
 	}
 }

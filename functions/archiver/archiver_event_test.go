@@ -1,16 +1,21 @@
-package function_test
+package archiver_test
 
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/archiver"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/projections"
 )
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // TestArchiverEvent runs the archiver's `sam local invoke` event through
 // its handler, archiving into a directory: the two TTL removals land in
@@ -18,12 +23,15 @@ import (
 func TestArchiverEvent(t *testing.T) {
 	dir := t.TempDir()
 	var metrics bytes.Buffer
-	cfg, err := function.LoadArchiverConfig(env(map[string]string{"ARCHIVE_DIR": dir, "ARCHIVE_PREFIX": "ttl"}))
+	cfg, err := archiver.LoadConfig(env(map[string]string{"ARCHIVE_DIR": dir, "ARCHIVE_PREFIX": "ttl"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := function.NewArchiver(cfg, objstore.NewDir(dir), quiet(), &metrics)
-	event, err := os.ReadFile(filepath.Join("..", "archiver", "testdata", "event.json"))
+	p, err := archiver.New(cfg, &projections.Environment{}, objstore.NewDir(dir), quiet(), &metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event, err := os.ReadFile(filepath.Join("testdata", "event.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,11 @@
-package function
+// Package archiver is the Lambda function that archives the items
+// DynamoDB's time to live deletes, from the table's stream (filtered to TTL
+// removals), to S3 or a local directory, exactly once (docs/archive.md). A
+// main is one call over the table's environment, whose attributes (the
+// entity type's, the TTL's) it reads:
+//
+//	func main() { archiver.Main(tickets.Environment()) }
+package archiver
 
 import (
 	"context"
@@ -14,45 +21,51 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/projections"
 )
 
-// ArchiverConfig is the archiver function's configuration, read from the
-// environment by LoadArchiverConfig:
+// Config is the archiver's configuration, read from the environment by
+// LoadConfig:
 //
 //	ARCHIVE_BUCKET               S3 bucket to archive into (or ARCHIVE_DIR)
 //	ARCHIVE_DIR                  local directory to archive into (or ARCHIVE_BUCKET)
 //	ARCHIVE_PREFIX               key prefix, e.g. "ttl-archive/orders" (default none)
 //	ARCHIVE_KMS_KEY_ID           SSE-KMS key; unset means SSE-S3 (AES256)
 //	ARCHIVE_MULTIPART_THRESHOLD  bytes from which objects go multipart (default 5 MiB)
-//	TYPE_ATTRIBUTE               entity type attribute (default EntityType)
-//	TTL_ATTRIBUTE                expiry attribute, epoch seconds (default ttl)
+//	TYPE_ATTRIBUTE               entity type attribute, and the expiry's,
+//	TTL_ATTRIBUTE                in epoch seconds: by default the
+//	                             environment's (EntityType, ttl); a value that
+//	                             differs from one it declares stops the
+//	                             function at init
 //	ENTITY_TYPES                 comma-separated entity types the per-type metrics
 //	                             name; the others count as "(other)" (default none)
-type ArchiverConfig struct {
+type Config struct {
 	Bucket             string
 	Dir                string
 	Prefix             string
 	KMSKeyID           string
 	MultipartThreshold int64
-	TypeAttribute      string
-	TTLAttribute       string
-	EntityTypes        []string
+	// Schema holds the attributes the variables give (the type's and the
+	// TTL's); empty ones are the environment's.
+	Schema      pipeline.Schema
+	EntityTypes []string
 }
 
-// LoadArchiverConfig reads the archiver's configuration with getenv,
-// fills in the defaults and reports every problem at once.
-func LoadArchiverConfig(getenv func(string) string) (ArchiverConfig, error) {
-	c := ArchiverConfig{
-		Bucket:        strings.TrimSpace(getenv("ARCHIVE_BUCKET")),
-		Dir:           getenv("ARCHIVE_DIR"),
-		Prefix:        getenv("ARCHIVE_PREFIX"),
-		KMSKeyID:      strings.TrimSpace(getenv("ARCHIVE_KMS_KEY_ID")),
-		TypeAttribute: getenv("TYPE_ATTRIBUTE"),
-		TTLAttribute:  getenv("TTL_ATTRIBUTE"),
-		EntityTypes:   List(getenv("ENTITY_TYPES")),
+// LoadConfig reads the archiver's configuration with getenv, fills in the
+// defaults and reports every problem at once.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	given := entry.GivenSchema(getenv)
+	c := Config{
+		Bucket:      strings.TrimSpace(getenv("ARCHIVE_BUCKET")),
+		Dir:         getenv("ARCHIVE_DIR"),
+		Prefix:      getenv("ARCHIVE_PREFIX"),
+		KMSKeyID:    strings.TrimSpace(getenv("ARCHIVE_KMS_KEY_ID")),
+		Schema:      pipeline.Schema{TypeAttribute: given.TypeAttribute, TTLAttribute: given.TTLAttribute},
+		EntityTypes: entry.List(getenv("ENTITY_TYPES")),
 	}
 	var errs []error
 	if v := getenv("ARCHIVE_MULTIPART_THRESHOLD"); v != "" {
@@ -64,12 +77,6 @@ func LoadArchiverConfig(getenv func(string) string) (ArchiverConfig, error) {
 	}
 	if c.MultipartThreshold == 0 {
 		c.MultipartThreshold = archive.DefaultMultipartThreshold
-	}
-	if c.TypeAttribute == "" {
-		c.TypeAttribute = pipeline.DefaultTypeAttribute
-	}
-	if c.TTLAttribute == "" {
-		c.TTLAttribute = archive.DefaultTTLAttribute
 	}
 	switch {
 	case c.Bucket == "" && c.Dir == "":
@@ -91,9 +98,6 @@ func LoadArchiverConfig(getenv func(string) string) (ArchiverConfig, error) {
 	if c.MultipartThreshold < archive.DefaultPartSize {
 		errs = append(errs, fmt.Errorf("ARCHIVE_MULTIPART_THRESHOLD: %d is below S3's smallest part, %d bytes", c.MultipartThreshold, archive.DefaultPartSize))
 	}
-	if strings.TrimSpace(c.TTLAttribute) == "" {
-		errs = append(errs, errors.New("TTL_ATTRIBUTE: empty"))
-	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("invalid configuration: %w", err)
 	}
@@ -101,17 +105,14 @@ func LoadArchiverConfig(getenv func(string) string) (ArchiverConfig, error) {
 }
 
 // S3Options returns the S3 store options the configuration asks for.
-func (c ArchiverConfig) S3Options() objstore.S3Options {
+func (c Config) S3Options() objstore.S3Options {
 	return objstore.S3Options{KMSKeyID: c.KMSKeyID, MultipartThreshold: c.MultipartThreshold, PartSize: archive.DefaultPartSize}
 }
 
-// Archiver runs the TTL archiver: it archives the items DynamoDB's time to
-// live deletes, from the table's stream (filtered to TTL removals), to S3
-// or a local directory, exactly once (docs/archive.md). It does not
-// return.
-func Archiver() {
-	start("archiver", func(ctx context.Context, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadArchiverConfig(os.Getenv)
+// Main runs the TTL archiver of env's table. It does not return.
+func Main(env *projections.Environment) {
+	entry.Start("archiver", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
+		cfg, err := LoadConfig(os.Getenv)
 		if err != nil {
 			return nil, err
 		}
@@ -123,15 +124,20 @@ func Archiver() {
 			}
 			store = objstore.NewS3(s3.NewFromConfig(aws), cfg.Bucket, "", cfg.S3Options())
 		}
-		return NewArchiver(cfg, store, log, os.Stdout), nil
+		return New(cfg, env, store, log, os.Stdout)
 	})
 }
 
-// NewArchiver returns the archiver's handler over store: the archive
-// handler behind the DynamoDB Streams processor.
-func NewArchiver(cfg ArchiverConfig, store archive.Putter, log *slog.Logger, metrics io.Writer) *pipeline.Processor {
-	h := archive.New(store, archive.Options{Prefix: cfg.Prefix, TTLAttribute: cfg.TTLAttribute, Logger: log, Metrics: metrics})
+// New returns the archiver's handler over store: the archive handler
+// behind the DynamoDB Streams processor, reading the attributes of env's
+// schema, or those cfg gives where env declares none.
+func New(cfg Config, env *projections.Environment, store archive.Putter, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
+	schema, err := entry.Schema(env, cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	h := archive.New(store, archive.Options{Prefix: cfg.Prefix, TTLAttribute: schema.TTLAttribute, Logger: log, Metrics: metrics})
 	return pipeline.NewStreamsProcessor(h, pipeline.Config{
-		Options: pipeline.Options{TypeAttribute: cfg.TypeAttribute}, Logger: log, Metrics: metrics, EntityTypes: cfg.EntityTypes,
-	})
+		Options: pipeline.Options{Schema: schema}, Logger: log, Metrics: metrics, EntityTypes: cfg.EntityTypes,
+	}), nil
 }

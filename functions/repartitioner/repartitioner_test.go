@@ -1,4 +1,4 @@
-package function_test
+package repartitioner_test
 
 import (
 	"context"
@@ -14,12 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/functions/function"
+	"github.com/tributary/tributary/functions/repartitioner"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline/export/reimport"
 	"github.com/tributary/tributary/pipeline/export/repartition"
+	"github.com/tributary/tributary/projections/seed"
 )
 
 // TestStateMachine runs the steps a Distributed Map runs, against S3
@@ -37,21 +38,21 @@ func TestStateMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var ev function.RepartitionEvent
-	b, _ := os.ReadFile(filepath.Join("..", "repartitioner", "testdata", "event.json"))
+	var ev repartitioner.Event
+	b, _ := os.ReadFile(filepath.Join("testdata", "event.json"))
 	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := function.LoadRepartitionerConfig(func(k string) string {
+	cfg, err := repartitioner.LoadConfig(func(k string) string {
 		return map[string]string{"EXPORT_LOCATION": ev.Export, "OUTPUT_LOCATION": ev.Out, "TRANSFORM": "comments-table", "TMPDIR": t.TempDir()}[k]
-	}, repartition.DefaultTransforms())
+	}, seed.Environment())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := function.NewRepartitioner(cfg, client, repartition.DefaultTransforms(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	run := repartition.JobConfig{ExecutionID: ev.ExecutionID}
 
-	plan, err := h.Handle(ctx, function.RepartitionEvent{Action: "plan", JobConfig: run})
+	plan, err := h.Handle(ctx, repartitioner.Event{Action: "plan", JobConfig: run})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,18 +70,18 @@ func TestStateMachine(t *testing.T) {
 		}
 	}
 	for _, f := range plan.Files {
-		if _, err := h.Handle(ctx, function.RepartitionEvent{Action: "file", JobConfig: run, DataFileS3Key: f.DataFileS3Key}); err != nil {
+		if _, err := h.Handle(ctx, repartitioner.Event{Action: "file", JobConfig: run, DataFileS3Key: f.DataFileS3Key}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fin, err := h.Handle(ctx, function.RepartitionEvent{Action: "finish", JobConfig: run})
+	fin, err := h.Handle(ctx, repartitioner.Event{Action: "finish", JobConfig: run})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fin.OutputItems != 913 {
 		t.Errorf("finish: %+v", fin)
 	}
-	again, err := h.Handle(ctx, function.RepartitionEvent{Action: "plan", JobConfig: run})
+	again, err := h.Handle(ctx, repartitioner.Event{Action: "plan", JobConfig: run})
 	if err != nil || !again.Complete || len(again.Files) != 0 {
 		t.Errorf("plan after finish: %+v, %v", again, err)
 	}
@@ -95,24 +96,24 @@ func TestStateMachine(t *testing.T) {
 		t.Error(err)
 	}
 
-	if _, err := h.Handle(ctx, function.RepartitionEvent{Action: "nope", JobConfig: run}); err == nil || !strings.Contains(err.Error(), "unknown action") {
+	if _, err := h.Handle(ctx, repartitioner.Event{Action: "nope", JobConfig: run}); err == nil || !strings.Contains(err.Error(), "unknown action") {
 		t.Errorf("unknown action: %v", err)
 	}
 }
 
 func TestLoadRepartitionerConfig(t *testing.T) {
-	_, err := function.LoadRepartitionerConfig(func(k string) string {
+	_, err := repartitioner.LoadConfig(func(k string) string {
 		return map[string]string{"COMPRESSION": "lz4", "MAX_PART_MB": "0", "TRANSFORM": "nope", "OUTPUT_LOCATION": "s3://"}[k]
-	}, repartition.DefaultTransforms())
+	}, seed.Environment())
 	for _, want := range []string{"COMPRESSION", "MAX_PART_MB", "TRANSFORM", "OUTPUT_LOCATION"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("config error %v does not mention %s", err, want)
 		}
 	}
-	c, err := function.LoadRepartitionerConfig(func(k string) string {
+	c, err := repartitioner.LoadConfig(func(k string) string {
 		return map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3",
 			"TYPE_ATTRIBUTE": "kind", "VERSION_ATTRIBUTE": "rev", "KEY_ATTRIBUTES": "Id"}[k]
-	}, repartition.DefaultTransforms())
+	}, seed.Environment())
 	if err != nil || c.Job.Compression != repartition.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 ||
 		c.Job.TypeAttribute != "kind" || c.Job.VersionAttribute != "rev" || strings.Join(c.Job.KeyAttributes, ",") != "Id" {
 		t.Errorf("config %+v, %v", c, err)
@@ -131,24 +132,24 @@ func TestSecondExecutionRefused(t *testing.T) {
 	if err := exportgen.CopyDir(ctx, objstore.NewS3(client, bucket, "exports/app", objstore.S3Options{}), exportgen.FixtureDir()); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := function.LoadRepartitionerConfig(func(k string) string {
+	cfg, err := repartitioner.LoadConfig(func(k string) string {
 		return map[string]string{"EXPORT_LOCATION": "s3://" + bucket + "/exports/app/AWSDynamoDB/01796032802314-fa5ad9a8", "OUTPUT_LOCATION": "s3://" + bucket + "/split/app", "TMPDIR": t.TempDir()}[k]
-	}, repartition.DefaultTransforms())
+	}, seed.Environment())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := function.NewRepartitioner(cfg, client, repartition.DefaultTransforms(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	first := repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:first"}
 	second := repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:second"}
 
-	plan, err := h.Handle(ctx, function.RepartitionEvent{Action: "plan", JobConfig: first})
+	plan, err := h.Handle(ctx, repartitioner.Event{Action: "plan", JobConfig: first})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Handle(ctx, function.RepartitionEvent{Action: "file", JobConfig: first, DataFileS3Key: plan.Files[0].DataFileS3Key}); err != nil {
+	if _, err := h.Handle(ctx, repartitioner.Event{Action: "file", JobConfig: first, DataFileS3Key: plan.Files[0].DataFileS3Key}); err != nil {
 		t.Fatalf("a step of the execution holding the output: %v", err)
 	}
-	for _, ev := range []function.RepartitionEvent{
+	for _, ev := range []repartitioner.Event{
 		{Action: "plan", JobConfig: second},
 		{Action: "file", JobConfig: second, DataFileS3Key: plan.Files[1].DataFileS3Key},
 		{Action: "finish", JobConfig: second},
@@ -159,17 +160,17 @@ func TestSecondExecutionRefused(t *testing.T) {
 		}
 	}
 	// The second's release leaves the first's claim alone.
-	if _, err := h.Handle(ctx, function.RepartitionEvent{Action: "release", JobConfig: second}); err != nil {
+	if _, err := h.Handle(ctx, repartitioner.Event{Action: "release", JobConfig: second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Handle(ctx, function.RepartitionEvent{Action: "file", JobConfig: first, DataFileS3Key: plan.Files[1].DataFileS3Key}); err != nil {
+	if _, err := h.Handle(ctx, repartitioner.Event{Action: "file", JobConfig: first, DataFileS3Key: plan.Files[1].DataFileS3Key}); err != nil {
 		t.Fatalf("the first execution after the second's release: %v", err)
 	}
 	// The first fails, and its Catch releases the output.
-	if _, err := h.Handle(ctx, function.RepartitionEvent{Action: "release", JobConfig: first}); err != nil {
+	if _, err := h.Handle(ctx, repartitioner.Event{Action: "release", JobConfig: first}); err != nil {
 		t.Fatal(err)
 	}
-	plan2, err := h.Handle(ctx, function.RepartitionEvent{Action: "plan", JobConfig: second})
+	plan2, err := h.Handle(ctx, repartitioner.Event{Action: "plan", JobConfig: second})
 	if err != nil {
 		t.Fatalf("the second execution after the first's release: %v", err)
 	}
@@ -177,14 +178,14 @@ func TestSecondExecutionRefused(t *testing.T) {
 		t.Errorf("the second plan lists %d files, want the %d the first left", len(plan2.Files), len(plan.Files)-2)
 	}
 	for _, f := range plan2.Files {
-		if _, err := h.Handle(ctx, function.RepartitionEvent{Action: "file", JobConfig: second, DataFileS3Key: f.DataFileS3Key}); err != nil {
+		if _, err := h.Handle(ctx, repartitioner.Event{Action: "file", JobConfig: second, DataFileS3Key: f.DataFileS3Key}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if fin, err := h.Handle(ctx, function.RepartitionEvent{Action: "finish", JobConfig: second}); err != nil || fin.OutputItems != 913 {
+	if fin, err := h.Handle(ctx, repartitioner.Event{Action: "finish", JobConfig: second}); err != nil || fin.OutputItems != 913 {
 		t.Fatalf("finish: %+v, %v", fin, err)
 	}
-	if _, err := h.Handle(ctx, function.RepartitionEvent{Action: "plan"}); err == nil || !strings.Contains(err.Error(), "executionId") {
+	if _, err := h.Handle(ctx, repartitioner.Event{Action: "plan"}); err == nil || !strings.Contains(err.Error(), "executionId") {
 		t.Errorf("an event without an execution: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package function
+package entry
 
 import (
 	"os"

@@ -1,0 +1,121 @@
+// Package entry is what every Lambda function of Tributary does at init,
+// before its handler takes a record: hand over to another main when
+// TRIBUTARY_MAIN names one, resolve the table's environment (a spec file in
+// place of the main's projections), build the handler, and report an init
+// failure the way Lambda shows it.
+package entry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+)
+
+// MainEnv names the environment variable that hands a function over to
+// another main: when it is set (to the path of an executable, typically
+// /opt/bin/<function> in a Lambda layer), a function replaces its process
+// with that executable at init, before it reads any other configuration.
+// The stock functions of the SAM template use it to run a team's own Go
+// mains from a layer (docs/deploy.md). The variable is removed from the
+// environment the executable sees.
+const MainEnv = "TRIBUTARY_MAIN"
+
+// SpecEnv names the variable that replaces the main's projections (and the
+// attributes the spec declares) with a spec file's: PROJECTIONS_FILE.
+const SpecEnv = "PROJECTIONS_FILE"
+
+// Build makes a function's handler from the resolved environment.
+type Build func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error)
+
+// Start runs the function name: it hands over when MainEnv says so,
+// resolves env (Resolve), builds the handler and hands it to the Lambda
+// runtime. A failure is logged as a JSON line and ends the process, so
+// that Lambda reports the init error. It does not return.
+func Start(name string, env *projections.Environment, build Build) {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", name)
+	fail := func(err error) {
+		log.Error("init failed", "error", err.Error())
+		os.Exit(1)
+	}
+	if exe := os.Getenv(MainEnv); exe != "" {
+		err := handOver(exe) // returns only on failure
+		fail(fmt.Errorf("%s %s: %w", MainEnv, exe, err))
+	}
+	ctx := context.Background()
+	resolved, err := Resolve(env, os.LookupEnv)
+	if err != nil {
+		fail(err)
+	}
+	h, err := build(ctx, resolved, log)
+	if err != nil {
+		fail(err)
+	}
+	lambda.Start(h)
+}
+
+// Resolve returns the environment a function runs with: env, or the
+// environment PROJECTIONS_FILE's spec makes of it (Environment.WithSpec).
+// A nil env is an empty one.
+func Resolve(env *projections.Environment, lookup func(string) (string, bool)) (*projections.Environment, error) {
+	if env == nil {
+		env = &projections.Environment{}
+	}
+	file, _ := lookup(SpecEnv)
+	if file = strings.TrimSpace(file); file == "" {
+		if err := env.Validate(); err != nil {
+			return nil, fmt.Errorf("the main's environment: %w", err)
+		}
+		return env, nil
+	}
+	with, err := env.WithSpec(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SpecEnv, err)
+	}
+	return with, nil
+}
+
+// List splits a comma-separated variable, dropping blanks.
+func List(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// GivenSchema reads the attributes the variables TYPE_ATTRIBUTE,
+// VERSION_ATTRIBUTE, KEY_ATTRIBUTES and TTL_ATTRIBUTE give (the template's
+// TypeAttribute, VersionAttribute, KeyAttributes and TTLAttribute); an
+// unset variable leaves its attribute empty.
+func GivenSchema(getenv func(string) string) pipeline.Schema {
+	return pipeline.Schema{
+		TypeAttribute:    strings.TrimSpace(getenv("TYPE_ATTRIBUTE")),
+		VersionAttribute: strings.TrimSpace(getenv("VERSION_ATTRIBUTE")),
+		KeyAttributes:    List(getenv("KEY_ATTRIBUTES")),
+		TTLAttribute:     strings.TrimSpace(getenv("TTL_ATTRIBUTE")),
+	}
+}
+
+// Schema returns the schema a function runs with: env's, with the
+// attributes given names where env declares none (see GivenSchema), and
+// the defaults for the rest. A given attribute that differs from one env
+// declares is an error naming its variable (pipeline.Schema.Configure).
+func Schema(env *projections.Environment, given pipeline.Schema) (pipeline.Schema, error) {
+	s, err := env.Schema.Configure(given, map[string]string{
+		"type": "TYPE_ATTRIBUTE", "version": "VERSION_ATTRIBUTE", "keys": "KEY_ATTRIBUTES", "ttl": "TTL_ATTRIBUTE",
+	})
+	if err != nil {
+		return s, err
+	}
+	s = s.WithDefaults()
+	return s, s.Validate()
+}

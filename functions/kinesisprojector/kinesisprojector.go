@@ -1,0 +1,46 @@
+// Package kinesisprojector is the Lambda function that applies the Kinesis
+// data stream fed by a table's Kinesis streaming destination to its
+// projections, exactly once, in the aggregate table: Kinesis duplicates and
+// reordering are harmless to the engine's ledger. A main is one call over
+// the table's environment:
+//
+//	func main() { kinesisprojector.Main(tickets.Environment()) }
+//
+// It is configured like the Streams projector (projector.Config); partial
+// batch responses name Kinesis sequence numbers.
+package kinesisprojector
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/tributary/tributary/functions/internal/entry"
+	"github.com/tributary/tributary/functions/projector"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+)
+
+// Main runs the Kinesis projector of env. It does not return.
+func Main(env *projections.Environment) {
+	entry.Start("kinesis-projector", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
+		cfg, t, err := projector.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return New(ctx, cfg, t, env, log, os.Stdout)
+	})
+}
+
+// New returns the Kinesis projector's handler: projector.NewHandler behind
+// the Kinesis processor.
+func New(ctx context.Context, cfg projector.Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
+	h, pc, err := projector.NewHandler(ctx, cfg, t, env, log, metrics)
+	if err != nil {
+		return nil, err
+	}
+	return pipeline.NewKinesisProcessor(h, pc), nil
+}

@@ -1,0 +1,217 @@
+// Package projector is the Lambda function that applies a table's DynamoDB
+// Streams changes to its projections, exactly once, in the aggregate table.
+// A main is one call over the table's environment:
+//
+//	func main() { projector.Main(tickets.Environment()) }
+//
+// Its configuration comes from the environment variables (Config,
+// LoadConfig); the table's attributes and projections from the main's
+// projections.Environment, or a spec file's (PROJECTIONS_FILE). A bad
+// configuration, or an aggregate table that another projection set built
+// (projections.Open), stops the function at init, before it takes a
+// record. The function logs JSON to standard output, beside its
+// embedded-metric lines. New builds the same handler over any store, for
+// tests and for mains that add to it; functions/kinesisprojector is the
+// same for the table's Kinesis data stream.
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary/tributary/functions/internal/entry"
+	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+)
+
+// Config is a projector's configuration, read from the environment by
+// LoadConfig:
+//
+//	AGGREGATE_TABLE      the aggregate table (required)
+//	PROJECTIONS_FILE     a projection spec (docs/projections-spec.md) whose
+//	                     projections, and the attributes it declares, replace
+//	                     the main's (for a main whose environment loads specs:
+//	                     the stock mains'); in the SAM template, a file of the
+//	                     projections layer (/opt/...)
+//	PROJECTIONS          comma-separated projection names: run only these
+//	                     (default every one); a table for a subset is its own
+//	TYPE_ATTRIBUTE       the item attributes holding the entity type and the
+//	VERSION_ATTRIBUTE    version (the decoders read them), and the table's keys
+//	KEY_ATTRIBUTES       and TTL attribute (read by no projector, but given by
+//	TTL_ATTRIBUTE        the template to every function): by default the
+//	                     environment's; one that differs from what the
+//	                     environment declares (a spec's attributes) stops the
+//	                     function at init
+//	UNKNOWN_TYPE_POLICY  skip (default) or fail: images of types no projection reads
+//	PERMANENT_FAILURES   report (default; bisect, retry, on-failure destination) or skip
+//	IGNORE_TYPES         comma-separated entity types skipped without a log line
+//	TOMBSTONE_TTL_DAYS   how long a removed item's tombstone is kept (default 400)
+//	FILTER_ENTITY_TYPES  comma-separated entity types the event source mapping's
+//	                     filter passes (the template sets it from the same
+//	                     parameter as the filter): the function refuses to start
+//	                     when it is set but names none, or when a type its
+//	                     projections read is missing, whose records the filter
+//	                     would drop unseen
+type Config struct {
+	Table string
+	// Projections names the subset of the environment's projections to run.
+	Projections []string
+	// Schema holds the attributes the variables give; empty ones are the
+	// environment's.
+	Schema       pipeline.Schema
+	Unknown      pipeline.UnknownPolicy
+	Permanent    pipeline.PermanentPolicy
+	Ignore       []string
+	TombstoneTTL time.Duration
+	// FilterTypes are the types the mapping's filter passes; nil when the
+	// function is not told (FILTER_ENTITY_TYPES unset).
+	FilterTypes []string
+}
+
+// LoadConfig reads a projector's configuration with lookup (os.LookupEnv in
+// a main) and reports every problem at once.
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	getenv := func(k string) string { v, _ := lookup(k); return v }
+	given := entry.GivenSchema(getenv)
+	c := Config{
+		Table:       strings.TrimSpace(getenv("AGGREGATE_TABLE")),
+		Projections: entry.List(getenv("PROJECTIONS")),
+		Schema:      given,
+		Ignore:      entry.List(getenv("IGNORE_TYPES")),
+	}
+	var errs []error
+	if c.Table == "" {
+		errs = append(errs, errors.New("AGGREGATE_TABLE is required"))
+	}
+	if v, ok := lookup("FILTER_ENTITY_TYPES"); ok {
+		c.FilterTypes = entry.List(v)
+		if len(c.FilterTypes) == 0 {
+			errs = append(errs, errors.New("FILTER_ENTITY_TYPES is set but names no entity type: the event source mapping's filter would pass no record (the template's ProjectedEntityTypes is empty; `tributary projections check` prints what it must be)"))
+		}
+	}
+	switch v := getenv("UNKNOWN_TYPE_POLICY"); v {
+	case "", "skip":
+	case "fail":
+		c.Unknown = pipeline.FailUnknown
+	default:
+		errs = append(errs, fmt.Errorf("UNKNOWN_TYPE_POLICY %q: want skip or fail", v))
+	}
+	switch v := getenv("PERMANENT_FAILURES"); v {
+	case "", "report":
+	case "skip":
+		c.Permanent = pipeline.SkipPermanent
+	default:
+		errs = append(errs, fmt.Errorf("PERMANENT_FAILURES %q: want report or skip", v))
+	}
+	if v := getenv("TOMBSTONE_TTL_DAYS"); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 1 {
+			errs = append(errs, fmt.Errorf("TOMBSTONE_TTL_DAYS %q: want a whole number of days, at least 1", v))
+		}
+		c.TombstoneTTL = time.Duration(days) * 24 * time.Hour
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Main runs the DynamoDB Streams projector of env: it applies the table's
+// stream to env's projections, exactly once, in the aggregate table. It
+// does not return.
+func Main(env *projections.Environment) {
+	entry.Start("projector", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
+		cfg, t, err := Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return New(ctx, cfg, t, env, log, os.Stdout)
+	})
+}
+
+// Load reads a projector's configuration from the process's environment
+// and opens its aggregate table in DynamoDB: what Main and the Kinesis
+// projector's Main do at init.
+func Load(ctx context.Context) (Config, projections.Table, error) {
+	cfg, err := LoadConfig(os.LookupEnv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	aws, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	return cfg, dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table), nil
+}
+
+// New returns the Streams projector's handler: an engine for env's
+// projections (or the subset cfg.Projections names) over the aggregate
+// table t, made by projections.Open, behind the DynamoDB Streams processor
+// (partial batch responses name stream sequence numbers).
+func New(ctx context.Context, cfg Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
+	h, pc, err := NewHandler(ctx, cfg, t, env, log, metrics)
+	if err != nil {
+		return nil, err
+	}
+	pc.Need = streamsFilterNeed
+	return pipeline.NewStreamsProcessor(h, pc), nil
+}
+
+// streamsFilterNeed is what the Streams projector's event source mapping
+// filter asks of the stream: it matches records by the entity type of their
+// new or old image, so a removal, or a change out of a projected type,
+// reaches the function only with its old image.
+var streamsFilterNeed = pipeline.ImageNeed{Images: pipeline.OldImages,
+	Why: "the projector's filter criteria match removals and type changes by the item's old image: without it they never reach the function, and what the item contributed is never retracted"}
+
+// NewHandler returns what both projectors run behind their event's
+// processor: the engine of env's projections (or the subset
+// cfg.Projections names) over t, checked against the mapping's filter and
+// opened with projections.Open, and the processor's configuration (the
+// decoders read the attributes env and cfg name).
+func NewHandler(ctx context.Context, cfg Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer) (pipeline.BatchHandler, pipeline.Config, error) {
+	schema, err := entry.Schema(env, cfg.Schema)
+	if err != nil {
+		return nil, pipeline.Config{}, err
+	}
+	if env.Projections == nil {
+		return nil, pipeline.Config{}, errors.New("no projections: the main's environment has none, and PROJECTIONS_FILE names no spec")
+	}
+	sub, err := env.Projections.Select(cfg.Projections...)
+	if err != nil {
+		return nil, pipeline.Config{}, fmt.Errorf("PROJECTIONS: %w", err)
+	}
+	if cfg.FilterTypes != nil {
+		var missing []string
+		for _, t := range sub.EntityTypes() {
+			if !slices.Contains(cfg.FilterTypes, t) {
+				missing = append(missing, t)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, pipeline.Config{}, fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but the projections also read %s, whose records it would drop before they reach the function: add them to the filter (the SAM template's ProjectedEntityTypes parameter; `tributary projections check` or `tributary filters` prints what it must be)",
+				strings.Join(cfg.FilterTypes, ", "), strings.Join(missing, ", "))
+		}
+	}
+	e, err := projections.Open(ctx, t, sub, projections.Config{
+		Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return nil, pipeline.Config{}, fmt.Errorf("table %s: %w", cfg.Table, err)
+	}
+	pc := pipeline.Config{Options: pipeline.Options{Schema: schema}, Permanent: cfg.Permanent, Logger: log, Metrics: metrics}
+	return e, pc, nil
+}
