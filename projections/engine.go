@@ -181,12 +181,14 @@ type item struct {
 func (e *Engine) HandleBatch(ctx context.Context, changes []pipeline.Change) error {
 	start := time.Now()
 	before := e.Stats()
-	err := e.handle(ctx, changes)
+	err := e.handle(ctx, changes, nil)
 	e.emit(ctx, before, time.Since(start))
 	return err
 }
 
-func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
+// handle applies changes; with a partial, the deltas to the aggregates
+// that several of a transaction's items touch go to it instead.
+func (e *Engine) handle(ctx context.Context, changes []pipeline.Change, p *Partial) error {
 	e.stats.changes.Add(int64(len(changes)))
 	items, err := e.plan(ctx, changes)
 	if err != nil {
@@ -195,7 +197,7 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 			// A change no projection can take: apply what comes before it.
 			e.stats.changes.Add(-int64(len(changes)))
 			if be.Index > 0 {
-				if err := e.handle(ctx, changes[:be.Index]); err != nil {
+				if err := e.handle(ctx, changes[:be.Index], p); err != nil {
 					return err
 				}
 			}
@@ -211,11 +213,15 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 	for _, it := range items {
 		e.decide(it)
 	}
-	chunks := e.chunks(items)
+	reserve := 0
+	if p != nil {
+		reserve = 1 // the partial's own entry
+	}
+	chunks := e.chunks(items, reserve)
 	for k, chunk := range chunks {
-		if err := e.commit(ctx, chunk); err != nil {
+		if err := e.commit(ctx, chunk, p); err != nil {
 			if errors.As(err, new(*RangeError)) {
-				return e.isolate(ctx, chunks[k:])
+				return e.isolate(ctx, chunks[k:], p)
 			}
 			// Every item of an earlier chunk is applied; the first change not
 			// applied is the earliest first change of this chunk or a later one.
@@ -236,14 +242,14 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change) error {
 // DynamoDB's number range: the first item that fails so alone is the one
 // whose contribution overflows, a permanent failure of its first change,
 // and every change before it is applied.
-func (e *Engine) isolate(ctx context.Context, chunks [][]*item) error {
+func (e *Engine) isolate(ctx context.Context, chunks [][]*item, p *Partial) error {
 	var items []*item
 	for _, c := range chunks {
 		items = append(items, c...)
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].first < items[j].first })
 	for _, it := range items {
-		err := e.commit(ctx, []*item{it})
+		err := e.commit(ctx, []*item{it}, p)
 		if err == nil {
 			continue
 		}
@@ -524,10 +530,11 @@ func (e *Engine) actions(it *item) (l LedgerPut, deltas map[AggregateRef]map[str
 }
 
 // chunks packs the items to write into transactions of at most MaxTxActions
-// actions and MaxTxBytes, never splitting an item, in order of first change;
-// items whose change moves no aggregate and no row get a transaction of
-// their own, which the store writes as a single conditional put.
-func (e *Engine) chunks(items []*item) [][]*item {
+// actions (less reserve, kept for an action of the caller's) and
+// MaxTxBytes, never splitting an item, in order of first change; items
+// whose change moves no aggregate and no row get a transaction of their
+// own, which the store writes as a single conditional put.
+func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 	var (
 		out   [][]*item
 		cur   []*item
@@ -594,7 +601,7 @@ func (e *Engine) chunks(items []*item) [][]*item {
 		for _, p := range puts {
 			bytes += pipeline.ItemSize(p.Attrs) + len(p.Ref.Partition) + len(p.Ref.Sort)
 		}
-		if len(cur) > 0 && (n+add > MaxTxActions || sz+bytes > MaxTxBytes-64<<10) {
+		if len(cur) > 0 && (n+add > MaxTxActions-reserve || sz+bytes > MaxTxBytes-64<<10-reserve*maxPartialBytes) {
 			out = append(out, cur)
 			cur, n, sz = nil, 0, 0
 			aggs, rows = map[AggregateRef]bool{}, map[RowRef]bool{}
@@ -655,9 +662,11 @@ func allZero(deltas map[AggregateRef]map[string]decimal.Decimal) bool {
 }
 
 // build assembles the transaction for a chunk of items, summing deltas per
-// aggregate and dropping deltas that sum to zero.
-func (e *Engine) build(chunk []*item) *Tx {
-	tx := &Tx{}
+// aggregate and dropping deltas that sum to zero. touches counts the items
+// whose deltas reach each aggregate.
+func (e *Engine) build(chunk []*item) (tx *Tx, touches map[AggregateRef]int) {
+	tx = &Tx{}
+	touches = map[AggregateRef]int{}
 	sums := map[AggregateRef]map[string]decimal.Decimal{}
 	var order []AggregateRef
 	rowOps := map[RowRef]*RowPut{} // nil Attrs: delete
@@ -669,6 +678,7 @@ func (e *Engine) build(chunk []*item) *Tx {
 		l, deltas, puts, dels := e.actions(it)
 		tx.Ledgers = append(tx.Ledgers, l)
 		for ref, d := range deltas {
+			touches[ref]++
 			s := sums[ref]
 			if s == nil {
 				s = map[string]decimal.Decimal{}
@@ -712,7 +722,7 @@ func (e *Engine) build(chunk []*item) *Tx {
 			tx.Puts = append(tx.Puts, *op)
 		}
 	}
-	return tx
+	return tx, touches
 }
 
 // The waits after a commit refused for contention: equal jitter under a
@@ -723,17 +733,23 @@ const (
 )
 
 // commit writes one chunk, recomputing after ledger conflicts and backing off
-// after contention.
-func (e *Engine) commit(ctx context.Context, chunk []*item) error {
+// after contention. With a partial, the chunk's deltas to aggregates that
+// several of its items touch are added to the partial, written in the same
+// transaction.
+func (e *Engine) commit(ctx context.Context, chunk []*item, p *Partial) error {
 	byKey := make(map[string]*item, len(chunk))
 	for _, it := range chunk {
 		byKey[it.key] = it
 	}
 	var last error
 	for attempt := 1; attempt <= e.cfg.MaxAttempts; attempt++ {
-		tx := e.build(chunk)
+		tx, touches := e.build(chunk)
 		if len(tx.Ledgers) == 0 {
 			return nil
+		}
+		var deferred map[AggregateRef]map[string]decimal.Decimal
+		if p != nil && len(tx.Adds) > 0 {
+			deferred = p.absorb(tx, touches)
 		}
 		if tx.Len() > MaxTxActions {
 			// One item contributes to more aggregates and rows than a
@@ -744,7 +760,12 @@ func (e *Engine) commit(ctx context.Context, chunk []*item) error {
 		e.stats.wu.Add(int64(WriteUnitsOf(e.store, tx) * 10))
 		if err == nil {
 			e.stats.txs.Add(1)
-			e.stats.items.Add(int64(len(tx.Ledgers)))
+			items := len(tx.Ledgers)
+			if deferred != nil {
+				p.committed(deferred)
+				items--
+			}
+			e.stats.items.Add(int64(items))
 			return nil
 		}
 		last = err
@@ -755,6 +776,12 @@ func (e *Engine) commit(ctx context.Context, chunk []*item) error {
 			// the current entries (returned with the failure) and decide again.
 			e.stats.conflicts.Add(1)
 			for key, entry := range ce.Current {
+				if p != nil && key == p.key {
+					if err := p.load(entry); err != nil {
+						return err
+					}
+					continue
+				}
 				it := byKey[key]
 				if it == nil {
 					return fmt.Errorf("commit: conflict on %s, which is not in the transaction", key)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strconv"
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
@@ -144,6 +145,11 @@ func batchShard(c *pipeline.Change) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(c.Position.SequenceNumber))
 	h.Write([]byte(c.EventID))
+	if c.Position.Source == pipeline.SourceExport {
+		// An export line has neither: its file and line place it.
+		h.Write([]byte(c.Position.Stream))
+		h.Write([]byte(strconv.Itoa(c.Position.Index)))
+	}
 	return h.Sum32()
 }
 

@@ -16,6 +16,13 @@ import (
 //   - At an equal time and version a removal is newer than a write (it removes
 //     the image it carries); otherwise equal tokens are the same change (a
 //     duplicate): not newer.
+//   - An item's state in an export (a backfill's) against a DynamoDB Streams
+//     record compares by the second, the Streams record's precision; in the
+//     same second the Streams record is the newer. On the Streams path a
+//     shard's records arrive in order and every record of the tail after
+//     the export's second is applied, so a record older than the export
+//     that is taken for newer is followed by the item's later records, and
+//     the last applied is the newest (docs/backfill.md).
 //
 // The version restarts at 1 when an item is deleted and created again, so it
 // cannot order incarnations; the time does, as long as a re-creation comes
@@ -41,11 +48,15 @@ type Token struct {
 	// removed and may share its clock tick, so at an equal time and version
 	// it is the newer of the two.
 	Removed bool `json:"x,omitempty"`
+	// Export marks an item's state as an export holds it: Micros is the
+	// export's point in time (or, for an item an incremental export
+	// changed, the time of its last write).
+	Export bool `json:"e,omitempty"`
 }
 
 // TokenOf returns the order token of a change.
 func TokenOf(c *pipeline.Change) Token {
-	t := Token{Version: c.Version, HasVersion: c.HasVersion, Removed: c.Kind == pipeline.Remove}
+	t := Token{Version: c.Version, HasVersion: c.HasVersion, Removed: c.Kind == pipeline.Remove, Export: c.Position.Source == pipeline.SourceExport}
 	if !c.Time.IsZero() {
 		t.Micros = c.Time.UnixMicro()
 		t.Precision = c.Precision
@@ -61,6 +72,13 @@ func TokenOf(c *pipeline.Change) Token {
 func (t Token) Newer(u Token) bool {
 	if t.Seq != "" && u.Seq != "" && t.Stream == u.Stream {
 		return pipeline.CompareSequenceNumbers(t.Seq, u.Seq) > 0
+	}
+	if (t.Export && u.Seq != "") || (u.Export && t.Seq != "") {
+		a, b := truncMicros(t.Micros, pipeline.Second), truncMicros(u.Micros, pipeline.Second)
+		if a != b {
+			return a > b
+		}
+		return t.Seq != "" // the Streams record, in the export's second
 	}
 	p := t.Precision
 	if u.Precision != 0 && (p == 0 || u.Precision < p) {

@@ -33,6 +33,10 @@ type OverlayEntry struct {
 	Item pipeline.Item // nil: deleted
 	Type string        // entity type of Item
 	Time time.Time     // write time of the change that left this state
+	// Version is Item's version attribute; HasVersion false when it has
+	// none.
+	Version    int64
+	HasVersion bool
 }
 
 // LoadOverlay reads incremental exports to apply onto full. They are
@@ -92,7 +96,7 @@ func LoadOverlay(ctx context.Context, full *Export, incs []*Export, opts pipelin
 				}
 				ent := &OverlayEntry{Key: key, Time: c.Time}
 				if c.Kind != pipeline.Remove {
-					ent.Item, ent.Type = c.New, c.NewType
+					ent.Item, ent.Type, ent.Version, ent.HasVersion = c.New, c.NewType, c.Version, c.HasVersion
 				}
 				o.entries[key] = ent
 				return nil

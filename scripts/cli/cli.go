@@ -121,6 +121,7 @@ func (e *Env) commands() []Command {
 		{"repartition", "split a DynamoDB export to S3 by entity type, optionally transformed", runRepartition},
 		{"reimport", "load a repartition's output into DynamoDB: ImportTable, BatchWriteItem loader, or StartBulkPutItems", runReimport},
 		{"verify", "recompute every projection from an export and diff it against the live aggregates", runVerify},
+		{"backfill", "build the projections from an export, into a store the stream then keeps current (exactly once with it)", runBackfill},
 		{"filters", "print the FilterCriteria of the projector's or archiver's event source mapping", runFilters},
 		{"projections", "show the projection set (and a store's marker), or adopt a store for it", runProjections},
 	}

@@ -26,6 +26,9 @@ type store = projections.Table
 // under a directory (the default for local runs) or a DynamoDB table.
 type storeFlags struct {
 	dir, table, endpoint string
+	// noSync opens the embedded store without fsync (a command's
+	// --no-sync).
+	noSync bool
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -67,7 +70,11 @@ func (s *storeFlags) open(ctx context.Context, create bool) (store, func() error
 				return nil, nil, fmt.Errorf("no aggregate store at %s", path)
 			}
 		}
-		st, err := boltstore.Open(path)
+		var opts []boltstore.Option
+		if s.noSync {
+			opts = append(opts, boltstore.WithoutSync())
+		}
+		st, err := boltstore.Open(path, opts...)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -1,0 +1,598 @@
+// Package backfill builds a projection set's aggregates from a DynamoDB
+// export — the table as it was at the export's time — so that the table's
+// stream need only carry what came after: a table is older than its stream
+// (DynamoDB Streams keep 24 hours, a Kinesis stream at most 365 days).
+//
+// Every item of the export goes through the engine like a change of its
+// own, ordered by the export's point in time and the item's version
+// (projections.Token): an item's state that the store holds already, newer
+// than the export's (a shadow projector filling the store from the stream
+// meanwhile), is kept, and a stream change older than the export's state
+// is skipped. So a backfill may run into an empty store or one the stream
+// is filling, and the stream's changes from before the export's time to
+// the present (retried, redelivered, the Kinesis form's duplicates and
+// reordering) apply exactly once through every path: the aggregates end as
+// a recomputation from the table's final items gives them.
+//
+// The work is one job per export, split by data file: each file's items
+// are streamed in batches through the engine (memory stays flat whatever
+// the table's size), with the additions to aggregates that many items
+// touch deferred to the file's partial and folded when the file is done
+// (projections.Partial), so that thousands of files in parallel do not
+// write one hot aggregate thousands of times. A file whose partial is
+// folded is done; a file that stopped half-way (a crash, a killed
+// process, a retried Lambda invocation) is redone, its applied items
+// skipped by their ledger entries. The store records the job in a marker
+// (Marker): the export, its point in time and, once every file is done,
+// that it is complete; replay refuses a window that starts after it.
+// docs/backfill.md has the guarantee, what it rests on, and the road.
+package backfill
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/projections"
+)
+
+// MarkerKey is the ledger key of a store's backfill marker.
+const MarkerKey = "#tributary/backfill"
+
+// OverlayFile names the pseudo data file of a job that holds the items of
+// its incremental exports (the overlay): what they created or changed
+// after the full export.
+const OverlayFile = "(incremental exports)"
+
+// Marker is what a store records of the backfill that built it.
+type Marker struct {
+	// Export is the full export's ARN (or its location, without a
+	// manifest), and Incrementals the incremental exports applied on top.
+	Export       string   `json:"export"`
+	Incrementals []string `json:"incrementals,omitempty"`
+	// Job identifies the job: the export's content and the projection set.
+	Job string `json:"job"`
+	// AsOf is the point in time the backfill's items are as of: the full
+	// export's time, or the end of the last incremental export. The
+	// stream must be applied from this time's second on.
+	AsOf time.Time `json:"asOf"`
+	// Files is the number of the job's data files (the overlay's counted).
+	Files int `json:"files"`
+	// Started and Completed are when the job began and when its last file
+	// was folded (zero until then).
+	Started   time.Time `json:"started"`
+	Completed time.Time `json:"completed,omitzero"`
+}
+
+// ReadMarker returns the store's backfill marker, or nil when no backfill
+// wrote to it.
+func ReadMarker(ctx context.Context, st projections.Store) (*Marker, int64, error) {
+	got, err := st.ReadLedgers(ctx, []string{MarkerKey})
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the backfill marker: %w", err)
+	}
+	e := got[MarkerKey]
+	if e.Rev == 0 {
+		return nil, 0, nil
+	}
+	var m Marker
+	if err := json.Unmarshal(e.Body, &m); err != nil {
+		return nil, 0, fmt.Errorf("the backfill marker is corrupt: %w", err)
+	}
+	return &m, e.Rev, nil
+}
+
+// Options configures a job. The zero value is ready to use.
+type Options struct {
+	// Decode names the items' attributes (the table's schema).
+	Decode pipeline.Options
+	// BatchSize is how many items go through the engine at once. Default
+	// 1,000.
+	BatchSize int
+	// SkipMD5 skips checking data files against the manifest's checksums.
+	SkipMD5 bool
+	// AsOf, when set, is the export's point in time, for an export whose
+	// manifest does not say it (one read without a manifest).
+	AsOf time.Time
+	// Progress, when set, is called now and then, from several goroutines,
+	// with the items read since its last call.
+	Progress func(items int64)
+	// MaxFailures bounds the items a job lists as failed (it counts them
+	// all). Default 100.
+	MaxFailures int
+}
+
+// Failure is an export item the projections could not take: a record the
+// projector would have failed as permanent. Its ledger entry is not
+// written, so that the stream's later changes apply to it as to a new item.
+type Failure struct {
+	File string
+	Line int
+	Keys string
+	Err  error
+}
+
+func (f Failure) Error() string {
+	return fmt.Sprintf("%s line %d (item %s): %v", f.File, f.Line, f.Keys, f.Err)
+}
+
+// FileResult is what backfilling one data file did.
+type FileResult struct {
+	File  string
+	Items int64 // items read (the overlay's: its items that exist)
+	// Done is true when the file had been backfilled before (its partial
+	// folded): nothing was read.
+	Done bool
+	// Failed counts the items the projections could not take.
+	Failed int64
+}
+
+// Summary is a job's totals.
+type Summary struct {
+	Files, FilesDone int
+	Items            int64
+	Failed           int64
+	Failures         []Failure // the first MaxFailures
+	Stats            projections.Stats
+	Complete         bool
+}
+
+// Job is one export's backfill into one store.
+type Job struct {
+	full    *export.Export
+	overlay *export.Overlay
+	engine  *projections.Engine
+	store   projections.Store
+	opts    Options
+	id      string
+	asOf    time.Time
+	marker  Marker
+	files   []string // data file keys as manifest-files.json names them, sorted; OverlayFile last
+	byKey   map[string]export.DataFile
+
+	mu       sync.Mutex
+	failures []Failure
+	failed   atomic.Int64
+}
+
+// Open prepares the backfill of full (with the incremental exports of
+// overlay on top, or nil) through engine, an engine of the store's set
+// (projections.Open), writing to store. The export's point in time must be
+// known (its manifest's exportTime, or Options.AsOf).
+func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engine, store projections.Store, set *projections.Set, opts Options) (*Job, error) {
+	if full.Summary.Incremental() {
+		return nil, fmt.Errorf("backfill: %s is an incremental export; give the full export, and this one as an incremental", full)
+	}
+	if overlay == nil {
+		overlay = &export.Overlay{}
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 1000
+	}
+	if opts.MaxFailures <= 0 {
+		opts.MaxFailures = 100
+	}
+	asOf := full.Time()
+	if !opts.AsOf.IsZero() {
+		if !asOf.IsZero() && !asOf.Equal(opts.AsOf) {
+			return nil, fmt.Errorf("backfill: %s says its time is %s, not %s", full, asOf.Format(time.RFC3339Nano), opts.AsOf.Format(time.RFC3339Nano))
+		}
+		asOf = opts.AsOf
+	}
+	if asOf.IsZero() {
+		return nil, fmt.Errorf("backfill: %s does not say its point in time (no manifest-summary.json exportTime): give it (--export-time)", full)
+	}
+	m := Marker{Export: full.Summary.ExportARN}
+	if m.Export == "" {
+		m.Export = full.String()
+	}
+	for _, e := range overlay.Exports {
+		t := e.Time()
+		if t.IsZero() {
+			return nil, fmt.Errorf("backfill: the incremental export %s does not say its exportToTime", e)
+		}
+		if t.After(asOf) {
+			asOf = t
+		}
+		name := e.Summary.ExportARN
+		if name == "" {
+			name = e.String()
+		}
+		m.Incrementals = append(m.Incrementals, name)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "backfill 1\n%s\n%s\n%s\n", full.ManifestSHA256, overlay.Fingerprint(), set.String())
+	if full.ManifestSHA256 == "" {
+		fmt.Fprintf(h, "%s\n", full.String())
+	}
+	j := &Job{
+		full: full, overlay: overlay, engine: engine, store: store, opts: opts,
+		id: hex.EncodeToString(h.Sum(nil))[:16], asOf: asOf.UTC(), byKey: map[string]export.DataFile{},
+	}
+	for _, f := range full.Files {
+		j.files = append(j.files, f.DataFileS3Key)
+		j.byKey[f.DataFileS3Key] = f
+	}
+	sort.Strings(j.files)
+	if overlay.Len() > 0 {
+		j.files = append(j.files, OverlayFile)
+	}
+	m.Job, m.AsOf, m.Files = j.id, j.asOf, len(j.files)
+	j.marker = m
+	return j, nil
+}
+
+// ID identifies the job: its export's content, its overlay's and the
+// projection set.
+func (j *Job) ID() string { return j.id }
+
+// AsOf is the point in time the job's items are as of.
+func (j *Job) AsOf() time.Time { return j.asOf }
+
+// Files returns the job's data files (the keys manifest-files.json gives),
+// sorted, then OverlayFile when there are incremental exports.
+func (j *Job) Files() []string { return append([]string(nil), j.files...) }
+
+// Begin records the job in the store's marker, unless the marker records
+// it already. A marker of another job is replaced: the store is being
+// backfilled from another export (a rerun from a newer one). It refuses a
+// store whose projection-set marker was written after the export's time:
+// a shadow that started filling it from the stream after that time has
+// missed the changes in between, which the export does not hold either.
+func (j *Job) Begin(ctx context.Context) error {
+	cur, _, err := ReadMarker(ctx, j.store)
+	if err != nil {
+		return err
+	}
+	if cur == nil || cur.Job != j.id {
+		if err := j.checkCoverage(ctx, cur); err != nil {
+			return err
+		}
+	}
+	for range 3 {
+		cur, rev, err := ReadMarker(ctx, j.store)
+		if err != nil {
+			return err
+		}
+		if cur != nil && cur.Job == j.id {
+			j.marker = *cur
+			return nil
+		}
+		m := j.marker
+		m.Started = time.Now().UTC()
+		m.Completed = time.Time{}
+		if err := j.writeMarker(ctx, m, rev); err != nil {
+			if errors.As(err, new(*projections.ConflictError)) {
+				continue
+			}
+			return err
+		}
+		j.marker = m
+		return nil
+	}
+	return errors.New("backfill: the store's backfill marker kept changing")
+}
+
+// checkCoverage refuses a store that holds state from after the export's
+// time without the changes in between: one that a shadow began to fill
+// from the stream after that time (its projection-set marker's time), or
+// that an earlier backfill from a newer export built. Either way the
+// changes between the export's time and then are in neither, and an item
+// deleted meanwhile would come back.
+func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
+	set, err := projections.ReadMarker(ctx, j.store)
+	if err != nil || set == nil {
+		return err
+	}
+	since := set.Since
+	if prior != nil && prior.AsOf.Before(since) {
+		since = prior.AsOf
+	}
+	if !since.After(j.asOf) {
+		return nil
+	}
+	if r, ok := j.store.(projections.Reader); ok {
+		empty, err := projections.Empty(ctx, r)
+		if err != nil || empty {
+			return err
+		}
+	}
+	return fmt.Errorf("backfill: the store holds state since %s, after the export's time, %s: the stream's changes in between are in neither. Take an export after %s, or replay the stream from %s into the store (docs/backfill.md)",
+		since.UTC().Format(time.RFC3339), j.asOf.Format(time.RFC3339Nano), since.UTC().Format(time.RFC3339), j.asOf.Truncate(time.Second).Format(time.RFC3339))
+}
+
+func (j *Job) writeMarker(ctx context.Context, m Marker, rev int64) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encoding the backfill marker: %w", err)
+	}
+	if err := j.store.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}}); err != nil {
+		return fmt.Errorf("writing the backfill marker: %w", err)
+	}
+	return nil
+}
+
+// PartialKey is the ledger key of a data file's partial.
+func (j *Job) PartialKey(file string) string {
+	sum := sha256.Sum256([]byte(file))
+	return projections.PartialPrefix + j.id + "/" + hex.EncodeToString(sum[:8])
+}
+
+// File backfills one data file (or OverlayFile): its items through the
+// engine, in batches, into the file's partial, which it then folds. A file
+// done before is passed over. An item the projections cannot take is
+// counted and listed (Summary), and the file goes on; any other failure
+// stops it, and running it again resumes it.
+func (j *Job) File(ctx context.Context, file string) (FileResult, error) {
+	res := FileResult{File: file}
+	p, err := j.engine.OpenPartial(ctx, j.PartialKey(file))
+	if err != nil {
+		return res, err
+	}
+	if p.Folded() {
+		res.Done = true
+		return res, nil
+	}
+	var batch []pipeline.Change
+	flush := func() error {
+		err := j.apply(ctx, batch, p, &res)
+		batch = batch[:0]
+		return err
+	}
+	add := func(c pipeline.Change) error {
+		res.Items++
+		batch = append(batch, c)
+		if len(batch) >= j.opts.BatchSize {
+			if j.opts.Progress != nil {
+				j.opts.Progress(int64(len(batch)))
+			}
+			return flush()
+		}
+		return nil
+	}
+	if file == OverlayFile {
+		err = j.overlayItems(add)
+	} else {
+		err = j.dataFile(ctx, file, add)
+	}
+	if err == nil && len(batch) > 0 {
+		if j.opts.Progress != nil {
+			j.opts.Progress(int64(len(batch)))
+		}
+		err = flush()
+	}
+	if err != nil {
+		return res, fmt.Errorf("backfill of %s: %w", file, err)
+	}
+	if err := j.engine.Fold(ctx, p); err != nil {
+		return res, fmt.Errorf("backfill of %s: %w", file, err)
+	}
+	return res, nil
+}
+
+// dataFile passes the changes a full export's data file stands for to add:
+// each item as of the job's point in time, but for those the overlay holds
+// (passed from it instead, or deleted).
+func (j *Job) dataFile(ctx context.Context, file string, add func(pipeline.Change) error) error {
+	f, ok := j.byKey[file]
+	if !ok {
+		return fmt.Errorf("%s is not a data file of %s", file, j.full)
+	}
+	dec := pipeline.NewExportDecoder(j.decodeOptions())
+	dec.ExportTime = j.asOf
+	name := objstore.Name(j.full.Store(), j.full.DataKey(f))
+	_, err := j.full.ReadLines(ctx, f, j.opts.SkipMD5, func(line []byte, n int) error {
+		c, err := export.DecodeItem(dec, line, name, n)
+		if err != nil {
+			return err
+		}
+		if j.overlay.Len() > 0 {
+			if _, ok := j.overlay.Lookup(j.overlay.KeyOf(c.New)); ok {
+				return nil // the overlay's state of the item is newer
+			}
+		}
+		return add(c)
+	})
+	return err
+}
+
+// overlayItems passes the items the incremental exports left to add, each
+// as of its last write.
+func (j *Job) overlayItems(add func(pipeline.Change) error) error {
+	for _, ent := range j.overlay.Entries() {
+		if ent.Item == nil {
+			continue
+		}
+		c := pipeline.Change{
+			Kind: pipeline.Insert, New: ent.Item, NewType: ent.Type,
+			Keys: keysOf(ent.Item, j.overlay.KeyAttributes),
+			Time: ent.Time, Precision: pipeline.Microsecond, Version: ent.Version, HasVersion: ent.HasVersion,
+			Position: pipeline.Position{Source: pipeline.SourceExport, Stream: OverlayFile},
+		}
+		if err := add(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *Job) decodeOptions() pipeline.Options {
+	opts := j.opts.Decode
+	if len(j.overlay.KeyAttributes) > 0 {
+		opts.KeyAttributes = j.overlay.KeyAttributes
+	}
+	return opts
+}
+
+func keysOf(item pipeline.Item, names []string) pipeline.Item {
+	keys := make(pipeline.Item, len(names))
+	for _, k := range names {
+		if v, ok := item[k]; ok {
+			keys[k] = v
+		}
+	}
+	return keys
+}
+
+// apply runs a batch through the engine into p; an item the projections
+// reject is recorded as a failure and the rest of the batch goes on.
+func (j *Job) apply(ctx context.Context, batch []pipeline.Change, p *projections.Partial, res *FileResult) error {
+	for len(batch) > 0 {
+		err := j.engine.HandleBatchInto(ctx, batch, p)
+		if err == nil {
+			return nil
+		}
+		var be *pipeline.BatchError
+		if !errors.As(err, &be) || !errors.Is(err, pipeline.ErrPermanent) {
+			return err
+		}
+		c := batch[be.Index]
+		j.fail(Failure{File: c.Position.Stream, Line: c.Position.Index + 1, Keys: pipeline.KeyString(c.Keys), Err: be.Err})
+		res.Failed++
+		batch = batch[be.Index+1:]
+	}
+	return nil
+}
+
+func (j *Job) fail(f Failure) {
+	j.failed.Add(1)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.failures) < j.opts.MaxFailures {
+		j.failures = append(j.failures, f)
+	}
+}
+
+// Run backfills every data file, workers at a time, then finishes the job
+// (Finish). It stops at the first file that fails (the others it began
+// are done first) and returns the summary so far; running it again
+// resumes.
+func (j *Job) Run(ctx context.Context, workers int) (Summary, error) {
+	if err := j.Begin(ctx); err != nil {
+		return Summary{}, err
+	}
+	workers = max(workers, 1)
+	var (
+		sum      Summary
+		mu       sync.Mutex
+		firstErr error
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(j.files) {
+					return
+				}
+				mu.Lock()
+				stop := firstErr != nil
+				mu.Unlock()
+				if stop || ctx.Err() != nil {
+					return
+				}
+				r, err := j.File(ctx, j.files[i])
+				mu.Lock()
+				sum.Items += r.Items
+				if r.Done {
+					sum.FilesDone++
+				}
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	sum.Files = len(j.files)
+	sum.Stats = j.engine.Stats()
+	sum.Failed, sum.Failures = j.failed.Load(), j.Failures()
+	if firstErr != nil {
+		return sum, firstErr
+	}
+	complete, err := j.Finish(ctx)
+	sum.Complete = complete
+	return sum, err
+}
+
+// Failures returns the items the job could not take so far (the first
+// MaxFailures).
+func (j *Job) Failures() []Failure {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]Failure(nil), j.failures...)
+}
+
+// Finish checks that every data file of the job is done (its partial
+// folded) and records the job complete in the store's marker. It reports
+// false, with no error, while files remain; they are named in the error
+// of Pending.
+func (j *Job) Finish(ctx context.Context) (bool, error) {
+	pending, err := j.Pending(ctx)
+	if err != nil || len(pending) > 0 {
+		return false, err
+	}
+	for range 3 {
+		cur, rev, err := ReadMarker(ctx, j.store)
+		if err != nil {
+			return false, err
+		}
+		if cur == nil || cur.Job != j.id {
+			return false, fmt.Errorf("backfill: the store's marker is another job's (%v): a backfill from another export began since", cur)
+		}
+		if !cur.Completed.IsZero() {
+			j.marker = *cur
+			return true, nil
+		}
+		m := *cur
+		m.Completed = time.Now().UTC()
+		if err := j.writeMarker(ctx, m, rev); err != nil {
+			if errors.As(err, new(*projections.ConflictError)) {
+				continue
+			}
+			return false, err
+		}
+		j.marker = m
+		return true, nil
+	}
+	return false, errors.New("backfill: the store's backfill marker kept changing")
+}
+
+// Pending returns the job's data files not done yet (their partials not
+// folded).
+func (j *Job) Pending(ctx context.Context) ([]string, error) {
+	keys := make([]string, len(j.files))
+	for i, f := range j.files {
+		keys[i] = j.PartialKey(f)
+	}
+	var pending []string
+	for i := 0; i < len(keys); i += 100 {
+		end := min(i+100, len(keys))
+		got, err := j.store.ReadLedgers(ctx, keys[i:end])
+		if err != nil {
+			return nil, fmt.Errorf("reading the job's partials: %w", err)
+		}
+		for k := i; k < end; k++ {
+			e := got[keys[k]]
+			if e.Rev == 0 || !projections.PartialFolded(e) {
+				pending = append(pending, j.files[k])
+			}
+		}
+	}
+	return pending, nil
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/tributary/tributary/internal/quote"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/backfill"
+)
+
+// runBackfill is `tributary backfill`: build the projections' aggregates
+// from an export, into a store that the stream then keeps current.
+func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
+	fs := newFlags(e, "backfill", "")
+	var xf exportFlags
+	xf.register(fs)
+	var sf storeFlags
+	sf.register(fs)
+	specFile := specFlag(fs)
+	workers := fs.Int("workers", runtime.NumCPU(), "data files backfilled at once")
+	batch := fs.Int("batch-size", 1000, "items per batch through the engine")
+	exportTime := fs.String("export-time", "", "the export's point in time (RFC 3339), for an export whose manifest does not say it")
+	noSync := fs.Bool("no-sync", false, "with --store: do not fsync the embedded store on every commit (faster; a power cut may lose the last commits, which a rerun redoes)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if e, err = e.withSpec(*specFile); err != nil {
+		return err
+	}
+	if e.set() == nil {
+		return errNoProjections
+	}
+	if *workers < 1 || *batch < 1 {
+		return fmt.Errorf("%w: --workers and --batch-size must be at least 1", errUsage)
+	}
+	var asOf time.Time
+	if *exportTime != "" {
+		if asOf, err = time.Parse(time.RFC3339Nano, *exportTime); err != nil {
+			return fmt.Errorf("%w: --export-time: %v", errUsage, err)
+		}
+	}
+	if err := xf.resolve(e); err != nil {
+		return err
+	}
+	src, overlay, err := xf.open(ctx, e)
+	if err != nil {
+		return err
+	}
+	sf.noSync = *noSync
+	st, closeStore, err := sf.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeStore()) }()
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	engine, err := openEngine(ctx, st, sf.String(), e.set(), projections.Config{Logger: log})
+	if err != nil {
+		return err
+	}
+	progress := newByteProgress(e.Stderr, "backfill", src.Summary.ItemCount)
+	progress.unit = "items"
+	job, err := backfill.Open(src, overlay, engine, st, e.set(), backfill.Options{
+		Decode:   pipeline.Options{Schema: xf.schema},
+		SkipMD5:  xf.skipMD5,
+		AsOf:     asOf,
+		Progress: func(n int64) { progress.add(n, n) },
+	})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	sum, runErr := job.Run(ctx, *workers)
+	progress.done()
+	took := time.Since(start)
+
+	w := bufio.NewWriter(e.Stdout)
+	defer flush(w, &err)
+	s := sum.Stats
+	fmt.Fprintf(w, "backfill of %s into %s, as of %s (job %s)\n", src, sf.String(), job.AsOf().Format(time.RFC3339Nano), job.ID())
+	fmt.Fprintf(w, "files:    %d (%d done by an earlier run)\n", sum.Files, sum.FilesDone)
+	rate := 0.0
+	if took > 0 {
+		rate = float64(sum.Items) / took.Seconds()
+	}
+	fmt.Fprintf(w, "items:    %d read in %.1fs (%.0f items/s); %d item states written in %d transactions (%.0f write units), %d already newer in the store, %d of types no projection reads\n",
+		sum.Items, took.Seconds(), rate, s.Items, s.Transactions, s.WriteUnits, s.Stale, s.Unprojected)
+	for _, f := range sum.Failures {
+		fmt.Fprintf(w, "failed:   %s\n", quote.Printable(f.Error()))
+	}
+	if n := sum.Failed - int64(len(sum.Failures)); n > 0 {
+		fmt.Fprintf(w, "failed:   ... and %d more\n", n)
+	}
+	if runErr != nil {
+		fmt.Fprintf(w, "status:   stopped; run the same command again to resume\n")
+		return runErr
+	}
+	fmt.Fprintf(w, "status:   complete. The stream's changes from %s on must reach this store: a projector (or shadow) attached before then, or `%s replay --start %s`\n",
+		job.AsOf().Truncate(time.Second).Format(time.RFC3339), e.Name, job.AsOf().Truncate(time.Second).Format(time.RFC3339))
+	if sum.Failed > 0 {
+		fmt.Fprintf(w, "%d items could not be projected: their ledger entries are not written; fix the projections or the items, then backfill again\n", sum.Failed)
+		return errFailed
+	}
+	return nil
+}
