@@ -114,6 +114,11 @@ func (d *DryRun) ScanRows(ctx context.Context, fn func(row StoredRow) error) err
 	return d.store.ScanRows(ctx, fn)
 }
 
+// ScanLedgers scans the wrapped table's ledger entries.
+func (d *DryRun) ScanLedgers(ctx context.Context, fn func(key string, entry LedgerEntry) error) error {
+	return d.store.ScanLedgers(ctx, fn)
+}
+
 // QueryRows queries the wrapped table's rows.
 func (d *DryRun) QueryRows(ctx context.Context, projection, partition string, limit int) ([]StoredRow, error) {
 	return d.store.QueryRows(ctx, projection, partition, limit)

@@ -84,6 +84,10 @@ type Reader interface {
 	// QueryRows returns up to limit rows of one projection's partition, in
 	// descending sort-key order (limit <= 0: all of them).
 	QueryRows(ctx context.Context, projection, partition string, limit int) ([]StoredRow, error)
+	// ScanLedgers calls fn for every stored ledger entry (items', markers',
+	// partials'), by key, in no particular order: what the per-item state
+	// says, for verification.
+	ScanLedgers(ctx context.Context, fn func(key string, entry LedgerEntry) error) error
 }
 
 // LedgerEntry is a stored ledger row: a revision for optimistic concurrency,

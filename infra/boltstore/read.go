@@ -44,6 +44,18 @@ func (s *Store) ScanRows(ctx context.Context, fn func(row projections.StoredRow)
 	})
 }
 
+// ScanLedgers calls fn for every stored ledger entry, in key order. An
+// error from fn stops the scan and is returned as is.
+func (s *Store) ScanLedgers(ctx context.Context, fn func(key string, entry projections.LedgerEntry) error) error {
+	return s.scan(ctx, bucketLedgers, "scan ledgers", func(k, v []byte) error {
+		e, _, err := decodeLedger(v)
+		if err != nil {
+			return fmt.Errorf("boltstore: scan ledgers: ledger %q: %w", k, err)
+		}
+		return fn(string(k), e)
+	})
+}
+
 // QueryRows returns up to limit rows of one projection's partition, in
 // descending sort-key order (limit <= 0: all of them).
 func (s *Store) QueryRows(ctx context.Context, projection, partition string, limit int) ([]projections.StoredRow, error) {

@@ -36,6 +36,17 @@ func (s *Store) ScanRows(ctx context.Context, fn func(row projections.StoredRow)
 	})
 }
 
+// ScanLedgers scans the table for ledger entries, strongly consistent.
+func (s *Store) ScanLedgers(ctx context.Context, fn func(key string, entry projections.LedgerEntry) error) error {
+	return s.scan(ctx, prefixLedger, func(item map[string]types.AttributeValue) error {
+		key, e, err := decodeLedger(item)
+		if err != nil {
+			return fmt.Errorf("dynamostore: scan ledgers of table %q, item %s: %w", s.table, describePK(item), err)
+		}
+		return fn(key, e)
+	})
+}
+
 func (s *Store) scan(ctx context.Context, prefix string, fn func(map[string]types.AttributeValue) error) error {
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(s.table),

@@ -72,6 +72,62 @@ type Marker struct {
 	// was folded (zero until then).
 	Started   time.Time `json:"started"`
 	Completed time.Time `json:"completed,omitzero"`
+	// CaughtUp is when a replay of the stream from at or before AsOf's
+	// second completed into the store (zero until one did): replays from
+	// later are then harmless.
+	CaughtUp time.Time `json:"caughtUp,omitzero"`
+}
+
+// WindowGap says whether a replay into a store with marker m, from the
+// given start time (zero: the stream's trim horizon), leaves out changes
+// the backfill's export does not hold either: a start after the second of
+// the export's time, while nothing has caught the store up from the
+// stream yet; or a stream that keeps too little (retention, counted back
+// from now) to reach back to the export's time. The error says what to do;
+// nil when there is no gap (or no marker).
+func WindowGap(m *Marker, start time.Time, retention time.Duration, now time.Time) error {
+	if m == nil {
+		return nil
+	}
+	from := m.AsOf.Truncate(time.Second)
+	if !start.IsZero() && start.After(from) {
+		if !m.CaughtUp.IsZero() {
+			return nil
+		}
+		return fmt.Errorf("the store was backfilled as of %s, and nothing has caught it up from the stream since: a replay from %s would leave out the changes in between. Start at %s (--start %s), or, if a projector has applied the stream to it since before then, say so with --caught-up",
+			m.AsOf.Format(time.RFC3339Nano), start.UTC().Format(time.RFC3339), from.Format(time.RFC3339), from.Format(time.RFC3339))
+	}
+	if horizon := now.Add(-retention); retention > 0 && from.Before(horizon) {
+		return fmt.Errorf("the store was backfilled as of %s, but the stream keeps only %s (from about %s): the changes in between are gone. Take a new export (the stream keeps everything after it), backfill it into a new store, and replay from its time",
+			m.AsOf.Format(time.RFC3339Nano), retention, horizon.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// MarkCaughtUp records in st's marker that the stream has been applied
+// from at or before the backfill's time (a replay that began there
+// completed).
+func MarkCaughtUp(ctx context.Context, st projections.Store, now time.Time) error {
+	for range 3 {
+		m, rev, err := ReadMarker(ctx, st)
+		if err != nil || m == nil || !m.CaughtUp.IsZero() {
+			return err
+		}
+		m.CaughtUp = now.UTC()
+		body, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encoding the backfill marker: %w", err)
+		}
+		err = st.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}})
+		if errors.As(err, new(*projections.ConflictError)) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("writing the backfill marker: %w", err)
+		}
+		return nil
+	}
+	return errors.New("backfill: the store's backfill marker kept changing")
 }
 
 // ReadMarker returns the store's backfill marker, or nil when no backfill

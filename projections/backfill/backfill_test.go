@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/objstore"
@@ -281,6 +282,40 @@ func TestBackfillBesideStream(t *testing.T) {
 			exercised(t, stats)
 			backfillUntilDone(ctx, t, hs, e, faulty, backfill.Options{Decode: d.decode(), BatchSize: 100})
 			check(t, "the backfill again", st, hs.want)
+		})
+	}
+}
+
+// TestWindowGap: which replay windows leave a gap after a backfill.
+func TestWindowGap(t *testing.T) {
+	asOf := time.Date(2026, 12, 1, 10, 0, 2, 314e6, time.UTC)
+	now := asOf.Add(3 * time.Hour)
+	m := &backfill.Marker{AsOf: asOf}
+	caught := &backfill.Marker{AsOf: asOf, CaughtUp: now}
+	for _, tt := range []struct {
+		name      string
+		m         *backfill.Marker
+		start     time.Time
+		retention time.Duration
+		want      string
+	}{
+		{"no backfill", nil, asOf.Add(time.Hour), 24 * time.Hour, ""},
+		{"trim horizon", m, time.Time{}, 24 * time.Hour, ""},
+		{"the export's second", m, asOf.Truncate(time.Second), 24 * time.Hour, ""},
+		{"before", m, asOf.Add(-time.Minute), 24 * time.Hour, ""},
+		{"a second later", m, asOf.Truncate(time.Second).Add(time.Second), 24 * time.Hour, "would leave out the changes in between"},
+		{"later, caught up", caught, asOf.Add(time.Hour), 24 * time.Hour, ""},
+		{"stream too short", m, time.Time{}, 2 * time.Hour, "the stream keeps only 2h0m0s"},
+		{"stream too short, from a time", m, asOf.Add(-time.Minute), 2 * time.Hour, "the stream keeps only 2h0m0s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := backfill.WindowGap(tt.m, tt.start, tt.retention, now)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("%v, want an error saying %q", err, tt.want)
+			}
 		})
 	}
 }

@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"QueryRows/EmptyPartition", testQueryEmpty},
 		{"Scan/SeesEverythingWritten", testScanAll},
 		{"Scan/CallbackErrorStopsScan", testScanCallbackError},
+		{"Scan/LedgersByKey", testScanLedgers},
 		{"Concurrency/IncrementsAreExact", testConcurrentIncrements},
 		{"Context/Cancelled", testCancelled},
 	}
@@ -715,6 +716,44 @@ func testScanAll(t *testing.T, s Store) {
 	sortRows(got)
 	sortRows(wantRowsList)
 	wantRows(t, got, wantRowsList)
+}
+
+// testScanLedgers: ScanLedgers sees every ledger entry written, by key,
+// with its revision and body, and no aggregate or row.
+func testScanLedgers(t *testing.T, s Store) {
+	ctx := context.Background()
+	want := map[string]projections.LedgerEntry{}
+	for b := range 3 {
+		tx := &projections.Tx{Adds: []projections.Add{{Ref: aggRef("p", fmt.Sprintf("K%d", b), 0), Values: values("n", "1")}}}
+		for i := range 40 {
+			key := fmt.Sprintf(`{"PK":{"S":"ITEM#%d#%d"}}`, b, i)
+			tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: key, Body: []byte(key)})
+			want[key] = projections.LedgerEntry{Rev: 1, Body: []byte(key)}
+		}
+		commit(t, s, tx)
+	}
+	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "#marker", Body: []byte("m")}}})
+	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "#marker", ExpectRev: 1, Body: []byte("m2")}}})
+	want["#marker"] = projections.LedgerEntry{Rev: 2, Body: []byte("m2")}
+	got := map[string]projections.LedgerEntry{}
+	err := s.ScanLedgers(ctx, func(key string, e projections.LedgerEntry) error {
+		if _, dup := got[key]; dup {
+			t.Errorf("ScanLedgers gave %s twice", key)
+		}
+		got[key] = e
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ScanLedgers gave %d entries, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g.Rev != w.Rev || string(g.Body) != string(w.Body) {
+			t.Errorf("%s: %+v, want %+v", k, g, w)
+		}
+	}
 }
 
 func testScanCallbackError(t *testing.T, s Store) {

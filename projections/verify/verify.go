@@ -1,14 +1,17 @@
 // Package verify recomputes every projection's aggregates from a DynamoDB
 // export (with incremental exports on top, or none): what the aggregate
 // table must hold for the table as of the export, to compare with what it
-// holds (projections.ReadView, projections.Diff). Items are streamed and
-// folded into the view one at a time, so memory holds the view, not the
-// export; every data file is read through the export reader, which checks
-// it against its manifest.
+// holds (projections.ReadView, projections.Diff). AsOf does so while the
+// table goes on changing: the items changed since the export are told
+// apart by their state in the table. Items are streamed and folded into
+// the view one at a time, so memory holds the view, not the export; every
+// data file is read through the export reader, which checks it against
+// its manifest.
 package verify
 
 import (
 	"context"
+	"time"
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
@@ -31,4 +34,74 @@ func Recompute(ctx context.Context, full *export.Export, overlay *export.Overlay
 	}
 	v.Prune()
 	return v, n, nil
+}
+
+// Result is what AsOf found.
+type Result struct {
+	// Differences lists how the table differs from the expectation, one a
+	// line; none: the table agrees.
+	Differences []string
+	// Items is how many export items were read; Changed how many items'
+	// state in the table is newer than the export's (told apart); Unfolded
+	// the partials of a backfill not folded yet.
+	Items, Changed int64
+	Unfolded       []string
+	// AsOf is the export's point in time (the end of the last incremental
+	// export, with an overlay).
+	AsOf time.Time
+	// Aggregates and Rows count the expected view's.
+	Aggregates, Rows int
+}
+
+// AsOf checks a table built by ps against an export (with an overlay of
+// incremental exports, or nil) while the table may go on changing
+// (projections.AsOfCheck): items whose state in the table is newer than
+// the export's are told apart by their ledger entries and checked against
+// those, the others against their recomputation from the export. An
+// export whose point in time is not known (no manifest) is taken as newer
+// than every change: every item is checked against the export.
+func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, table projections.Reader, opts pipeline.Options, skipMD5 bool, ps ...projections.Projection) (*Result, error) {
+	res := &Result{AsOf: full.Time()}
+	if overlay != nil {
+		for _, e := range overlay.Exports {
+			if t := e.Time(); t.After(res.AsOf) {
+				res.AsOf = t
+			}
+		}
+	}
+	asOf := res.AsOf
+	if asOf.IsZero() {
+		asOf = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	}
+	check := projections.NewAsOfCheck(asOf, opts.TypeAttribute, ps...)
+	if err := check.AddLedgers(ctx, table); err != nil {
+		return nil, err
+	}
+	keys := opts.WithDefaults().KeyAttributes
+	if overlay != nil && len(overlay.KeyAttributes) > 0 {
+		keys = overlay.KeyAttributes
+	}
+	batch := make([]pipeline.Item, 0, 256)
+	err := export.Items(ctx, full, overlay, opts, skipMD5, func(it pipeline.Item) error {
+		batch = append(batch, it)
+		if len(batch) == cap(batch) {
+			err := check.AddExportItems(batch, keys)
+			batch = batch[:0]
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = check.AddExportItems(batch, keys)
+	}
+	if err != nil {
+		return nil, err
+	}
+	diff, err := check.Diff(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	res.Differences, res.Items, res.Changed, res.Unfolded = diff, check.Items, check.Changed, check.Unfolded
+	res.Aggregates, res.Rows = check.Expected()
+	return res, nil
 }

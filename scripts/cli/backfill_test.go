@@ -1,13 +1,24 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/internal/sim"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/seed"
 )
 
 // TestBackfillCommand: backfill the fixture export into a new store, and
@@ -81,5 +92,85 @@ func TestBackfillKilled(t *testing.T) {
 	}
 	if code, out, stderr := runCLI(t, "verify", "--export", exp, "--store", store); code != 0 || !strings.Contains(out, "AGREE") {
 		t.Errorf("verify: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestIntegrationReplayAfterBackfill is the road for a table older than
+// its stream, on the test server's Kinesis: a table's export taken part-way
+// through its history is backfilled; a replay that starts after the
+// export's time is refused, saying what to do; the replay from the
+// export's time (the stream holds a tail that overlaps it, duplicated and
+// reordered) leaves the aggregates of the final items; after it, later
+// windows are accepted. A store backfilled from an export older than the
+// stream keeps (24 hours here) is refused too.
+func TestIntegrationReplayAfterBackfill(t *testing.T) {
+	url := replayAWSEnv(t)
+	ctx := context.Background()
+	start := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
+	h, err := sim.Workload{Seed: 61, Changes: 1200, Skew: 1.0, Start: start}.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := 700
+	for !h.Records[k].Time.After(h.Records[k-1].Time) {
+		k++
+	}
+	at := h.Records[k-1].Time
+	full, _, _ := exportgen.FromHistory(h, k)
+	root := t.TempDir()
+	res, err := exportgen.WriteFull(ctx, objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 5), Time: at, Files: 2}, slices.Values(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := filepath.Join(root, filepath.FromSlash(res.Dir))
+
+	kc := awstest.Kinesis(t)
+	stream := awstest.CreateStream(ctx, t, kc, "tail", 2)
+	recs := sim.ToKinesis(h.Records[k-200:], 0.05, 8, sim.NewKinesisRand(61))
+	for i := 0; i < len(recs); i += 250 {
+		in := &kinesis.PutRecordsInput{StreamName: aws.String(stream)}
+		for _, r := range recs[i:min(i+250, len(recs))] {
+			in.Records = append(in.Records, ktypes.PutRecordsRequestEntry{PartitionKey: aws.String(r.PartitionKey), Data: sim.AppendKinesisPayload(nil, &r.Record)})
+		}
+		if _, err := kc.PutRecords(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	store := t.TempDir()
+	if code, out, stderr := runCLI(t, "backfill", "--export", exp, "--store", store, "--no-sync"); code != 0 {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	from := "kinesis://" + stream
+	replay := func(startAt string, extra ...string) (int, string, string) {
+		return runCLI(t, append([]string{"replay", "--from", from, "--store", store, "--endpoint", url, "--start", startAt}, extra...)...)
+	}
+	later := at.Add(10 * time.Second).Truncate(time.Second).Format(time.RFC3339)
+	code, _, stderr := replay(later)
+	if code != 1 || !strings.Contains(stderr, "would leave out the changes in between. Start at "+at.Truncate(time.Second).Format(time.RFC3339)) {
+		t.Fatalf("a replay from after the export: exit %d, %s", code, stderr)
+	}
+	code, out, stderr := replay(at.Truncate(time.Second).Format(time.RFC3339))
+	if code != 0 || !strings.Contains(out, "caught up with the stream") {
+		t.Fatalf("the replay from the export's time: exit %d\n%s%s", code, out, stderr)
+	}
+	want, err := projections.Recompute(h.Table.Items(), "", seed.All()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := projections.Diff(storeView(t, store), want); len(d) > 0 {
+		t.Fatalf("backfill and replay differ from the recomputation from the final items: %v", d[:min(len(d), 10)])
+	}
+	if code, out, stderr := replay(later); code != 0 {
+		t.Errorf("a later window once caught up: exit %d\n%s%s", code, out, stderr)
+	}
+
+	old := t.TempDir()
+	if code, out, stderr := runCLI(t, "backfill", "--export", fullExport, "--store", old, "--no-sync"); code != 0 {
+		t.Fatalf("backfill of the fixture: exit %d\n%s%s", code, out, stderr)
+	}
+	code, _, stderr = runCLI(t, "replay", "--from", from, "--store", old, "--endpoint", url)
+	if code != 1 || !strings.Contains(stderr, "but the stream keeps only 24h0m0s") || !strings.Contains(stderr, "Take a new export") {
+		t.Errorf("a replay for an export older than the stream: exit %d, %s", code, stderr)
 	}
 }

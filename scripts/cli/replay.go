@@ -27,6 +27,7 @@ import (
 	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/backfill"
 )
 
 const replayUsage = `--from kinesis://STREAM|streams://TABLE [--start TRIM_HORIZON|<RFC3339>|SHARD:SEQ,...] [--until <RFC3339>]
@@ -43,6 +44,7 @@ type replayFlags struct {
 	projections                  multiFlag
 	store                        storeFlags
 	dryRun, restart, verbose     bool
+	caughtUp                     bool
 	checkpointDir, checkpointTab string
 	projs                        projectionFlags
 	decode                       pipeline.Options // the projections' attributes, from projs
@@ -67,6 +69,7 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 	fs.IntVar(&f.concurrency, "concurrency", 4, "shards read at once (children wait for their parents)")
 	fs.Int64Var(&f.limit, "limit", 0, "stop after applying this many records; the next run resumes (0: no limit)")
 	fs.BoolVar(&f.verbose, "v", false, "log as JSON to stderr")
+	fs.BoolVar(&f.caughtUp, "caught-up", false, "into a backfilled store: a projector has applied the stream to it since before the backfill's export time, so a window starting later leaves nothing out")
 	f.projs.register(fs, typeFlag|versionFlag)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -100,6 +103,24 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
+
+	bm, _, err := backfill.ReadMarker(ctx, st)
+	if err != nil {
+		return err
+	}
+	if bm != nil && !f.caughtUp && plan.spec.At == nil && !f.dryRun {
+		var start time.Time
+		if plan.spec.Start.Type == shardread.AtTimestamp {
+			start = plan.spec.Start.Time
+		}
+		retention, err := f.retention(ctx, awsCfg)
+		if err != nil {
+			return err
+		}
+		if err := backfill.WindowGap(bm, start, retention, time.Now()); err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+	}
 
 	selected, err := e.set().Select(f.projections...)
 	if err != nil {
@@ -176,12 +197,14 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 		fmt.Fprintf(out, "status:   stopped at --limit %d; run the same command to go on\n", f.limit)
 	case sum.Finished:
 		fmt.Fprintln(out, "status:   window complete: every shard read to the window's end")
+		markCaughtUp(ctx, e, st, bm, plan)
 	default:
 		lag := "up to the tip of every shard"
 		if !sum.Read.Latest.IsZero() {
 			lag += " (newest record " + sum.Read.Latest.UTC().Format(time.RFC3339) + ")"
 		}
 		fmt.Fprintln(out, "status:   caught up with the stream, "+lag)
+		markCaughtUp(ctx, e, st, bm, plan)
 		if f.rebuild != "" {
 			fmt.Fprintf(out, "rebuild:  %s has caught up. Keep it current by running this command again (it resumes), or start a kinesis-projector on it; then switch readers to it (docs/replay.md, \"Rebuild, blue/green\").\n", f.rebuild)
 		}
@@ -193,6 +216,44 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 		return errFailed
 	}
 	return nil
+}
+
+// markCaughtUp records in a backfilled store that a replay from at or
+// before its export's time has completed; a failure to is reported, and
+// changes nothing but that a later replay must say --caught-up.
+func markCaughtUp(ctx context.Context, e *Env, st store, bm *backfill.Marker, plan replayPlan) {
+	if bm == nil || !bm.CaughtUp.IsZero() || plan.spec.At != nil {
+		return
+	}
+	if plan.spec.Start.Type == shardread.AtTimestamp && plan.spec.Start.Time.After(bm.AsOf.Truncate(time.Second)) {
+		return
+	}
+	if err := backfill.MarkCaughtUp(ctx, st, time.Now()); err != nil {
+		fmt.Fprintf(e.Stderr, "%s replay: the store is caught up, but recording it failed (the next replay needs --caught-up): %s\n", e.Name, quote.Printable(err.Error()))
+	}
+}
+
+// retention is how far back the source stream keeps records: Kinesis's
+// retention period, or DynamoDB Streams' 24 hours.
+func (f *replayFlags) retention(ctx context.Context, cfg aws.Config) (time.Duration, error) {
+	name, ok := strings.CutPrefix(f.from, "kinesis://")
+	if !ok {
+		return 24 * time.Hour, nil
+	}
+	in := &kinesis.DescribeStreamSummaryInput{}
+	if strings.HasPrefix(name, "arn:") {
+		in.StreamARN = aws.String(name)
+	} else {
+		in.StreamName = aws.String(name)
+	}
+	out, err := kinesis.NewFromConfig(cfg).DescribeStreamSummary(ctx, in)
+	if err != nil {
+		return 0, fmt.Errorf("reading the retention period of %s: %w", name, err)
+	}
+	if out.StreamDescriptionSummary == nil || out.StreamDescriptionSummary.RetentionPeriodHours == nil {
+		return 0, fmt.Errorf("reading the retention period of %s: the service did not say it", name)
+	}
+	return time.Duration(*out.StreamDescriptionSummary.RetentionPeriodHours) * time.Hour, nil
 }
 
 // replayPlan is the command line, checked.
