@@ -3,7 +3,7 @@
 #   make test              everything CI runs: vet, lint, unit, integration, fuzz
 #   make lint              golangci-lint (pinned, .golangci.yml) at zero findings
 #   make test-unit         fast tests; integration tests skip without a server
-#   make example           the worked example module (examples/tickets) against this checkout
+#   make example           the worked example modules (examples/tickets, examples/ledger) against this checkout
 #   make test-integration  integration tests against a local moto server
 #   make build             Lambda bootstraps for functions/cmd/* into bin/<name>/
 #   make template-check    the SAM template through the AWS toolchain; functions under the Lambda emulator
@@ -54,11 +54,18 @@ test-unit:
 	$(GO) test -race -short -shuffle=on -count=1 ./...
 	$(GO) test -count=1 -run 'TestExactlyOnce' ./projections/
 
-## example: the worked example (examples/tickets), a module of its own that
-## builds against this checkout's public API: tidy, vet, its tests; a change
-## that breaks the public API fails here
+## example: the worked examples (EXAMPLES: examples/tickets, a support desk
+## on the default attribute names; examples/ledger, a payments ledger whose
+## attributes are all its own), each a module of its own that builds against
+## this checkout's public API: tidy, vet, its tests; a change that breaks the
+## public API, or an attribute not read from a team's environment, fails here
+EXAMPLES := examples/tickets examples/ledger
+
 example:
-	cd examples/tickets && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	@for dir in $(EXAMPLES); do \
+		echo "example: $$dir"; \
+		(cd "$$dir" && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; \
+	done
 
 ## test-integration: tests named *Integration* against a local moto server
 test-integration:

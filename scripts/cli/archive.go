@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -206,7 +205,8 @@ func runRestore(ctx context.Context, e *Env, args []string) error {
 	table := fs.String("table", "", "put the items into this DynamoDB table (BatchWriteItem)")
 	endpoint := fs.String("endpoint", "", "DynamoDB endpoint URL for --table, e.g. a local server (default: AWS)")
 	to := fs.String("to", "", "write the items into this directory (or s3://bucket/prefix) as a DynamoDB export (DYNAMODB_JSON), instead of a table")
-	keys := fs.String("key-attributes", strings.Join(archive.DefaultKeyAttributes, ","), "the table's key attributes, comma-separated")
+	var sf schemaFlags
+	sf.register(fs, keysFlag)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -218,20 +218,18 @@ func runRestore(ctx context.Context, e *Env, args []string) error {
 	case *endpoint != "" && *table == "":
 		return fmt.Errorf("%w: --endpoint goes with --table", errUsage)
 	}
-	var keyAttrs []string
-	for _, k := range strings.Split(*keys, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			keyAttrs = append(keyAttrs, k)
-		}
-	}
-	if len(keyAttrs) == 0 {
-		return fmt.Errorf("%w: --key-attributes is empty", errUsage)
+	// The archived items are whole items: their keys are read by the
+	// environment's key attributes (or --key-attributes where it declares
+	// none), as decode and verify read an export's.
+	schema, err := e.schema(sf)
+	if err != nil {
+		return err
 	}
 	a, f, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
-	sel, err := a.Select(ctx, f, keyAttrs)
+	sel, err := a.Select(ctx, f, schema.KeyAttributes)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tributary/tributary/internal/limitio"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/projections"
 )
 
 // archiveEvent is the archive package's golden event: seven TTL removals in
@@ -151,7 +152,6 @@ func TestArchiveUsage(t *testing.T) {
 		{[]string{"restore", "--from", "x"}, 2, "exactly one of --table and --to"},
 		{[]string{"restore", "--from", "x", "--table", "t", "--to", "d"}, 2, "exactly one of --table and --to"},
 		{[]string{"restore", "--from", "x", "--to", "d", "--endpoint", "http://localhost"}, 2, "--endpoint goes with --table"},
-		{[]string{"restore", "--from", "x", "--to", "d", "--key-attributes", " , "}, 2, "--key-attributes is empty"},
 		{[]string{"restore", "-h"}, 0, "-key-attributes"},
 	} {
 		code, _, errs := cli(tc.args...)
@@ -226,6 +226,52 @@ func TestRestoreToDir(t *testing.T) {
 	code, _, errs = cli("restore", "--from", root, "--to", t.TempDir(), "--entity", "Nope")
 	if code != 1 || !strings.Contains(errs, "no archived items match") {
 		t.Errorf("empty selection: exit %d, %q", code, errs)
+	}
+}
+
+// TestRestoreKeyAttributes: restore reads the archived items' keys by the
+// environment's key attributes, as the other commands that read whole items
+// do: a binary whose table is keyed pk/sk restores without a flag, one that
+// gives other key attributes than its environment's is refused, and a
+// binary that declares none takes --key-attributes, or PK and SK.
+func TestRestoreKeyAttributes(t *testing.T) {
+	event, err := os.ReadFile(archiveEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event = bytes.ReplaceAll(bytes.ReplaceAll(event, []byte(`"PK":`), []byte(`"pk":`)), []byte(`"SK":`), []byte(`"sk":`))
+	root := t.TempDir()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := pipeline.NewStreamsProcessor(archive.New(objstore.NewDir(root), archive.Options{Logger: quiet}), pipeline.Config{Logger: quiet})
+	if out, err := p.Invoke(context.Background(), event); err != nil || string(out) != `{"batchItemFailures":[]}` {
+		t.Fatalf("%s %v", out, err)
+	}
+	keyed := Options{Name: "ledger", Environment: &projections.Environment{Schema: pipeline.Schema{KeyAttributes: []string{"pk", "sk"}}}}
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		flags []string
+		code  int
+		out   string // in stdout (exit 0) or stderr
+	}{
+		{"the environment's keys", keyed, nil, 0, "wrote 7 items from 5 objects"},
+		{"the environment's keys, given again", keyed, []string{"--key-attributes", "pk,sk"}, 0, "wrote 7 items from 5 objects"},
+		{"other keys than the environment's", keyed, []string{"--key-attributes", "PK,SK"}, 2,
+			"ledger restore: usage: --key-attributes PK,SK, but this table's environment has the key attributes pk,sk"},
+		{"no keys declared, given", stockOptions, []string{"--key-attributes", "pk,sk"}, 0, "wrote 7 items from 5 objects"},
+		{"no keys declared: PK, SK", stockOptions, nil, 1, "item has none of the key attributes [PK SK]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"restore", "--from", root, "--to", t.TempDir()}, tc.flags...)
+			code, out, errs := runWith(t, tc.opts, args...)
+			text := errs
+			if tc.code == 0 {
+				text = out
+			}
+			if code != tc.code || !strings.Contains(text, tc.out) {
+				t.Errorf("exit %d, want %d with %q\nstdout: %s\nstderr: %s", code, tc.code, tc.out, out, errs)
+			}
+		})
 	}
 }
 
