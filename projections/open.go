@@ -102,7 +102,7 @@ type SetMismatchError struct {
 func (e *SetMismatchError) Is(target error) bool { return target == ErrProjectionSet }
 
 func (e *SetMismatchError) Error() string {
-	const rebuild = "rebuild this set into a new table (tributary replay --from STREAM --rebuild-into NEW_TABLE; docs/replay.md)"
+	const rebuild = "rebuild this set into a new table: from an export, then the stream from the export's time, for a table older than its stream (tributary backfill --export LOC --table NEW_TABLE, then a projector or shadow on it, or tributary replay --start EXPORT_TIME; docs/backfill.md), or from the stream alone if it holds the table's whole history (tributary replay --from STREAM --rebuild-into NEW_TABLE; docs/replay.md)"
 	var b strings.Builder
 	b.WriteString(ErrProjectionSet.Error())
 	b.WriteString(": ")
@@ -179,6 +179,11 @@ func describeDiff(table, engine []ProjectionID) string {
 // that start on an empty table at once both succeed; of two sets, one wins
 // and the other is refused.
 func CheckSet(ctx context.Context, t Table, set *Set) error {
+	return checkSet(ctx, t, set, time.Now)
+}
+
+// checkSet is CheckSet, marking a table with the time now gives.
+func checkSet(ctx context.Context, t Table, set *Set, now func() time.Time) error {
 	for range 3 {
 		m, err := ReadMarker(ctx, t)
 		if err != nil {
@@ -197,7 +202,7 @@ func CheckSet(ctx context.Context, t Table, set *Set) error {
 		if !empty {
 			return &SetMismatchError{Engine: set.IDs()}
 		}
-		err = writeMarker(ctx, t, set, 0)
+		err = writeMarker(ctx, t, set, 0, now())
 		var ce *ConflictError
 		if errors.As(err, &ce) || errors.Is(err, ErrContention) {
 			continue // another engine marked it meanwhile: check what it wrote
@@ -212,7 +217,7 @@ func CheckSet(ctx context.Context, t Table, set *Set) error {
 // way to say that a table's aggregates are set's: a table built before
 // markers existed, or one whose projection changed its Definition without
 // changing what it contributes. Adopting a table another set built leaves
-// its aggregates wrong; rebuild instead.
+// its aggregates wrong; rebuild instead (docs/backfill.md).
 func Adopt(ctx context.Context, st Store, set *Set) (*Marker, error) {
 	got, err := st.ReadLedgers(ctx, []string{MarkerKey})
 	if err != nil {
@@ -223,14 +228,14 @@ func Adopt(ctx context.Context, st Store, set *Set) (*Marker, error) {
 	if err != nil {
 		old = nil // a corrupt marker is replaced like any other
 	}
-	if err := writeMarker(ctx, st, set, e.Rev); err != nil {
+	if err := writeMarker(ctx, st, set, e.Rev, time.Now()); err != nil {
 		return nil, err
 	}
 	return old, nil
 }
 
-func writeMarker(ctx context.Context, st Store, set *Set, rev int64) error {
-	body, err := json.Marshal(markerBody{Set: set.ids, Since: time.Now().UTC()})
+func writeMarker(ctx context.Context, st Store, set *Set, rev int64, since time.Time) error {
+	body, err := json.Marshal(markerBody{Set: set.ids, Since: since.UTC()})
 	if err != nil {
 		return fmt.Errorf("encoding the projection-set marker: %w", err)
 	}
@@ -249,7 +254,11 @@ func Open(ctx context.Context, t Table, set *Set, cfg Config) (*Engine, error) {
 	if set == nil {
 		return nil, errors.New("projections: Open without a projection set")
 	}
-	if err := CheckSet(ctx, t, set); err != nil {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	if err := checkSet(ctx, t, set, now); err != nil {
 		return nil, err
 	}
 	cfg.Ignore = append(slices.Clone(cfg.Ignore), set.ignored...)

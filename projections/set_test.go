@@ -187,7 +187,7 @@ func TestCheckSet(t *testing.T) {
 			if !errors.Is(err, projections.ErrProjectionSet) || !errors.As(err, &me) {
 				t.Fatalf("CheckSet: %v, want a *SetMismatchError", err)
 			}
-			for _, w := range append(tt.want, set.String(), tt.set.String(), "--rebuild-into") {
+			for _, w := range append(tt.want, set.String(), tt.set.String(), "--rebuild-into", "tributary backfill --export", "docs/backfill.md") {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not say %q", err, w)
 				}

@@ -190,7 +190,9 @@ func checkView(t *testing.T, st projections.Reader) {
 	}
 }
 
-func invoke(t *testing.T, p *pipeline.Processor, file string) {
+func invoke(t *testing.T, p interface {
+	Invoke(context.Context, []byte) ([]byte, error)
+}, file string) {
 	t.Helper()
 	event, err := os.ReadFile(file)
 	if err != nil {
@@ -209,7 +211,7 @@ func invoke(t *testing.T, p *pipeline.Processor, file string) {
 func TestProjectors(t *testing.T) {
 	for _, tc := range []struct {
 		file string
-		new  func(context.Context, projector.Config, projections.Table, *projections.Environment, *slog.Logger, io.Writer) (*pipeline.Processor, error)
+		new  func(context.Context, projector.Config, projections.Table, *projections.Environment, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
 	}{
 		{streamsEvent, projector.New},
 		{kinesisEvent, kinesisprojector.New},

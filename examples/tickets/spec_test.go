@@ -143,7 +143,7 @@ func TestSpecAgreesWithGo(t *testing.T) {
 func TestSpecProjector(t *testing.T) {
 	for _, f := range []struct {
 		file string
-		new  func(context.Context, projector.Config, projections.Table, *projections.Environment, *slog.Logger, io.Writer) (*pipeline.Processor, error)
+		new  func(context.Context, projector.Config, projections.Table, *projections.Environment, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
 	}{
 		{"streams-event.json", projector.New},
 		{"kinesis-event.json", kinesisprojector.New},

@@ -67,7 +67,9 @@ func checkView(t *testing.T, st projections.Reader) {
 	}
 }
 
-func invoke(t *testing.T, p *pipeline.Processor, file string) {
+func invoke(t *testing.T, p interface {
+	Invoke(context.Context, []byte) ([]byte, error)
+}, file string) {
 	t.Helper()
 	event, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {

@@ -27,20 +27,16 @@ import (
 // Main runs the Kinesis projector of env. It does not return.
 func Main(env *projections.Environment) {
 	entry.Start("kinesis-projector", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, t, err := projector.Load(ctx)
+		cfg, t, opts, err := projector.Load(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return New(ctx, cfg, t, env, log, os.Stdout)
+		return New(ctx, cfg, t, env, log, os.Stdout, opts...)
 	})
 }
 
-// New returns the Kinesis projector's handler: projector.NewHandler behind
-// the Kinesis processor.
-func New(ctx context.Context, cfg projector.Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
-	h, pc, err := projector.NewHandler(ctx, cfg, t, env, log, metrics)
-	if err != nil {
-		return nil, err
-	}
-	return pipeline.NewKinesisProcessor(h, pc), nil
+// New returns the Kinesis projector's handler (projector.Build for
+// Kinesis events: partial batch responses name Kinesis sequence numbers).
+func New(ctx context.Context, cfg projector.Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...projector.Option) (*projector.Handler, error) {
+	return projector.Build(ctx, pipeline.SourceKinesis, cfg, t, env, log, metrics, opts...)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/tributary/tributary/functions/kinesisprojector"
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
-	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -26,7 +25,7 @@ import (
 // The function's `sam local invoke` event.
 var kinesisEvent = filepath.Join("testdata", "event.json")
 
-func newKinesis(ctx context.Context, cfg projector.Config, t projections.Table, metrics io.Writer) (*pipeline.Processor, error) {
+func newKinesis(ctx context.Context, cfg projector.Config, t projections.Table, metrics io.Writer) (*projector.Handler, error) {
 	return kinesisprojector.New(ctx, cfg, t, seed.Environment(), quiet(), metrics)
 }
 

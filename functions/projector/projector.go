@@ -30,9 +30,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )
@@ -63,8 +66,15 @@ import (
 //	                     filter passes (the template sets it from the same
 //	                     parameter as the filter): the function refuses to start
 //	                     when it is set but names none, or when a type its
-//	                     projections read is missing, whose records the filter
-//	                     would drop unseen
+//	                     projections or its shadow's read is missing, whose
+//	                     records the filter would drop unseen
+//	SHADOW_TABLE         a second aggregate table the function keeps current from
+//	                     the same batches, after the live set (docs/backfill.md)
+//	SHADOW_PROJECTIONS   comma-separated names of the projections of the shadow's
+//	                     set (default every one)
+//	SHADOW_FAILURES      where the batches the shadow could not apply are kept,
+//	                     for redrive: s3://bucket/prefix or a directory (required
+//	                     with SHADOW_TABLE)
 type Config struct {
 	Table string
 	// Projections names the subset of the environment's projections to run.
@@ -79,6 +89,12 @@ type Config struct {
 	// FilterTypes are the types the mapping's filter passes; nil when the
 	// function is not told (FILTER_ENTITY_TYPES unset).
 	FilterTypes []string
+	// ShadowTable, ShadowProjections and ShadowFailures configure a shadow
+	// set (WithShadow): its table, its projections (nil: every one) and
+	// where its failed batches are kept.
+	ShadowTable       string
+	ShadowProjections []string
+	ShadowFailures    string
 }
 
 // LoadConfig reads a projector's configuration with lookup (os.LookupEnv in
@@ -91,10 +107,27 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		Projections: entry.List(getenv("PROJECTIONS")),
 		Schema:      given,
 		Ignore:      entry.List(getenv("IGNORE_TYPES")),
+
+		ShadowTable:       strings.TrimSpace(getenv("SHADOW_TABLE")),
+		ShadowProjections: entry.List(getenv("SHADOW_PROJECTIONS")),
+		ShadowFailures:    strings.TrimSpace(getenv("SHADOW_FAILURES")),
 	}
 	var errs []error
 	if c.Table == "" {
 		errs = append(errs, errors.New("AGGREGATE_TABLE is required"))
+	}
+	switch {
+	case c.ShadowTable != "" && c.ShadowTable == c.Table:
+		errs = append(errs, fmt.Errorf("SHADOW_TABLE %s is AGGREGATE_TABLE: a shadow set needs a table of its own", c.ShadowTable))
+	case c.ShadowTable != "" && c.ShadowFailures == "":
+		errs = append(errs, errors.New("SHADOW_FAILURES is required with SHADOW_TABLE: where the batches the shadow cannot apply are kept for redrive"))
+	case c.ShadowTable == "" && (len(c.ShadowProjections) > 0 || c.ShadowFailures != ""):
+		errs = append(errs, errors.New("SHADOW_PROJECTIONS and SHADOW_FAILURES need SHADOW_TABLE"))
+	}
+	if c.ShadowFailures != "" {
+		if _, err := objstore.Parse(c.ShadowFailures); err != nil {
+			errs = append(errs, fmt.Errorf("SHADOW_FAILURES: %w", err))
+		}
 	}
 	if v, ok := lookup("FILTER_ENTITY_TYPES"); ok {
 		c.FilterTypes = entry.List(v)
@@ -130,44 +163,54 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 }
 
 // Main runs the DynamoDB Streams projector of env: it applies the table's
-// stream to env's projections, exactly once, in the aggregate table. It
-// does not return.
+// stream to env's projections, exactly once, in the aggregate table (and
+// to a shadow set, with SHADOW_TABLE). It does not return.
 func Main(env *projections.Environment) {
 	entry.Start("projector", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, t, err := Load(ctx)
+		cfg, t, opts, err := Load(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return New(ctx, cfg, t, env, log, os.Stdout)
+		return New(ctx, cfg, t, env, log, os.Stdout, opts...)
 	})
 }
 
 // Load reads a projector's configuration from the process's environment
-// and opens its aggregate table in DynamoDB: what Main and the Kinesis
+// and opens its aggregate table in DynamoDB, and its shadow's table and
+// failure location when it keeps one: what Main and the Kinesis
 // projector's Main do at init.
-func Load(ctx context.Context) (Config, projections.Table, error) {
+func Load(ctx context.Context) (Config, projections.Table, []Option, error) {
 	cfg, err := LoadConfig(os.LookupEnv)
 	if err != nil {
-		return cfg, nil, err
+		return cfg, nil, nil, err
 	}
 	aws, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return cfg, nil, fmt.Errorf("loading the AWS configuration: %w", err)
+		return cfg, nil, nil, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
-	return cfg, dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table), nil
+	client := dynamodb.NewFromConfig(aws)
+	var opts []Option
+	if cfg.ShadowTable != "" {
+		loc, err := objstore.Parse(cfg.ShadowFailures)
+		if err != nil {
+			return cfg, nil, nil, fmt.Errorf("SHADOW_FAILURES: %w", err)
+		}
+		var keep Keeper = objstore.NewDir(loc.Dir)
+		if loc.IsS3() {
+			keep = objstore.NewS3(s3.NewFromConfig(aws), loc.Bucket, loc.Prefix, objstore.S3Options{})
+		}
+		opts = append(opts, WithShadow(dynamostore.New(client, cfg.ShadowTable), keep))
+	}
+	return cfg, dynamostore.New(client, cfg.Table), opts, nil
 }
 
 // New returns the Streams projector's handler: an engine for env's
 // projections (or the subset cfg.Projections names) over the aggregate
 // table t, made by projections.Open, behind the DynamoDB Streams processor
-// (partial batch responses name stream sequence numbers).
-func New(ctx context.Context, cfg Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
-	h, pc, err := NewHandler(ctx, cfg, t, env, log, metrics)
-	if err != nil {
-		return nil, err
-	}
-	pc.Need = streamsFilterNeed
-	return pipeline.NewStreamsProcessor(h, pc), nil
+// (partial batch responses name stream sequence numbers); with WithShadow,
+// the shadow's behind it.
+func New(ctx context.Context, cfg Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
+	return Build(ctx, pipeline.SourceStreams, cfg, t, env, log, metrics, opts...)
 }
 
 // streamsFilterNeed is what the Streams projector's event source mapping
@@ -177,41 +220,83 @@ func New(ctx context.Context, cfg Config, t projections.Table, env *projections.
 var streamsFilterNeed = pipeline.ImageNeed{Images: pipeline.OldImages,
 	Why: "the projector's filter criteria match removals and type changes by the item's old image: without it they never reach the function, and what the item contributed is never retracted"}
 
-// NewHandler returns what both projectors run behind their event's
-// processor: the engine of env's projections (or the subset
-// cfg.Projections names) over t, checked against the mapping's filter and
-// opened with projections.Open, and the processor's configuration (the
-// decoders read the attributes env and cfg name).
-func NewHandler(ctx context.Context, cfg Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer) (pipeline.BatchHandler, pipeline.Config, error) {
+// Build returns a projector's handler for events of source (Streams or
+// Kinesis): the engine of env's projections (or the subset cfg.Projections
+// names) over t, checked against the mapping's filter and opened with
+// projections.Open, behind the source's processor (the decoders read the
+// attributes env and cfg name); with WithShadow, the shadow set's engine
+// over its table behind a processor of its own. A shadow that cannot start
+// (its table another set's, say) does not stop the function: it keeps
+// every batch for redrive, and says why.
+func Build(ctx context.Context, source pipeline.Source, cfg Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	schema, err := entry.Schema(env, cfg.Schema)
 	if err != nil {
-		return nil, pipeline.Config{}, err
+		return nil, err
 	}
 	if env.Projections == nil {
-		return nil, pipeline.Config{}, errors.New("no projections: the main's environment has none, and PROJECTIONS_FILE names no spec")
+		return nil, errors.New("no projections: the main's environment has none, and PROJECTIONS_FILE names no spec")
 	}
 	sub, err := env.Projections.Select(cfg.Projections...)
 	if err != nil {
-		return nil, pipeline.Config{}, fmt.Errorf("PROJECTIONS: %w", err)
+		return nil, fmt.Errorf("PROJECTIONS: %w", err)
+	}
+	var shadowSet *projections.Set
+	if o.shadow != nil {
+		if shadowSet, err = env.Projections.Select(cfg.ShadowProjections...); err != nil {
+			return nil, fmt.Errorf("SHADOW_PROJECTIONS: %w", err)
+		}
 	}
 	if cfg.FilterTypes != nil {
 		var missing []string
-		for _, t := range sub.EntityTypes() {
-			if !slices.Contains(cfg.FilterTypes, t) {
-				missing = append(missing, t)
+		for _, set := range []*projections.Set{sub, shadowSet} {
+			if set == nil {
+				continue
+			}
+			for _, t := range set.EntityTypes() {
+				if !slices.Contains(cfg.FilterTypes, t) && !slices.Contains(missing, t) {
+					missing = append(missing, t)
+				}
 			}
 		}
 		if len(missing) > 0 {
-			return nil, pipeline.Config{}, fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but the projections also read %s, whose records it would drop before they reach the function: add them to the filter (the SAM template's ProjectedEntityTypes parameter; `tributary projections check` or `tributary filters` prints what it must be)",
+			return nil, fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but the projections also read %s, whose records it would drop before they reach the function: add them to the filter (the SAM template's ProjectedEntityTypes parameter; `tributary projections check` or `tributary filters` prints what it must be)",
 				strings.Join(cfg.FilterTypes, ", "), strings.Join(missing, ", "))
 		}
 	}
-	e, err := projections.Open(ctx, t, sub, projections.Config{
-		Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: metrics,
-	})
+	ecfg := projections.Config{Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: metrics}
+	e, err := projections.Open(ctx, t, sub, ecfg)
 	if err != nil {
-		return nil, pipeline.Config{}, fmt.Errorf("table %s: %w", cfg.Table, err)
+		return nil, fmt.Errorf("table %s: %w", cfg.Table, err)
 	}
 	pc := pipeline.Config{Options: pipeline.Options{Schema: schema}, Permanent: cfg.Permanent, Logger: log, Metrics: metrics}
-	return e, pc, nil
+	h := &Handler{live: newProcessor(source, e, pc)}
+	if o.shadow != nil {
+		s := &shadow{source: source, keep: o.keep, prefix: "shadow/", table: cfg.ShadowTable, log: log.With("shadowTable", cfg.ShadowTable), metrics: metrics}
+		slog := log.With("shadowTable", cfg.ShadowTable)
+		scfg := ecfg
+		scfg.Logger = slog
+		se, err := projections.Open(ctx, o.shadow, shadowSet, scfg)
+		if err != nil {
+			s.initErr = fmt.Errorf("the shadow cannot start: table %s: %w", cfg.ShadowTable, err)
+			slog.Error("shadow disabled: every batch is kept for redrive until it can start", "error", quote.Short(s.initErr.Error()))
+		} else {
+			spc := pc
+			spc.Logger = slog
+			s.proc = newProcessor(source, se, spc)
+		}
+		h.shadow = s
+	}
+	return h, nil
+}
+
+func newProcessor(source pipeline.Source, e *projections.Engine, pc pipeline.Config) *pipeline.Processor {
+	if source == pipeline.SourceKinesis {
+		return pipeline.NewKinesisProcessor(e, pc)
+	}
+	pc.Need = streamsFilterNeed
+	return pipeline.NewStreamsProcessor(e, pc)
 }

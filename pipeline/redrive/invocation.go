@@ -161,3 +161,33 @@ func (inv *Invocation) Decode(opts pipeline.Options) ([]pipeline.Change, error) 
 	}
 	return pipeline.DecodeStreamsEvent(inv.Payload, opts)
 }
+
+// Record returns an invocation record in the form an S3 on-failure
+// destination writes (and Parse reads) for a batch that a handler of
+// Tributary's own could not apply and keeps for redrive: a shadow
+// projector's failed batch, say. condition says why (e.g.
+// "ShadowFailed"), functionError what failed; payload is the invocation's
+// event.
+func Record(source pipeline.Source, batch BatchInfo, condition, functionError string, payload []byte, at time.Time) ([]byte, error) {
+	var w wire
+	w.Version, w.Timestamp = "1.0", at.UTC()
+	w.RequestContext.Condition = condition
+	w.RequestContext.ApproximateInvokeCount = 1
+	w.ResponseContext.StatusCode = 200
+	w.ResponseContext.FunctionError = functionError
+	b := batch
+	switch source {
+	case pipeline.SourceKinesis:
+		w.Kinesis = &b
+	case pipeline.SourceStreams:
+		w.Streams = &b
+	default:
+		return nil, fmt.Errorf("redrive: a record of source %v: want streams or kinesis", source)
+	}
+	p, err := json.Marshal(string(payload))
+	if err != nil {
+		return nil, err
+	}
+	w.Payload = p
+	return json.Marshal(w)
+}

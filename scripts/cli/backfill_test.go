@@ -13,10 +13,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
 )
@@ -172,5 +175,52 @@ func TestIntegrationReplayAfterBackfill(t *testing.T) {
 	code, _, stderr = runCLI(t, "replay", "--from", from, "--store", old, "--endpoint", url)
 	if code != 1 || !strings.Contains(stderr, "but the stream keeps only 24h0m0s") || !strings.Contains(stderr, "Take a new export") {
 		t.Errorf("a replay for an export older than the stream: exit %d, %s", code, stderr)
+	}
+}
+
+// TestRedriveShadowSubset: a shadow's kept batch is redriven into the
+// shadow's table, whose set is a subset of the binary's: --projection
+// names it; without it the table is refused as another set's.
+func TestRedriveShadowSubset(t *testing.T) {
+	ctx := context.Background()
+	event, err := os.ReadFile(fixtures + "streams/event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := t.TempDir()
+	rec, err := redrive.Record(pipeline.SourceStreams, redrive.BatchInfo{BatchSize: 4}, "ShadowFailed", "test", event, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(keep, "batch.json"), rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	st, err := boltstore.Open(filepath.Join(store, storeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := seed.Set().Select("order-totals")
+	if _, err := projections.Open(ctx, st, sub, projections.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "redrive", "--from", keep, "--store", store); code != 1 || !strings.Contains(stderr, "projection set mismatch") {
+		t.Errorf("without --projection: exit %d, %s", code, stderr)
+	}
+	code, out, stderr := runCLI(t, "redrive", "--from", keep, "--store", store, "--projection", "order-totals")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	v := storeView(t, store)
+	if len(v.Aggregates) == 0 {
+		t.Fatal("nothing applied")
+	}
+	for k := range v.Aggregates {
+		if k.Projection != "order-totals" {
+			t.Errorf("an order-totals table got %v", k)
+		}
 	}
 }

@@ -30,7 +30,8 @@ const projectionsUsage = `show [--store DIR | --table NAME] | adopt (--store DIR
          marker (written before markers existed), or one whose projection changed
          its definition without changing what it contributes. Adopting a store
          another set built leaves its aggregates wrong: rebuild it instead
-         (replay --rebuild-into).`
+         (backfill from an export, then the stream; or replay --rebuild-into
+         when the stream holds the table's whole history).`
 
 func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 	sub := "show"

@@ -127,7 +127,7 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 					if err == nil {
 						t.Fatal("accepted another set's store")
 					}
-					for _, want := range []string{"projection set mismatch", tt.builder.Environment.Projections.String(), tt.user.Environment.Projections.String(), "--rebuild-into"} {
+					for _, want := range []string{"projection set mismatch", tt.builder.Environment.Projections.String(), tt.user.Environment.Projections.String(), "--rebuild-into", "tributary backfill --export LOC --table NEW_TABLE"} {
 						if !strings.Contains(err.Error(), want) {
 							t.Errorf("error does not say %q:\n%v", want, err)
 						}

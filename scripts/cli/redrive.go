@@ -31,6 +31,8 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	sf.register(fs)
 	dryRun := fs.Bool("dry-run", false, "decode and decide what would be written; write nothing")
 	verbose := fs.Bool("v", false, "log as JSON to stderr")
+	var only multiFlag
+	fs.Var(&only, "projection", "the store's set is this subset of the projections (repeat for several): a projector's PROJECTIONS or SHADOW_PROJECTIONS")
 	var pf projectionFlags
 	pf.register(fs, typeFlag|versionFlag)
 	if err := parse(fs, args); err != nil {
@@ -67,9 +69,13 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 		dry = projections.NewDryRun(st)
 		writeTo = dry
 	}
-	// The projector's engine: the binary's projection set, which must be
-	// the one that built the store.
-	engine, err := openEngine(ctx, writeTo, sf.String(), e.set(), projections.Config{Logger: log})
+	// The projector's engine: the binary's projection set (or the subset
+	// --projection names), which must be the one that built the store.
+	set, err := e.set().Select(only...)
+	if err != nil {
+		return fmt.Errorf("%w: --projection: %v", errUsage, err)
+	}
+	engine, err := openEngine(ctx, writeTo, sf.String(), set, projections.Config{Logger: log})
 	if err != nil {
 		return err
 	}
