@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
@@ -53,6 +54,13 @@ type Config struct {
 	// Sleep waits between retries; default retry.Sleep, a timer that ends
 	// with ctx.Err() when ctx does.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// ClaimWait is how long after a change its claim on a row another item
+	// holds is taken for one that may pass: the other item's change that
+	// releases the row may be on another shard, not applied yet, and the
+	// record fails as retryable; after that (and always when the other
+	// item's state is as new as the change) two items claiming one row is
+	// a permanent failure naming both. Default 5 minutes.
+	ClaimWait time.Duration
 }
 
 // Engine applies batches of changes to projections with an exactly-once
@@ -85,6 +93,9 @@ func New(store Store, cfg Config, ps ...Projection) *Engine {
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = retry.Sleep
+	}
+	if cfg.ClaimWait <= 0 {
+		cfg.ClaimWait = 5 * time.Minute
 	}
 	e := &Engine{store: store, cfg: cfg, mux: pipeline.NewMux[Projection](), names: map[string]bool{}}
 	e.mux.Policy = cfg.Policy
@@ -171,7 +182,18 @@ type item struct {
 	old     *ledger // nil: no ledger entry
 	rev     int64
 	skip    bool // nothing to write
+	// wait: a row it claims is held by an item of the batch, which may
+	// release it in a transaction still to come: it is tried again after
+	// them. held: its claim failed for good (or for now); it is not written.
+	wait bool
+	held error
+	// takeover names, per row, the owner whose claim it takes over: one
+	// whose own ledger entry no longer claims the row.
+	takeover map[RowRef]string
 }
+
+// written reports whether the item is to be written.
+func (it *item) written() bool { return !it.skip && !it.wait && it.held == nil }
 
 // HandleBatch applies changes: for each item, the newest change wins; its
 // contributions replace what the ledger says the item contributed, in
@@ -217,11 +239,15 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change, p *Parti
 	if p != nil {
 		reserve = 1 // the partial's own entry
 	}
+	batch := &batchState{items: map[string]*item{}}
+	for _, it := range items {
+		batch.items[it.key] = it
+	}
 	chunks := e.chunks(items, reserve)
 	for k, chunk := range chunks {
-		if err := e.commit(ctx, chunk, p); err != nil {
+		if err := e.commit(ctx, chunk, p, batch); err != nil {
 			if errors.As(err, new(*RangeError)) {
-				return e.isolate(ctx, chunks[k:], p)
+				return e.isolate(ctx, chunks[k:], p, batch)
 			}
 			// Every item of an earlier chunk is applied; the first change not
 			// applied is the earliest first change of this chunk or a later one.
@@ -234,7 +260,40 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change, p *Parti
 			return &pipeline.BatchError{Index: first, Err: err}
 		}
 	}
+	// Items whose row another item of the batch held: that item's
+	// transaction has committed now, releasing it or not.
+	var waiting []*item
+	for _, it := range items {
+		if it.wait {
+			it.wait = false
+			waiting = append(waiting, it)
+		}
+	}
+	if len(waiting) > 0 {
+		batch.final = true
+		for _, chunk := range e.chunks(waiting, reserve) {
+			if err := e.commit(ctx, chunk, p, batch); err != nil {
+				return &pipeline.BatchError{Index: chunk[0].first, Err: err}
+			}
+		}
+	}
+	var held *item
+	for _, it := range items {
+		if it.held != nil && (held == nil || it.first < held.first) {
+			held = it
+		}
+	}
+	if held != nil {
+		return &pipeline.BatchError{Index: held.first, Err: held.held}
+	}
 	return nil
+}
+
+// batchState is what the transactions of one batch share: its items by
+// key, and whether the claims held within it have been waited for.
+type batchState struct {
+	items map[string]*item
+	final bool
 }
 
 // isolate commits the items of chunks one at a time, in order of first
@@ -242,14 +301,14 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change, p *Parti
 // DynamoDB's number range: the first item that fails so alone is the one
 // whose contribution overflows, a permanent failure of its first change,
 // and every change before it is applied.
-func (e *Engine) isolate(ctx context.Context, chunks [][]*item, p *Partial) error {
+func (e *Engine) isolate(ctx context.Context, chunks [][]*item, p *Partial, batch *batchState) error {
 	var items []*item
 	for _, c := range chunks {
 		items = append(items, c...)
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].first < items[j].first })
 	for _, it := range items {
-		err := e.commit(ctx, []*item{it}, p)
+		err := e.commit(ctx, []*item{it}, p, batch)
 		if err == nil {
 			continue
 		}
@@ -389,11 +448,13 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 					return set, fmt.Errorf("projection %s, item %s: row attribute %q is reserved", p.Name(), pipeline.KeyString(c.Keys), name)
 				}
 			}
-			set.Rows = append(set.Rows, rowContrib{
-				Ref:   RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort},
-				Hash:  hashItem(r.Attrs),
-				Attrs: r.Attrs,
-			})
+			ref := RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}
+			for _, o := range set.Rows {
+				if o.Ref == ref {
+					return set, fmt.Errorf("projection %s, item %s: two rows under one key, %s/%s: each of an item's rows needs a key of its own", p.Name(), pipeline.KeyString(c.Keys), quote.Value(r.Partition), quote.Value(r.Sort))
+				}
+			}
+			set.Rows = append(set.Rows, rowContrib{Ref: ref, Hash: hashItem(r.Attrs), Attrs: r.Attrs})
 		}
 	}
 	for ref, vs := range aggs {
@@ -478,8 +539,58 @@ func placeShards(logical contribSet, old *ledger, shard uint32) contribSet {
 	return out
 }
 
+// settleClaim decides what becomes of an item whose claim on a row another
+// item holds was refused: when the holder is an item of the batch, it is
+// tried again after the batch's other transactions (the holder may release
+// the row in one of them); when the holder's ledger entry no longer claims
+// the row (a row left behind), the item takes it over; otherwise it is
+// held: as retryable while the change is younger than ClaimWait and the
+// holder's state older (the holder's change that releases it may not be
+// applied yet), else as a permanent failure naming both items.
+func (e *Engine) settleClaim(ctx context.Context, it *item, claim *ClaimError, batch *batchState) error {
+	if !batch.final && batch.items[claim.Owner] != nil {
+		it.wait = true
+		return nil
+	}
+	got, err := e.store.ReadLedgers(ctx, []string{claim.Owner})
+	if err != nil {
+		return fmt.Errorf("reading the ledger entry of %s, which holds row %s/%s: %w", claim.Owner, quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), err)
+	}
+	var holder *ledger
+	if entry := got[claim.Owner]; entry.Rev != 0 {
+		if holder, err = decodeLedger(claim.Owner, entry); err != nil {
+			return err
+		}
+	}
+	claims := false
+	if holder != nil {
+		for _, r := range holder.C.Rows {
+			claims = claims || r.Ref == claim.Ref
+		}
+	}
+	if !claims {
+		if it.takeover == nil {
+			it.takeover = map[RowRef]string{}
+		}
+		if it.takeover[claim.Ref] == claim.Owner {
+			return fmt.Errorf("row %s/%s: taking it over from %s was refused: %w", quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), claim.Owner, claim)
+		}
+		it.takeover[claim.Ref] = claim.Owner
+		return nil
+	}
+	what := fmt.Sprintf("projection %s, row %s/%s: item %s claims it, and item %s holds it", claim.Ref.Projection,
+		quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), pipeline.KeyString(it.newest.Keys), claim.Owner)
+	age := e.cfg.Now().Sub(it.newest.Time)
+	if it.tok.Newer(holder.Tok) && !it.newest.Time.IsZero() && age < e.cfg.ClaimWait {
+		it.held = fmt.Errorf("%s since an older change, which a newer one not applied yet may release: retried until %s after the change", what, e.cfg.ClaimWait)
+		return nil
+	}
+	it.held = pipeline.Permanent(fmt.Errorf("%s: no row is written or removed on another item's behalf (rows whose keys do not identify their item collide; `projections check` warns of them)", what))
+	return nil
+}
+
 // actions is one item's share of a transaction.
-func (e *Engine) actions(it *item) (l LedgerPut, deltas map[AggregateRef]map[string]decimal.Decimal, puts []RowPut, dels []RowRef) {
+func (e *Engine) actions(it *item) (l LedgerPut, deltas map[AggregateRef]map[string]decimal.Decimal, puts []RowPut, dels []RowDelete) {
 	var old contribSet
 	if it.old != nil {
 		old = it.old.C
@@ -518,12 +629,12 @@ func (e *Engine) actions(it *item) (l LedgerPut, deltas map[AggregateRef]map[str
 	for _, r := range it.next.Rows {
 		newRows[r.Ref] = true
 		if h, ok := oldRows[r.Ref]; !ok || h != r.Hash {
-			puts = append(puts, RowPut{Ref: r.Ref, Attrs: r.Attrs})
+			puts = append(puts, RowPut{Ref: r.Ref, Attrs: r.Attrs, Owner: it.key, From: it.takeover[r.Ref]})
 		}
 	}
 	for _, r := range old.Rows {
 		if !newRows[r.Ref] {
-			dels = append(dels, r.Ref)
+			dels = append(dels, RowDelete{Ref: r.Ref, Owner: it.key})
 		}
 	}
 	return l, deltas, puts, dels
@@ -540,6 +651,7 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 		cur   []*item
 		aggs  = map[AggregateRef]bool{}
 		rows  = map[RowRef]bool{}
+		putBy = map[RowRef]string{} // the item of cur that puts each row
 		n, sz int
 	)
 	type planned struct {
@@ -547,7 +659,7 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 		l      LedgerPut
 		deltas map[AggregateRef]map[string]decimal.Decimal
 		puts   []RowPut
-		dels   []RowRef
+		dels   []RowDelete
 		sig    string
 	}
 	var (
@@ -555,7 +667,7 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 		todo  []planned
 	)
 	for _, it := range items {
-		if it.skip {
+		if !it.written() {
 			continue
 		}
 		l, deltas, puts, dels := e.actions(it)
@@ -588,11 +700,19 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 				}
 			}
 			for _, d := range dels {
-				if !rows[d] {
+				if !rows[d.Ref] {
 					add++
 				}
 			}
 			return add
+		}
+		// Two items that put one row go to transactions of their own: the
+		// store then says who holds it.
+		clash := false
+		for _, p := range puts {
+			if by, ok := putBy[p.Ref]; ok && by != it.key {
+				clash = true
+			}
 		}
 		add, bytes := count(), len(l.Key)+len(l.Body)+64
 		for ref := range deltas {
@@ -601,10 +721,10 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 		for _, p := range puts {
 			bytes += pipeline.ItemSize(p.Attrs) + len(p.Ref.Partition) + len(p.Ref.Sort)
 		}
-		if len(cur) > 0 && (n+add > MaxTxActions-reserve || sz+bytes > MaxTxBytes-64<<10-reserve*maxPartialBytes) {
+		if len(cur) > 0 && (clash || n+add > MaxTxActions-reserve || sz+bytes > MaxTxBytes-64<<10-reserve*maxPartialBytes) {
 			out = append(out, cur)
 			cur, n, sz = nil, 0, 0
-			aggs, rows = map[AggregateRef]bool{}, map[RowRef]bool{}
+			aggs, rows, putBy = map[AggregateRef]bool{}, map[RowRef]bool{}, map[RowRef]string{}
 			add = count() // against the new, empty transaction
 		}
 		cur = append(cur, it)
@@ -615,9 +735,10 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 		}
 		for _, p := range puts {
 			rows[p.Ref] = true
+			putBy[p.Ref] = it.key
 		}
 		for _, d := range dels {
-			rows[d] = true
+			rows[d.Ref] = true
 		}
 	}
 	if len(cur) > 0 {
@@ -663,16 +784,21 @@ func allZero(deltas map[AggregateRef]map[string]decimal.Decimal) bool {
 
 // build assembles the transaction for a chunk of items, summing deltas per
 // aggregate and dropping deltas that sum to zero. touches counts the items
-// whose deltas reach each aggregate.
+// whose deltas reach each aggregate. A row one item of the chunk releases
+// and another claims is put, taken from the first.
 func (e *Engine) build(chunk []*item) (tx *Tx, touches map[AggregateRef]int) {
 	tx = &Tx{}
 	touches = map[AggregateRef]int{}
 	sums := map[AggregateRef]map[string]decimal.Decimal{}
 	var order []AggregateRef
-	rowOps := map[RowRef]*RowPut{} // nil Attrs: delete
+	type rowOp struct {
+		put *RowPut // nil: delete
+		del RowDelete
+	}
+	rowOps := map[RowRef]*rowOp{}
 	var rowOrder []RowRef
 	for _, it := range chunk {
-		if it.skip {
+		if !it.written() {
 			continue
 		}
 		l, deltas, puts, dels := e.actions(it)
@@ -690,16 +816,26 @@ func (e *Engine) build(chunk []*item) (tx *Tx, touches map[AggregateRef]int) {
 			}
 		}
 		for _, d := range dels {
-			if _, ok := rowOps[d]; !ok {
-				rowOrder = append(rowOrder, d)
-				rowOps[d] = &RowPut{Ref: d}
+			if op, ok := rowOps[d.Ref]; ok {
+				if op.put != nil && op.put.From == "" {
+					op.put.From = d.Owner // claimed by an item before, released by this one
+				}
+				continue
 			}
+			rowOrder = append(rowOrder, d.Ref)
+			rowOps[d.Ref] = &rowOp{del: d}
 		}
 		for _, p := range puts {
-			if _, ok := rowOps[p.Ref]; !ok {
-				rowOrder = append(rowOrder, p.Ref)
+			put := p
+			if op, ok := rowOps[p.Ref]; ok {
+				if op.put == nil && put.From == "" {
+					put.From = op.del.Owner // released by an item before
+				}
+				op.put = &put
+				continue
 			}
-			rowOps[p.Ref] = &RowPut{Ref: p.Ref, Attrs: p.Attrs}
+			rowOrder = append(rowOrder, p.Ref)
+			rowOps[p.Ref] = &rowOp{put: &put}
 		}
 	}
 	sort.Slice(order, func(i, j int) bool { return refLess(order[i], order[j]) })
@@ -716,10 +852,10 @@ func (e *Engine) build(chunk []*item) (tx *Tx, touches map[AggregateRef]int) {
 	}
 	for _, ref := range rowOrder {
 		op := rowOps[ref]
-		if op.Attrs == nil {
-			tx.Deletes = append(tx.Deletes, ref)
+		if op.put == nil {
+			tx.Deletes = append(tx.Deletes, op.del)
 		} else {
-			tx.Puts = append(tx.Puts, *op)
+			tx.Puts = append(tx.Puts, *op.put)
 		}
 	}
 	return tx, touches
@@ -736,7 +872,7 @@ const (
 // after contention. With a partial, the chunk's deltas to aggregates that
 // several of its items touch are added to the partial, written in the same
 // transaction.
-func (e *Engine) commit(ctx context.Context, chunk []*item, p *Partial) error {
+func (e *Engine) commit(ctx context.Context, chunk []*item, p *Partial, batch *batchState) error {
 	byKey := make(map[string]*item, len(chunk))
 	for _, it := range chunk {
 		byKey[it.key] = it
@@ -770,7 +906,18 @@ func (e *Engine) commit(ctx context.Context, chunk []*item, p *Partial) error {
 		}
 		last = err
 		var ce *ConflictError
+		var claim *ClaimError
 		switch {
+		case errors.As(err, &claim):
+			// A row another item holds: wait for it, take it over, or fail
+			// this item alone; the others go on.
+			it := byKey[claim.Claimant]
+			if it == nil {
+				return fmt.Errorf("commit: a claim of %s, which is not in the transaction: %w", claim.Claimant, err)
+			}
+			if err := e.settleClaim(ctx, it, claim, batch); err != nil {
+				return err
+			}
 		case errors.As(err, &ce):
 			// Another delivery got there first, or our read was stale: take
 			// the current entries (returned with the failure) and decide again.

@@ -27,7 +27,11 @@ type Store interface {
 	// An aggregate value the transaction would take out of DynamoDB's
 	// number range fails it, writing nothing, with a *RangeError.
 	// Contention with concurrent writers that a retry can resolve is reported as
-	// an error matching ErrContention. A Tx that is empty is a no-op. A Tx
+	// an error matching ErrContention. A row put or delete that names an
+	// Owner is refused when the stored row has another owner (a row stored
+	// without one is anybody's; deleting a row that is not there is no
+	// error): nothing is written, and the error is a *ClaimError naming
+	// the row and the owner it has. A Tx that is empty is a no-op. A Tx
 	// with a reserved value or row attribute name (ReservedNames) is refused
 	// and nothing of it written.
 	Commit(ctx context.Context, tx *Tx) error
@@ -36,8 +40,8 @@ type Store interface {
 // reservedNames are the attribute names a Store may use for its own
 // bookkeeping beside the values and row attributes it is given: keys, the
 // parts of an aggregate's or row's reference, a ledger entry's revision,
-// body and expiry (infra/dynamostore uses them all).
-var reservedNames = [...]string{"PK", "SK", "projection", "key", "shard", "partition", "sort", "rev", "ledger", "ttl"}
+// body and expiry, a row's owner (infra/dynamostore uses them all).
+var reservedNames = [...]string{"PK", "SK", "projection", "key", "shard", "partition", "sort", "rev", "ledger", "ttl", "rowOwner"}
 
 // ReservedNames returns the attribute names a Store may use for its own
 // bookkeeping. They are part of the Store contract: no counter value
@@ -104,7 +108,7 @@ type Tx struct {
 	Ledgers []LedgerPut
 	Adds    []Add
 	Puts    []RowPut
-	Deletes []RowRef
+	Deletes []RowDelete
 }
 
 // Len is the number of write actions in the transaction.
@@ -147,12 +151,41 @@ type RowRef struct {
 type RowPut struct {
 	Ref   RowRef
 	Attrs pipeline.Item
+	// Owner is the source item the row is owned by (its ledger key): the
+	// put is refused with a *ClaimError when another item owns the row. ""
+	// puts it whoever owns it.
+	Owner string
+	// From, when not "", is an owner the row may be taken from: one that
+	// releases it in the same transaction, or no longer claims it.
+	From string
+}
+
+// RowDelete deletes a row, if its Owner (when not "") owns it.
+type RowDelete struct {
+	Ref   RowRef
+	Owner string
 }
 
 // StoredRow is a row as a Reader returns it.
 type StoredRow struct {
 	Ref   RowRef
 	Attrs pipeline.Item
+	// Owner is the source item that owns the row; "" for a row stored
+	// without one.
+	Owner string
+}
+
+// ClaimError is returned by Commit when a row put or delete names an owner
+// and another source item owns the row: two items' contributions, or a
+// transform's target items, claim one key. Nothing is written.
+type ClaimError struct {
+	Ref RowRef
+	// Owner is the row's owner; Claimant the one refused.
+	Owner, Claimant string
+}
+
+func (e *ClaimError) Error() string {
+	return fmt.Sprintf("row %s/%s/%s is owned by item %s, not %s", e.Ref.Projection, e.Ref.Partition, e.Ref.Sort, e.Owner, e.Claimant)
 }
 
 // ErrContention marks a Commit that failed because of concurrent writers or

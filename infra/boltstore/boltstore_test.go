@@ -186,7 +186,7 @@ func TestInvalidTxRejected(t *testing.T) {
 		{"NULInAggregateKey", projections.Tx{Adds: []projections.Add{agg("p", "K\x00", "n", "1")}}, `"K\x00"`},
 		{"NULInPartition", projections.Tx{Puts: []projections.RowPut{put("p", "\x00P", "S", ok)}}, `"\x00P"`},
 		{"NULInSort", projections.Tx{Puts: []projections.RowPut{put("p", "P", "S\x00", ok)}}, `"S\x00"`},
-		{"NULInDeleteSort", projections.Tx{Deletes: []projections.RowRef{{Projection: "p", Partition: "P", Sort: "\x00"}}}, `"\x00"`},
+		{"NULInDeleteSort", projections.Tx{Deletes: []projections.RowDelete{{Ref: projections.RowRef{Projection: "p", Partition: "P", Sort: "\x00"}}}}, `"\x00"`},
 		{"EmptyProjection", projections.Tx{Adds: []projections.Add{agg("", "K", "n", "1")}}, "empty projection"},
 		{"EmptyLedgerKey", projections.Tx{Ledgers: []projections.LedgerPut{{Key: ""}}}, "ledger key is empty"},
 		{"InvalidUTF8", projections.Tx{Puts: []projections.RowPut{put("p", "P", "\xff", ok)}}, `"\xff"`},

@@ -246,7 +246,11 @@ func decodeValues(v []byte) (map[string]decimal.Decimal, error) {
 
 // --- rows ---
 
-func encodeRow(attrs pipeline.Item) ([]byte, error) {
+// ownerAttr holds a row's owner in its stored attributes (a reserved name:
+// no row attribute has it).
+const ownerAttr = "rowOwner"
+
+func encodeRow(attrs pipeline.Item, owner string) ([]byte, error) {
 	for name, av := range attrs {
 		if projections.ReservedName(name) {
 			return nil, fmt.Errorf("attribute name %q is reserved", name)
@@ -254,6 +258,14 @@ func encodeRow(attrs pipeline.Item) ([]byte, error) {
 		if err := checkAV(strconv.Quote(name), av); err != nil {
 			return nil, err
 		}
+	}
+	if owner != "" {
+		with := make(pipeline.Item, len(attrs)+1)
+		for k, v := range attrs {
+			with[k] = v
+		}
+		with[ownerAttr] = &types.AttributeValueMemberS{Value: owner}
+		attrs = with
 	}
 	v, err := attributevalue.MarshalMapJSON(attrs)
 	if err != nil {
@@ -271,7 +283,12 @@ func decodeStoredRow(k, v []byte) (projections.StoredRow, error) {
 	if err != nil {
 		return projections.StoredRow{}, fmt.Errorf("%s: decode attributes: %w", describeRow(ref), err)
 	}
-	return projections.StoredRow{Ref: ref, Attrs: attrs}, nil
+	row := projections.StoredRow{Ref: ref, Attrs: attrs}
+	if o, ok := attrs[ownerAttr].(*types.AttributeValueMemberS); ok {
+		row.Owner = o.Value
+		delete(attrs, ownerAttr)
+	}
+	return row, nil
 }
 
 // checkAV rejects the attribute values DynamoDB rejects: nil values, invalid

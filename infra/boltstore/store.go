@@ -228,7 +228,7 @@ type prepared struct {
 	ledgers []preparedLedger
 	adds    []preparedAdd
 	puts    []preparedPut
-	deletes [][]byte
+	deletes []preparedDelete
 }
 
 type preparedLedger struct {
@@ -242,9 +242,16 @@ type preparedAdd struct {
 }
 
 type preparedPut struct {
+	ref         projections.RowRef
+	key         []byte
+	value       []byte
+	owner, from string
+}
+
+type preparedDelete struct {
 	ref   projections.RowRef
 	key   []byte
-	value []byte
+	owner string
 }
 
 func prepare(tx *projections.Tx) (*prepared, error) {
@@ -296,21 +303,21 @@ func prepare(tx *projections.Tx) (*prepared, error) {
 		if err := touch(bucketRows, key, what); err != nil {
 			return nil, err
 		}
-		value, err := encodeRow(r.Attrs)
+		value, err := encodeRow(r.Attrs, r.Owner)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		p.puts = append(p.puts, preparedPut{ref: r.Ref, key: key, value: value})
+		p.puts = append(p.puts, preparedPut{ref: r.Ref, key: key, value: value, owner: r.Owner, from: r.From})
 	}
-	for _, ref := range tx.Deletes {
-		key, err := rowKey(ref)
+	for _, d := range tx.Deletes {
+		key, err := rowKey(d.Ref)
 		if err != nil {
 			return nil, err
 		}
-		if err := touch(bucketRows, key, describeRow(ref)); err != nil {
+		if err := touch(bucketRows, key, describeRow(d.Ref)); err != nil {
 			return nil, err
 		}
-		p.deletes = append(p.deletes, key)
+		p.deletes = append(p.deletes, preparedDelete{ref: d.Ref, key: key, owner: d.Owner})
 	}
 	return p, nil
 }
@@ -338,6 +345,36 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 	if conflicts != nil {
 		return &projections.ConflictError{Current: conflicts}
 	}
+	rows := btx.Bucket(bucketRows)
+	// A row another item owns is refused, as DynamoDB's condition on the
+	// owner refuses it.
+	claimed := func(ref projections.RowRef, key []byte, owner, from string) error {
+		if owner == "" {
+			return nil
+		}
+		v := rows.Get(key)
+		if v == nil {
+			return nil
+		}
+		cur, err := decodeStoredRow(key, v)
+		if err != nil {
+			return err
+		}
+		if cur.Owner != "" && cur.Owner != owner && cur.Owner != from {
+			return &projections.ClaimError{Ref: ref, Owner: cur.Owner, Claimant: owner}
+		}
+		return nil
+	}
+	for _, r := range p.puts {
+		if err := claimed(r.ref, r.key, r.owner, r.from); err != nil {
+			return err
+		}
+	}
+	for _, d := range p.deletes {
+		if err := claimed(d.ref, d.key, d.owner, ""); err != nil {
+			return err
+		}
+	}
 
 	for _, l := range p.ledgers {
 		v := encodeLedger(l.put.ExpectRev+1, l.put.ExpiresAt, l.put.Body)
@@ -363,16 +400,14 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 			return fmt.Errorf("put %s: %w", what, err)
 		}
 	}
-	rows := btx.Bucket(bucketRows)
 	for _, r := range p.puts {
 		if err := rows.Put(r.key, r.value); err != nil {
 			return fmt.Errorf("put %s: %w", describeRow(r.ref), err)
 		}
 	}
-	for _, key := range p.deletes {
-		if err := rows.Delete(key); err != nil {
-			ref, _ := parseRowKey(key)
-			return fmt.Errorf("delete %s: %w", describeRow(ref), err)
+	for _, d := range p.deletes {
+		if err := rows.Delete(d.key); err != nil {
+			return fmt.Errorf("delete %s: %w", describeRow(d.ref), err)
 		}
 	}
 	return nil

@@ -143,7 +143,37 @@ func (s *Store) rowPut(p projections.RowPut) (*types.Put, error) {
 	item[attrProjection] = &types.AttributeValueMemberS{Value: p.Ref.Projection}
 	item[attrPartition] = &types.AttributeValueMemberS{Value: p.Ref.Partition}
 	item[attrSort] = &types.AttributeValueMemberS{Value: p.Ref.Sort}
-	return &types.Put{TableName: aws.String(s.table), Item: item}, nil
+	put := &types.Put{TableName: aws.String(s.table), Item: item}
+	if p.Owner != "" {
+		item[attrOwner] = &types.AttributeValueMemberS{Value: p.Owner}
+		put.ConditionExpression, put.ExpressionAttributeNames, put.ExpressionAttributeValues = ownerCondition(p.Owner, p.From)
+		put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	return put, nil
+}
+
+// rowDelete deletes a row, if its owner is d's (or it has none).
+func (s *Store) rowDelete(d projections.RowDelete) *types.Delete {
+	del := &types.Delete{TableName: aws.String(s.table), Key: RowKey(d.Ref)}
+	if d.Owner != "" {
+		del.ConditionExpression, del.ExpressionAttributeNames, del.ExpressionAttributeValues = ownerCondition(d.Owner, "")
+		del.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	return del
+}
+
+// ownerCondition holds when the row is not there, has no owner (written
+// before rows had owners), or is owned by owner (or by from, which
+// releases it).
+func ownerCondition(owner, from string) (*string, map[string]string, map[string]types.AttributeValue) {
+	names := map[string]string{"#pk": attrPK, "#owner": attrOwner}
+	values := map[string]types.AttributeValue{":owner": &types.AttributeValueMemberS{Value: owner}}
+	cond := "attribute_not_exists(#pk) OR attribute_not_exists(#owner) OR #owner = :owner"
+	if from != "" && from != owner {
+		values[":from"] = &types.AttributeValueMemberS{Value: from}
+		cond += " OR #owner = :from"
+	}
+	return aws.String(cond), names, values
 }
 
 func decodeAggregate(item map[string]types.AttributeValue) (projections.AggregateRef, map[string]decimal.Decimal, error) {
@@ -198,6 +228,11 @@ func decodeRow(item map[string]types.AttributeValue) (projections.StoredRow, err
 		switch name {
 		case attrPK, attrSK, attrProjection, attrPartition, attrSort:
 			continue
+		case attrOwner:
+			if o, ok := av.(*types.AttributeValueMemberS); ok {
+				row.Owner = o.Value
+				continue
+			}
 		}
 		row.Attrs[name] = av
 	}

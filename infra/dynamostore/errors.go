@@ -45,7 +45,15 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 		switch aws.ToString(reason.Code) {
 		case reasonConditionalCheckFailed:
 			if i >= len(tx.Ledgers) {
-				// Only ledger puts carry conditions; anything else is a bug.
+				// Besides ledger puts, only rows with an owner carry
+				// conditions: another item owns the row.
+				if ref, claimant, ok := rowAt(tx, i); ok {
+					owner := ""
+					if o, isS := reason.Item[attrOwner].(*types.AttributeValueMemberS); isS {
+						owner = o.Value
+					}
+					return &projections.ClaimError{Ref: ref, Owner: owner, Claimant: claimant}
+				}
 				return fmt.Errorf("dynamostore: commit to table %q: condition failed on unconditioned action %d of %s: %w", s.table, i, txDescription(tx), err)
 			}
 			key := tx.Ledgers[i].Key
@@ -83,6 +91,20 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 	default:
 		return fmt.Errorf("dynamostore: commit to table %q, %s: %w", s.table, txDescription(tx), err)
 	}
+}
+
+// rowAt returns the row, and the owner claiming it, of the transaction's
+// action i (ledger puts, adds, row puts, row deletes, in that order).
+func rowAt(tx *projections.Tx, i int) (projections.RowRef, string, bool) {
+	i -= len(tx.Ledgers) + len(tx.Adds)
+	switch {
+	case i >= 0 && i < len(tx.Puts):
+		return tx.Puts[i].Ref, tx.Puts[i].Owner, tx.Puts[i].Owner != ""
+	case i >= len(tx.Puts) && i-len(tx.Puts) < len(tx.Deletes):
+		d := tx.Deletes[i-len(tx.Puts)]
+		return d.Ref, d.Owner, d.Owner != ""
+	}
+	return projections.RowRef{}, "", false
 }
 
 // txDescription names a transaction in an error message by its ledger keys.

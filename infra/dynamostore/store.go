@@ -65,6 +65,7 @@ const (
 	attrShard      = "shard"
 	attrPartition  = "partition"
 	attrSort       = "sort"
+	attrOwner      = "rowOwner"
 
 	prefixLedger    = "L#"
 	prefixAggregate = "A#"
@@ -278,10 +279,7 @@ func (s *Store) transactItems(tx *projections.Tx) ([]types.TransactWriteItem, er
 		items = append(items, types.TransactWriteItem{Put: put})
 	}
 	for _, d := range tx.Deletes {
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
-			TableName: aws.String(s.table),
-			Key:       RowKey(d),
-		}})
+		items = append(items, types.TransactWriteItem{Delete: s.rowDelete(d)})
 	}
 	return items, nil
 }

@@ -55,7 +55,7 @@ func TestWriteUnits(t *testing.T) {
 		}, 2 * (1 + 3)},
 		{"deletes count one each", projections.Tx{
 			Ledgers: []projections.LedgerPut{ledger("k", 10, 0), ledger("l", 10, 0)},
-			Deletes: []projections.RowRef{{Projection: "board", Partition: "P", Sort: "S1"}, {Projection: "board", Partition: "P", Sort: "S2"}},
+			Deletes: []projections.RowDelete{{Ref: projections.RowRef{Projection: "board", Partition: "P", Sort: "S1"}}, {Ref: projections.RowRef{Projection: "board", Partition: "P", Sort: "S2"}}},
 		}, 2 * (2 + 2)},
 	}
 	for _, tt := range tests {

@@ -334,7 +334,7 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 		"two ledgers": {Ledgers: []projections.LedgerPut{{Key: "ORDER#4"}, {Key: "ORDER#5"}}},
 		"add":         {Adds: []projections.Add{{Ref: projections.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)}}}},
 		"row put":     {Puts: []projections.RowPut{{Ref: projections.RowRef{Projection: "p", Partition: "a", Sort: "b"}}}},
-		"row delete":  {Deletes: []projections.RowRef{{Projection: "p", Partition: "a", Sort: "b"}}},
+		"row delete":  {Deletes: []projections.RowDelete{{Ref: projections.RowRef{Projection: "p", Partition: "a", Sort: "b"}}}},
 	} {
 		t.Run("Transaction/"+name, func(t *testing.T) {
 			w.Reset()
@@ -375,7 +375,7 @@ func TestIntegrationTransactWriteRequest(t *testing.T) {
 			Ref:   projections.RowRef{Projection: "board", Partition: "S#1", Sort: "R#9"},
 			Attrs: pipeline.Item{"player": &types.AttributeValueMemberS{Value: "u1"}},
 		}},
-		Deletes: []projections.RowRef{{Projection: "board", Partition: "S#1", Sort: "R#8"}},
+		Deletes: []projections.RowDelete{{Ref: projections.RowRef{Projection: "board", Partition: "S#1", Sort: "R#8"}}},
 	}
 	w.Reset()
 	if err := s.Commit(ctx, tx); err != nil {

@@ -174,7 +174,7 @@ func txHash(tx *projections.Tx) uint64 {
 		parts = append(parts, "P"+p.Ref.Projection+"\x00"+p.Ref.Partition+"\x00"+p.Ref.Sort)
 	}
 	for _, d := range tx.Deletes {
-		parts = append(parts, "D"+d.Projection+"\x00"+d.Partition+"\x00"+d.Sort)
+		parts = append(parts, "D"+d.Ref.Projection+"\x00"+d.Ref.Partition+"\x00"+d.Ref.Sort)
 	}
 	return hashStrings("commit", parts...)
 }

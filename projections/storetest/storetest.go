@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Row/ReplaceDropsOldAttributes", testRowReplace},
 		{"Row/Delete", testRowDelete},
 		{"Row/AttributeTypes", testRowAttributeTypes},
+		{"Row/Owners", testRowOwners},
 		{"QueryRows/DescendingSortOrder", testQueryOrder},
 		{"QueryRows/Limit", testQueryLimit},
 		{"QueryRows/OnlyOneProjectionAndPartition", testQueryIsolation},
@@ -216,7 +217,7 @@ func conflictTx(failing ...projections.LedgerPut) *projections.Tx {
 			{Ref: rowRef("p", "P", "keep"), Attrs: pipeline.Item{"v": avS("replaced")}},
 			{Ref: rowRef("p", "P", "new"), Attrs: pipeline.Item{"v": avS("new")}},
 		},
-		Deletes: []projections.RowRef{rowRef("p", "P", "doomed")},
+		Deletes: []projections.RowDelete{{Ref: rowRef("p", "P", "doomed")}},
 	}
 }
 
@@ -311,7 +312,7 @@ func testConflictRetry(t *testing.T, s Store) {
 func testEmptyTx(t *testing.T, s Store) {
 	conflictSetup(t, s)
 	before := snapshot(t, s, "stored")
-	for _, tx := range []*projections.Tx{{}, {Ledgers: []projections.LedgerPut{}, Adds: []projections.Add{}, Puts: []projections.RowPut{}, Deletes: []projections.RowRef{}}} {
+	for _, tx := range []*projections.Tx{{}, {Ledgers: []projections.LedgerPut{}, Adds: []projections.Add{}, Puts: []projections.RowPut{}, Deletes: []projections.RowDelete{}}} {
 		if err := s.Commit(t.Context(), tx); err != nil {
 			t.Fatalf("Commit of an empty Tx: %v", err)
 		}
@@ -370,7 +371,7 @@ func testHundredActions(t *testing.T, s Store) {
 		tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: fmt.Sprintf("L#%02d", i), Body: []byte{byte(i)}})
 		tx.Adds = append(tx.Adds, projections.Add{Ref: aggRef("big", fmt.Sprintf("A#%02d", i), 0), Values: values("n", strconv.Itoa(i))})
 		tx.Puts = append(tx.Puts, projections.RowPut{Ref: rowRef("big", "NEW", fmt.Sprintf("%02d", i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}})
-		tx.Deletes = append(tx.Deletes, rowRef("big", "OLD", fmt.Sprintf("%02d", i)))
+		tx.Deletes = append(tx.Deletes, projections.RowDelete{Ref: rowRef("big", "OLD", fmt.Sprintf("%02d", i))})
 	}
 	if tx.Len() != 100 {
 		t.Fatalf("test bug: Tx has %d actions", tx.Len())
@@ -414,7 +415,7 @@ func testDuplicateItem(t *testing.T, s Store) {
 		{"RowPutAndDelete", &projections.Tx{
 			Ledgers: []projections.LedgerPut{{Key: "k"}},
 			Puts:    []projections.RowPut{{Ref: rowRef("p", "P", "s"), Attrs: pipeline.Item{"v": avS("x")}}},
-			Deletes: []projections.RowRef{rowRef("p", "P", "s")},
+			Deletes: []projections.RowDelete{{Ref: rowRef("p", "P", "s")}},
 		}},
 	}
 	for _, c := range cases {
@@ -534,10 +535,10 @@ func testRowDelete(t *testing.T, s Store) {
 		{Ref: keep, Attrs: pipeline.Item{"v": avS("k")}},
 		{Ref: gone, Attrs: pipeline.Item{"v": avS("g")}},
 	}})
-	commit(t, s, &projections.Tx{Deletes: []projections.RowRef{gone, rowRef("p", "P", "never-written"), rowRef("other", "X", "Y")}})
+	commit(t, s, &projections.Tx{Deletes: []projections.RowDelete{{Ref: gone}, {Ref: rowRef("p", "P", "never-written")}, {Ref: rowRef("other", "X", "Y")}}})
 	wantRows(t, queryRows(t, s, "p", "P", 0), []projections.StoredRow{{Ref: keep, Attrs: pipeline.Item{"v": avS("k")}}})
 	// Deleting it again is fine too.
-	commit(t, s, &projections.Tx{Deletes: []projections.RowRef{gone}})
+	commit(t, s, &projections.Tx{Deletes: []projections.RowDelete{{Ref: gone}}})
 }
 
 func testRowAttributeTypes(t *testing.T, s Store) {
@@ -669,7 +670,7 @@ func testQueryIsolation(t *testing.T, s Store) {
 		var want []projections.StoredRow
 		for _, p := range tx.Puts {
 			if p.Ref.Projection == q.projection && p.Ref.Partition == q.partition {
-				want = append(want, projections.StoredRow(p))
+				want = append(want, projections.StoredRow{Ref: p.Ref, Attrs: p.Attrs})
 			}
 		}
 		slices.SortFunc(want, func(a, b projections.StoredRow) int { return -compareStrings(a.Ref.Sort, b.Ref.Sort) })
@@ -706,7 +707,7 @@ func testScanAll(t *testing.T, s Store) {
 			tx.Adds = append(tx.Adds, projections.Add{Ref: ref, Values: values("n", strconv.Itoa(i), "m", "0.5")})
 			wantAggs[ref] = map[string]string{"n": strconv.Itoa(i), "m": "0.5"}
 			row := projections.StoredRow{Ref: rowRef(fmt.Sprintf("proj%d", i%3), fmt.Sprintf("PART#%d", i%5), fmt.Sprintf("SORT#%d#%d", b, i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}}
-			tx.Puts = append(tx.Puts, projections.RowPut(row))
+			tx.Puts = append(tx.Puts, projections.RowPut{Ref: row.Ref, Attrs: row.Attrs})
 			wantRowsList = append(wantRowsList, row)
 		}
 		commit(t, s, tx)
@@ -753,6 +754,55 @@ func testScanLedgers(t *testing.T, s Store) {
 		if g, ok := got[k]; !ok || g.Rev != w.Rev || string(g.Body) != string(w.Body) {
 			t.Errorf("%s: %+v, want %+v", k, g, w)
 		}
+	}
+}
+
+// testRowOwners: a row put or delete that names an owner is refused, as a
+// *ClaimError naming the row and its owner, when another item owns the row,
+// and the whole transaction with it; From takes a row over; a row stored
+// without an owner is anybody's; readers report the owner and not as an
+// attribute.
+func testRowOwners(t *testing.T, s Store) {
+	ctx := context.Background()
+	r := rowRef("p", "BOARD", "R#00100")
+	attrs := pipeline.Item{"player": avS("a")}
+	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "A", Body: []byte("a")}}, Puts: []projections.RowPut{{Ref: r, Attrs: attrs, Owner: "A"}}})
+	refused := func(what string, tx *projections.Tx, owner, claimant string) {
+		t.Helper()
+		err := s.Commit(ctx, tx)
+		var ce *projections.ClaimError
+		if !errors.As(err, &ce) || ce.Ref != r || ce.Owner != owner || ce.Claimant != claimant {
+			t.Fatalf("%s: %v, want a *ClaimError of %v owned by %s, claimed by %s", what, err, r, owner, claimant)
+		}
+	}
+	refused("another owner's put", &projections.Tx{
+		Ledgers: []projections.LedgerPut{{Key: "B", Body: []byte("b")}},
+		Puts:    []projections.RowPut{{Ref: r, Attrs: pipeline.Item{"player": avS("b")}, Owner: "B"}},
+	}, "A", "B")
+	refused("another owner's delete", &projections.Tx{Deletes: []projections.RowDelete{{Ref: r, Owner: "B"}}}, "A", "B")
+	if got := readLedgers(t, s, "B"); len(got) != 0 {
+		t.Fatalf("a refused transaction wrote its ledger entry: %v", got)
+	}
+	rows, err := s.QueryRows(ctx, "p", "BOARD", 0)
+	if err != nil || len(rows) != 1 || rows[0].Owner != "A" || len(rows[0].Attrs) != 1 || rows[0].Attrs["player"].(*types.AttributeValueMemberS).Value != "a" {
+		t.Fatalf("after the refusals: %+v %v, want A's row, owner A", rows, err)
+	}
+	// A row released and claimed in one transaction: taken over.
+	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: r, Attrs: pipeline.Item{"player": avS("b")}, Owner: "B", From: "A"}}})
+	got := scanRows(t, s)
+	if len(got) != 1 || got[0].Owner != "B" {
+		t.Fatalf("taken over: %+v", got)
+	}
+	refused("the former owner's delete", &projections.Tx{Deletes: []projections.RowDelete{{Ref: r, Owner: "A"}}}, "B", "A")
+	commit(t, s, &projections.Tx{Deletes: []projections.RowDelete{{Ref: r, Owner: "B"}, {Ref: rowRef("p", "BOARD", "missing"), Owner: "B"}}})
+	if got := scanRows(t, s); len(got) != 0 {
+		t.Fatalf("deleted by its owner: %+v", got)
+	}
+	// A row stored without an owner (before rows had owners) is anybody's.
+	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: r, Attrs: attrs}}})
+	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: r, Attrs: attrs, Owner: "C"}}})
+	if got := scanRows(t, s); len(got) != 1 || got[0].Owner != "C" {
+		t.Fatalf("an ownerless row claimed: %+v", got)
 	}
 }
 
