@@ -72,6 +72,10 @@ func LegacyEntitySegment(entityType string) (string, bool) {
 	return seg, objstore.IsLegacyHashed(seg)
 }
 
+// hashedSegment reports whether an entity segment is a hash (of either
+// length), which may stand for more than one type.
+func hashedSegment(seg string) bool { return objstore.IsHashed(seg) }
+
 // escapeEntity percent-encodes an entity type as EntitySegment describes.
 func escapeEntity(entityType string) string {
 	var b strings.Builder

@@ -47,21 +47,26 @@ Run 'tributary archive <ls|cat> -h' for the flags.
 
 // selection holds the flags that pick archive objects.
 type selection struct {
-	from, entity, date string
+	from, entity, date, typeAttr string
 }
 
 func (s *selection) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.from, "from", "", "the archive: a directory, or s3://bucket/prefix (required)")
 	fs.StringVar(&s.entity, "entity", "", "only this entity type (as the items spell it; "+archive.UnknownEntity+" for items without one)")
 	fs.StringVar(&s.date, "date", "", "only this date partition, YYYY-MM-DD (the items' ttl date, or removal date)")
+	fs.StringVar(&s.typeAttr, "type-attribute", "", "the item attribute holding the entity type (the archiver's TYPE_ATTRIBUTE; default the projections', or EntityType): with --entity, it tells apart the types of a partition named by a hash")
 }
 
 // open checks the flags and opens the archive.
-func (s *selection) open(ctx context.Context) (*archive.Archive, archive.Filter, error) {
+func (s *selection) open(ctx context.Context, e *env) (*archive.Archive, archive.Filter, error) {
 	if s.from == "" {
 		return nil, archive.Filter{}, fmt.Errorf("%w: --from is required", errUsage)
 	}
-	f := archive.Filter{Entity: s.entity, Date: s.date}
+	ta, err := e.typeAttribute(s.typeAttr)
+	if err != nil {
+		return nil, archive.Filter{}, err
+	}
+	f := archive.Filter{Entity: s.entity, Date: s.date, TypeAttribute: ta}
 	if err := f.Validate(); err != nil {
 		return nil, f, fmt.Errorf("%w: --date: %v", errUsage, err)
 	}
@@ -113,6 +118,14 @@ func warnOther(e *env, other []string) {
 	}
 }
 
+// warnSkipped says how many lines of other entity types the reads left out
+// of partitions whose hashed names stand for the selected type too.
+func warnSkipped(e *env, a *archive.Archive) {
+	if n := a.Skipped(); n > 0 {
+		fmt.Fprintf(e.stderr, "tributary: left out %d line(s) of other entity types whose shortened names are the selected type's (an archive written before names kept the whole hash)\n", n)
+	}
+}
+
 // selectObjects parses the flags of a command that reads archive objects
 // and lists the objects they select.
 func selectObjects(ctx context.Context, e *env, name string, args []string) (*archive.Archive, []archive.ObjectInfo, error) {
@@ -125,7 +138,7 @@ func selectObjects(ctx context.Context, e *env, name string, args []string) (*ar
 	if fs.NArg() > 0 {
 		return nil, nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	a, f, err := s.open(ctx)
+	a, f, err := s.open(ctx, e)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,7 +162,7 @@ func archiveLs(ctx context.Context, e *env, args []string) error {
 	var total row
 	for _, o := range objs {
 		n := int64(0)
-		if err := a.ReadLines(ctx, o.Key, func(int, []byte) error { n++; return nil }); err != nil {
+		if err := a.ReadObject(ctx, o, func(int, []byte) error { n++; return nil }); err != nil {
 			return err
 		}
 		rows = append(rows, row{o.Rel, n, o.Size})
@@ -161,6 +174,7 @@ func archiveLs(ctx context.Context, e *env, args []string) error {
 		total.key += "s"
 	}
 	rows = append(rows, total)
+	warnSkipped(e, a)
 	// Keys left-aligned, counts right-aligned.
 	wk, wi, wb := len("KEY"), len("ITEMS"), len("BYTES")
 	for _, r := range rows {
@@ -184,7 +198,7 @@ func archiveCat(ctx context.Context, e *env, args []string) (err error) {
 	out := bufio.NewWriter(e.stdout)
 	defer flush(out, &err)
 	for _, o := range objs {
-		err := a.ReadLines(ctx, o.Key, func(_ int, line []byte) error {
+		err := a.ReadObject(ctx, o, func(_ int, line []byte) error {
 			if _, err := out.Write(line); err != nil {
 				return err
 			}
@@ -194,6 +208,7 @@ func archiveCat(ctx context.Context, e *env, args []string) (err error) {
 			return err
 		}
 	}
+	warnSkipped(e, a)
 	return nil
 }
 
@@ -227,7 +242,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	if len(keyAttrs) == 0 {
 		return fmt.Errorf("%w: --key-attributes is empty", errUsage)
 	}
-	a, f, err := s.open(ctx)
+	a, f, err := s.open(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -236,6 +251,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	warnOther(e, sel.Other())
+	warnSkipped(e, a)
 	if sel.Items() == 0 {
 		return errors.New("no archived items match")
 	}
