@@ -87,7 +87,8 @@ func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{TypeAttribute: cfg.TypeAttribute, KeyAttributes: cfg.KeyAttributes, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover}
+	opts := Options{TypeAttribute: cfg.TypeAttribute, KeyAttributes: cfg.KeyAttributes, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover,
+		TakeoverAdvice: `invoke the function with {"action":"release","executionId":"<that run's ID>"}, or start the next execution with "takeover": true in its input`}
 	opts.Decode.VersionAttribute = cfg.VersionAttribute
 	if cfg.ExecutionID != "" {
 		opts.Owner = objstore.Owner{ID: cfg.ExecutionID, Started: time.Now().UTC(), What: "repartition of " + cfg.Export}

@@ -53,6 +53,11 @@ type Options struct {
 	// Takeover takes the claim over from whatever run holds it: the caller
 	// asserts that it is gone (a run of another machine that crashed).
 	Takeover bool
+	// TakeoverAdvice is what the error of a claim another run holds tells
+	// the operator to do, if that run is gone, to take it over. Default:
+	// the command's flag, "rerun with --takeover". OpenJob (Step Functions)
+	// names its job field instead.
+	TakeoverAdvice string
 }
 
 func (o Options) withDefaults() Options {
@@ -74,6 +79,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.TakeoverAdvice == "" {
+		o.TakeoverAdvice = "rerun with --takeover"
 	}
 	return o
 }
