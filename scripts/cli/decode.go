@@ -35,8 +35,11 @@ func runDecode(ctx context.Context, e *env, args []string) (err error) {
 	}
 	opts := pipeline.Options{TypeAttribute: *typeAttr, VersionAttribute: *versionAttr, KeyAttributes: xf.keys()}
 	out := bufio.NewWriter(e.stdout)
+	var buf []byte
 	emit := func(c *pipeline.Change) error {
-		_, err := out.Write(append(c.AppendJSON(nil), '\n'))
+		// JSON whose strings a terminal prints as themselves too.
+		buf = append(c.AppendJSON(buf[:0]), '\n')
+		_, err := out.Write(quote.PrintableJSON(buf))
 		return err
 	}
 	var bad int

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/tributary/tributary/pipeline/filter"
@@ -64,9 +63,12 @@ func runFilters(_ context.Context, e *env, args []string) error {
 	}
 	switch *format {
 	case "json":
-		enc := json.NewEncoder(e.stdout)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(fc)
+		b, err := marshalJSONLine(fc)
+		if err != nil {
+			return err
+		}
+		_, err = e.stdout.Write(b)
+		return err
 	case "yaml":
 		return fc.WriteYAML(e.stdout, *indent)
 	}
