@@ -58,7 +58,9 @@ func (v *View) Prune() {
 	}
 }
 
-// ReadView reads a store's logical view.
+// ReadView reads a store's logical view. Its values are in DynamoDB's
+// normal form (decimal.Decimal.Normal), also where they sum write shards, so
+// that every store shows the same, whatever the history of its sums.
 func ReadView(ctx context.Context, r Reader) (*View, error) {
 	v := NewView()
 	err := r.ScanAggregates(ctx, func(ref AggregateRef, values map[string]decimal.Decimal) error {
@@ -76,6 +78,11 @@ func ReadView(ctx context.Context, r Reader) (*View, error) {
 		return nil, fmt.Errorf("reading rows: %w", err)
 	}
 	v.Prune()
+	for _, vs := range v.Aggregates {
+		for name, x := range vs {
+			vs[name] = x.Normal()
+		}
+	}
 	return v, nil
 }
 
