@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
 )
@@ -58,7 +58,9 @@ func (v *View) Prune() {
 	}
 }
 
-// ReadView reads a store's logical view.
+// ReadView reads a store's logical view. Its values are in DynamoDB's
+// normal form (decimal.Decimal.Normal), also where they sum write shards, so
+// that every store shows the same, whatever the history of its sums.
 func ReadView(ctx context.Context, r Reader) (*View, error) {
 	v := NewView()
 	err := r.ScanAggregates(ctx, func(ref AggregateRef, values map[string]decimal.Decimal) error {
@@ -76,6 +78,11 @@ func ReadView(ctx context.Context, r Reader) (*View, error) {
 		return nil, fmt.Errorf("reading rows: %w", err)
 	}
 	v.Prune()
+	for _, vs := range v.Aggregates {
+		for name, x := range vs {
+			vs[name] = x.Normal()
+		}
+	}
 	return v, nil
 }
 
@@ -189,7 +196,10 @@ func Diff(got, want *View) []string {
 // Every value prints as a JSON string of its exact decimal, as DynamoDB
 // JSON writes numbers: a reader that parses JSON numbers as floats (jq,
 // JavaScript, most JSON libraries) would round 9007199254740993 to …992 and
-// a 38-digit sum to 16 digits. Row values print in DynamoDB JSON.
+// a 38-digit sum to 16 digits. Row values print in DynamoDB JSON. Strings
+// are JSON-escaped, and so is what a terminal would interpret (DEL, C1
+// controls, bidirectional overrides: quote.AppendJSON), since the lines are
+// printed.
 func (v *View) AppendJSONLines(buf []byte) []byte {
 	keys := make([]AggregateKey, 0, len(v.Aggregates))
 	for k := range v.Aggregates {
@@ -203,9 +213,9 @@ func (v *View) AppendJSONLines(buf []byte) []byte {
 	})
 	for _, k := range keys {
 		buf = append(buf, `{"projection":`...)
-		buf = strconv.AppendQuote(buf, k.Projection)
+		buf = quote.AppendJSON(buf, k.Projection)
 		buf = append(buf, `,"key":`...)
-		buf = strconv.AppendQuote(buf, k.Key)
+		buf = quote.AppendJSON(buf, k.Key)
 		buf = append(buf, `,"values":{`...)
 		vs := v.Aggregates[k]
 		names := make([]string, 0, len(vs))
@@ -217,9 +227,9 @@ func (v *View) AppendJSONLines(buf []byte) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = strconv.AppendQuote(buf, n)
+			buf = quote.AppendJSON(buf, n)
 			buf = append(buf, ':')
-			buf = strconv.AppendQuote(buf, vs[n].String())
+			buf = quote.AppendJSON(buf, vs[n].String())
 		}
 		buf = append(buf, "}}\n"...)
 	}
@@ -230,13 +240,13 @@ func (v *View) AppendJSONLines(buf []byte) []byte {
 	sort.Slice(rows, func(i, j int) bool { return rowLess(rows[i], rows[j]) })
 	for _, r := range rows {
 		buf = append(buf, `{"projection":`...)
-		buf = strconv.AppendQuote(buf, r.Projection)
+		buf = quote.AppendJSON(buf, r.Projection)
 		buf = append(buf, `,"key":`...)
-		buf = strconv.AppendQuote(buf, r.Partition)
+		buf = quote.AppendJSON(buf, r.Partition)
 		buf = append(buf, `,"sort":`...)
-		buf = strconv.AppendQuote(buf, r.Sort)
+		buf = quote.AppendJSON(buf, r.Sort)
 		buf = append(buf, `,"values":`...)
-		buf = pipeline.AppendItem(buf, v.Rows[r])
+		buf = append(buf, quote.PrintableJSON(pipeline.AppendItem(nil, v.Rows[r]))...)
 		buf = append(buf, "}\n"...)
 	}
 	return buf

@@ -189,13 +189,15 @@ func checkNumber(d decimal.Decimal) error {
 	return nil
 }
 
+// encodeValues encodes aggregate values, each in DynamoDB's normal form
+// (decimal.Decimal.Normal), as DynamoDB stores a number.
 func encodeValues(values map[string]decimal.Decimal) []byte {
 	v := []byte{formatV1}
 	v = binary.AppendUvarint(v, uint64(len(values)))
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		v = binary.AppendUvarint(v, uint64(len(name)))
 		v = append(v, name...)
-		s := values[name].String()
+		s := values[name].Normal().String()
 		v = binary.AppendUvarint(v, uint64(len(s)))
 		v = append(v, s...)
 	}
@@ -203,6 +205,8 @@ func encodeValues(values map[string]decimal.Decimal) []byte {
 }
 
 // decodeValues decodes stored aggregate values; nil (no item) is no values.
+// Each is in DynamoDB's normal form, also those a version before it stored
+// at their operands' scale.
 func decodeValues(v []byte) (map[string]decimal.Decimal, error) {
 	if v == nil {
 		return map[string]decimal.Decimal{}, nil
@@ -236,7 +240,7 @@ func decodeValues(v []byte) (map[string]decimal.Decimal, error) {
 		if err != nil {
 			return nil, fmt.Errorf("value %q: %w", name, err)
 		}
-		values[name] = d
+		values[name] = d.Normal()
 	}
 	if len(v) != 0 {
 		return nil, fmt.Errorf("%d bytes after the last value", len(v))

@@ -394,7 +394,9 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 			if err := checkNumber(sum); err != nil {
 				return &projections.RangeError{Ref: a.add.Ref, Name: name, Err: fmt.Errorf("%s + %s: %w", values[name], d, err)}
 			}
-			values[name] = sum
+			// As DynamoDB keeps it: no trailing zeros, whatever the scales
+			// of the operands (some since retracted) that made it.
+			values[name] = sum.Normal()
 		}
 		if err := aggregates.Put(a.key, encodeValues(values)); err != nil {
 			return fmt.Errorf("put %s: %w", what, err)

@@ -206,7 +206,9 @@ func decodeAggregate(item map[string]types.AttributeValue) (projections.Aggregat
 		if err != nil {
 			return ref, nil, fmt.Errorf("value %s: %w", name, err)
 		}
-		values[name] = d
+		// DynamoDB returns its normal form already; a server that keeps
+		// the operands' scale (moto) is read as DynamoDB would be.
+		values[name] = d.Normal()
 	}
 	return ref, values, nil
 }

@@ -52,10 +52,10 @@ func FuzzFitName(f *testing.F) {
 			}
 			return
 		}
-		if !strings.HasPrefix(got, prefix+objstore.HashMark) || !strings.HasSuffix(got, suffix) || len(got) != len(prefix)+len(objstore.HashMark)+16+len(suffix) {
+		if !strings.HasPrefix(got, prefix+objstore.HashMark) || !strings.HasSuffix(got, suffix) || len(got) != len(prefix)+objstore.HashedLen+len(suffix) {
 			t.Fatalf("FitName(%q, %.40q…, %q, %d) = %q", prefix, name, suffix, max, got)
 		}
-		if len(prefix)+len(objstore.HashMark)+16+len(suffix) <= max && len(got) > max {
+		if len(prefix)+objstore.HashedLen+len(suffix) <= max && len(got) > max {
 			t.Fatalf("FitName gave %d bytes, over %d", len(got), max)
 		}
 		if objstore.FitName(prefix, name, suffix, max) != got || objstore.FitName(prefix, name+"x", suffix, max) == got {

@@ -130,8 +130,8 @@ func TestFitName(t *testing.T) {
 				}
 				return
 			}
-			if !strings.HasPrefix(got, tc.prefix+objstore.HashMark) || !strings.HasSuffix(got, tc.suffix) || len(got) != len(tc.prefix)+len(objstore.HashMark)+16+len(tc.suffix) {
-				t.Errorf("FitName = %q, want %q, the hash mark, 16 hex digits and %q", got, tc.prefix, tc.suffix)
+			if !strings.HasPrefix(got, tc.prefix+objstore.HashMark) || !strings.HasSuffix(got, tc.suffix) || len(got) != len(tc.prefix)+objstore.HashedLen+len(tc.suffix) {
+				t.Errorf("FitName = %q, want %q, the hash mark, 64 hex digits and %q", got, tc.prefix, tc.suffix)
 			}
 			if again := objstore.FitName(tc.prefix, tc.in, tc.suffix, tc.max); again != got {
 				t.Errorf("FitName is not deterministic: %q then %q", got, again)

@@ -13,9 +13,9 @@
 // it is still the version the caller read (S3 If-Match, a lock on the
 // directory), so that two runs can never both believe they own an output.
 //
-// Names built from data (entity types, table names, data file names) go
-// through FitName, which keeps every path segment within NAME_MAX and every
-// key within S3's 1,024 bytes. The conformance suite in objstoretest runs on
+// Names built from data (entity types, data file names) go through FitName,
+// which keeps every path segment within NAME_MAX and every key within S3's
+// 1,024 bytes, and writers refuse two names that would share one (Names). The conformance suite in objstoretest runs on
 // both stores: on a directory, on gofakes3 in process, and on moto.
 package objstore
 
@@ -26,7 +26,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Object is one listed object.
@@ -172,18 +174,142 @@ func checkKey(prefix, key string) error {
 // leading '_', so a name that begins with it was never spelled by an item.
 const HashMark = "_sha256-"
 
+// HashedLen is what FitName's hash takes in place of a name: HashMark and
+// the 64 hex digits of a SHA-256.
+const HashedLen = len(HashMark) + 2*sha256.Size
+
+// nameHash is the hash FitName keeps of a name that does not fit. Only
+// tests change it (SetNameHash).
+var nameHash atomic.Pointer[func(string) [sha256.Size]byte]
+
+// SetNameHash makes FitName hash with h instead of SHA-256 until the
+// returned function is called. It is for tests of what the writers do when
+// two names shorten to one, which no one can arrange with SHA-256; nothing
+// else may call it, and tests that do must not run in parallel with others
+// that build names.
+func SetNameHash(h func(name string) [sha256.Size]byte) (restore func()) {
+	old := nameHash.Swap(&h)
+	return func() { nameHash.Store(old) }
+}
+
+func hashName(name string) [sha256.Size]byte {
+	if h := nameHash.Load(); h != nil {
+		return (*h)(name)
+	}
+	return sha256.Sum256([]byte(name))
+}
+
 // FitName returns prefix+name+suffix when it is at most max bytes long.
-// Otherwise it replaces name by HashMark and the first 16 hex digits of
-// name's SHA-256 (64 bits: no collision among any realistic number of
-// names), keeping prefix and suffix, so that the result fits. It is the one
-// function every writer uses to build a path segment or key from data: an
-// entity type (archive and export partitions), a data file's name (part
-// names), a table name (checkpoints), an archive object (restored files).
-// max is MaxSegmentBytes for a segment, or what a key's other parts leave.
+// Otherwise it replaces name by HashMark and the 64 hex digits of name's
+// SHA-256 (HashedLen bytes), keeping prefix and suffix, so that the result
+// fits when max leaves room for them. It is the one function every writer
+// uses to build a path segment or key from data: an entity type (archive and
+// export partitions), a data file's name (part names), an archive object
+// (restored files). max is MaxSegmentBytes for a segment, or what a key's
+// other parts leave.
+//
+// The whole hash is kept: no one can find two names with one SHA-256. Up to
+// this version only its first 16 hex digits were (LegacyFitName), and two
+// entity types with one such name can be found in minutes
+// (testdata/fitname-collision-64.json). Every writer still refuses two names
+// that one result stands for (Names), which a test can then arrange with
+// SetNameHash.
 func FitName(prefix, name, suffix string, max int) string {
+	if len(prefix)+len(name)+len(suffix) <= max {
+		return prefix + name + suffix
+	}
+	sum := hashName(name)
+	return prefix + HashMark + hex.EncodeToString(sum[:]) + suffix
+}
+
+// LegacyFitName is FitName as versions before the whole hash spelled it:
+// HashMark and the first 16 hex digits of name's SHA-256 (64 bits). Readers
+// use it to find what those versions wrote, which may hold another name's
+// data under the same name; no writer may use it.
+func LegacyFitName(prefix, name, suffix string, max int) string {
 	if len(prefix)+len(name)+len(suffix) <= max {
 		return prefix + name + suffix
 	}
 	sum := sha256.Sum256([]byte(name))
 	return prefix + HashMark + hex.EncodeToString(sum[:8]) + suffix
+}
+
+// IsLegacyHashed reports whether a name (prefix and suffix removed) is a
+// hash as LegacyFitName writes it: HashMark and 16 hex digits.
+func IsLegacyHashed(name string) bool {
+	h, ok := strings.CutPrefix(name, HashMark)
+	return ok && len(h) == 16 && isHex(h)
+}
+
+// IsHashed reports whether a name (prefix and suffix removed) is a hash as
+// FitName or LegacyFitName writes it.
+func IsHashed(name string) bool {
+	h, ok := strings.CutPrefix(name, HashMark)
+	return ok && (len(h) == 16 || len(h) == 2*sha256.Size) && isHex(h)
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrNameCollision matches the error of two names that a writer would store
+// under one name built by FitName.
+var ErrNameCollision = errors.New("two names shorten to one")
+
+// NameCollisionError is the error of Names.Add: two names, one fitted name.
+type NameCollisionError struct {
+	// What the names are ("entity types", "data files").
+	What string
+	// Fitted is the one name; First the name it was given for first, Second
+	// the other.
+	Fitted, First, Second string
+}
+
+func (e *NameCollisionError) Error() string {
+	return fmt.Sprintf("objstore: %s %s and %s both shorten to %q, which can stand for one of them only: refused, rather than mix their data",
+		e.What, describeName(e.First), describeName(e.Second), e.Fitted)
+}
+
+// Is makes a NameCollisionError match ErrNameCollision.
+func (e *NameCollisionError) Is(target error) bool { return target == ErrNameCollision }
+
+// describeName quotes a name, cut if it is long; its SHA-256 tells apart
+// two long names that begin alike.
+func describeName(s string) string {
+	if len(s) <= 64 {
+		return strconv.Quote(s)
+	}
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%s… (%d bytes, SHA-256 %s)", strconv.Quote(s[:48]), len(s), hex.EncodeToString(sum[:8]))
+}
+
+// Names records the names a writer built with FitName (or from it), each
+// with the name it stands for, and refuses a second name for one of them:
+// no writer stores two things under one name. The zero value is not ready:
+// make one with NewNames. It is not safe for concurrent use.
+type Names struct {
+	what string
+	m    map[string]string
+}
+
+// NewNames returns an empty record of names; what names them in errors
+// ("entity types").
+func NewNames(what string) *Names { return &Names{what: what, m: map[string]string{}} }
+
+// Add records that fitted stands for name. It returns a NameCollisionError
+// when fitted already stands for another name.
+func (n *Names) Add(fitted, name string) error {
+	if had, ok := n.m[fitted]; ok {
+		if had == name {
+			return nil
+		}
+		return &NameCollisionError{What: n.what, Fitted: fitted, First: had, Second: name}
+	}
+	n.m[fitted] = name
+	return nil
 }

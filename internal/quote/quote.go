@@ -12,6 +12,7 @@ package quote
 import (
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -144,4 +145,87 @@ func Lines(s string) string {
 		lines[i] = Printable(l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// AppendJSON appends s to dst as a JSON string that a terminal prints as
+// itself: it escapes what JSON requires ('"', '\\' and the control
+// characters; \n, \r and \t in their short forms) and what Printable
+// escapes (DEL, the C1 controls, format characters such as the
+// bidirectional overrides, spaces other than ASCII's, U+2028 and U+2029),
+// all of them as \uXXXX (a UTF-16 surrogate pair past U+FFFF), which is
+// JSON. Invalid UTF-8 becomes \ufffd, one per invalid byte, as
+// encoding/json reads it back. For the JSON that commands print, never for
+// stored bytes: it is not the stored form (ddbjson.Quote).
+func AppendJSON(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '"' || r == '\\':
+			dst = append(dst, '\\', byte(r))
+		case r == '\n':
+			dst = append(dst, '\\', 'n')
+		case r == '\r':
+			dst = append(dst, '\\', 'r')
+		case r == '\t':
+			dst = append(dst, '\\', 't')
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, `\ufffd`...)
+		case needsEscape(r, size) || r == '\u2028' || r == '\u2029':
+			dst = appendU(dst, r)
+		default:
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
+
+// PrintableJSON returns JSON text (an encoder's output, valid JSON) with
+// what a terminal would interpret escaped as \uXXXX: DEL, the C1 controls,
+// format characters, spaces other than ASCII's, U+2028 and U+2029, and
+// invalid UTF-8 as \ufffd. Outside strings JSON text is ASCII without
+// control characters, so these can only be inside strings, where the escape
+// means the same character: the result is valid JSON of the same value. b
+// is returned as it is when it needs nothing escaped.
+func PrintableJSON(b []byte) []byte {
+	i := 0
+	for i < len(b) {
+		if b[i] < utf8.RuneSelf && b[i] != 0x7f {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if needsEscape(r, size) || r == '\u2028' || r == '\u2029' {
+			break
+		}
+		i += size
+	}
+	if i == len(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i]...)
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, `\ufffd`...)
+		case r >= 0x20 && (needsEscape(r, size) || r == '\u2028' || r == '\u2029'):
+			out = appendU(out, r)
+		default:
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// appendU appends r as JSON's \uXXXX, a surrogate pair past U+FFFF.
+func appendU(dst []byte, r rune) []byte {
+	if r > 0xffff {
+		r1, r2 := utf16.EncodeRune(r)
+		return appendU(appendU(dst, r1), r2)
+	}
+	return append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
 }

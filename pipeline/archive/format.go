@@ -48,13 +48,36 @@ const (
 // hex), and so is a leading "_" or "." so that "_unknown", "." and ".." can
 // never be spelled by a real type. An empty type (the attribute is missing)
 // is UnknownEntity. A type whose escaped form is longer than 200 bytes
-// becomes objstore.FitName's "_sha256-" and the first 16 hex digits of the
+// becomes objstore.FitName's "_sha256-" and the 64 hex digits of the
 // SHA-256 of that escaped form, which keeps keys under S3's 1,024-byte
-// limit with a prefix of up to 512 bytes.
+// limit with a prefix of up to 512 bytes. (Versions before kept 16 of the
+// digits: LegacyEntitySegment.)
 func EntitySegment(entityType string) string {
 	if entityType == "" {
 		return UnknownEntity
 	}
+	return objstore.FitName("", escapeEntity(entityType), "", maxEntitySegment)
+}
+
+// LegacyEntitySegment returns the segment that versions before the whole
+// hash wrote for a type, and true, when it differs from EntitySegment's: for
+// a type hashed then as "_sha256-" and 16 hex digits. Such a partition may
+// hold other types with the same 16 digits; readers keep only the lines of
+// the type they look for (Archive.ReadObject).
+func LegacyEntitySegment(entityType string) (string, bool) {
+	if entityType == "" {
+		return "", false
+	}
+	seg := objstore.LegacyFitName("", escapeEntity(entityType), "", maxEntitySegment)
+	return seg, objstore.IsLegacyHashed(seg)
+}
+
+// hashedSegment reports whether an entity segment is a hash (of either
+// length), which may stand for more than one type.
+func hashedSegment(seg string) bool { return objstore.IsHashed(seg) }
+
+// escapeEntity percent-encodes an entity type as EntitySegment describes.
+func escapeEntity(entityType string) string {
 	var b strings.Builder
 	for i := 0; i < len(entityType); i++ {
 		c := entityType[i]
@@ -66,7 +89,7 @@ func EntitySegment(entityType string) string {
 		b.WriteByte(upperHex[c>>4])
 		b.WriteByte(upperHex[c&0xf])
 	}
-	return objstore.FitName("", b.String(), "", maxEntitySegment)
+	return b.String()
 }
 
 const upperHex = "0123456789ABCDEF"

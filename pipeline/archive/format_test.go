@@ -42,8 +42,15 @@ func TestEntitySegment(t *testing.T) {
 		}
 	}
 	long := EntitySegment(strings.Repeat("/", 100))
-	if !strings.HasPrefix(long, "_sha256-") || len(long) != len("_sha256-")+16 {
-		t.Errorf("long type: %q", long)
+	if !strings.HasPrefix(long, "_sha256-") || len(long) != len("_sha256-")+64 {
+		t.Errorf("long type: %q, want _sha256- and 64 hex digits", long)
+	}
+	// What versions before the whole hash named it: the first 16 digits.
+	if legacy, ok := LegacyEntitySegment(strings.Repeat("/", 100)); !ok || legacy != long[:len("_sha256-")+16] {
+		t.Errorf("LegacyEntitySegment = %q, %t, want %q", legacy, ok, long[:len("_sha256-")+16])
+	}
+	if legacy, ok := LegacyEntitySegment("Comment"); ok {
+		t.Errorf("LegacyEntitySegment(Comment) = %q, true: a type that fits was never hashed", legacy)
 	}
 	if _, ok := EntityFromSegment(long); ok {
 		t.Errorf("a hashed segment cannot be reversed")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/emf"
 	"github.com/tributary/tributary/pipeline"
 )
@@ -117,8 +118,10 @@ type group struct {
 type plan struct {
 	groups  []*group // in order of their first record
 	ignored int
-	// cut is the index of the first TTL removal that cannot be archived (no
-	// old image); groups hold only records before it. cut == len(changes)
+	// cut is the index of the first TTL removal that cannot be archived in
+	// this batch (no old image, a permanent failure; or a type whose
+	// segment another type of the batch has, which the retry from it
+	// archives); groups hold only records before it. cut == len(changes)
 	// and cutErr == nil when every record can be handled.
 	cut    int
 	cutErr error
@@ -128,6 +131,7 @@ type plan struct {
 func (h *Handler) plan(changes []pipeline.Change) plan {
 	p := plan{cut: len(changes)}
 	byPart := make(map[string]*group)
+	segments := objstore.NewNames("entity types")
 	for i := range changes {
 		c := &changes[i]
 		if !c.TTL || c.Kind != pipeline.Remove {
@@ -136,11 +140,21 @@ func (h *Handler) plan(changes []pipeline.Change) plan {
 		}
 		if c.Old == nil {
 			p.cut = i
-			p.cutErr = fmt.Errorf("TTL removal of %s (seq %s) has no old image to archive: the stream view type must be NEW_AND_OLD_IMAGES or OLD_IMAGE",
-				pipeline.KeyString(c.Keys), c.Position.SequenceNumber)
+			p.cutErr = pipeline.Permanent(fmt.Errorf("TTL removal of %s (seq %s) has no old image to archive: the stream view type must be NEW_AND_OLD_IMAGES or OLD_IMAGE",
+				pipeline.KeyString(c.Keys), c.Position.SequenceNumber))
 			break
 		}
-		part := "entity=" + EntitySegment(c.OldType) + "/date=" + DateOf(c.Old, h.opts.TTLAttribute, c.Time)
+		seg := EntitySegment(c.OldType)
+		if err := segments.Add(seg, c.OldType); err != nil {
+			// Two types whose segments are one hash: never in one object.
+			// The records before this one are archived; this one is
+			// reported, and the retry from it puts its type first.
+			p.cut = i
+			p.cutErr = fmt.Errorf("TTL removal of %s (seq %s): %w; archiving the records before it, and the rest from it in the next batch",
+				pipeline.KeyString(c.Keys), c.Position.SequenceNumber, err)
+			break
+		}
+		part := "entity=" + seg + "/date=" + DateOf(c.Old, h.opts.TTLAttribute, c.Time)
 		g := byPart[part]
 		if g == nil {
 			g = &group{
@@ -190,7 +204,11 @@ func (h *Handler) write(ctx context.Context, groups []*group) []error {
 // A TTL removal without an old image cannot be archived. The records before
 // it are archived as a batch of their own, and the removal is reported as a
 // permanent failure, for the event source mapping's retries and on-failure
-// destination to deal with.
+// destination to deal with. So is a TTL removal of a type whose entity
+// segment another type of the batch has (two types hashed alike, which
+// SHA-256 makes impossible to arrange but tests arrange): two types never
+// share an object, and the removal is reported (not as permanent) so that
+// the retry from it archives it first in its batch.
 func (h *Handler) HandleBatch(ctx context.Context, changes []pipeline.Change) error {
 	start := time.Now()
 	p := h.plan(changes)
@@ -222,7 +240,7 @@ func (h *Handler) HandleBatch(ctx context.Context, changes []pipeline.Change) er
 			len(failed), len(p.groups), errors.Join(failed...))}
 	}
 	if p.cutErr != nil {
-		return &pipeline.BatchError{Index: p.cut, Err: pipeline.Permanent(p.cutErr)}
+		return &pipeline.BatchError{Index: p.cut, Err: p.cutErr}
 	}
 	return nil
 }

@@ -5,13 +5,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -23,6 +26,11 @@ type Filter struct {
 	// Date selects one date segment (YYYY-MM-DD, or UnknownDate). Empty
 	// selects every date.
 	Date string
+	// TypeAttribute names the attribute that holds an item's entity type,
+	// as the archiver was configured (TYPE_ATTRIBUTE); default EntityType.
+	// With Entity, the lines of a partition named by a hash, which may
+	// stand for more than one type, are told apart by it.
+	TypeAttribute string
 }
 
 // Validate reports a Date that no object can have.
@@ -33,17 +41,34 @@ func (f Filter) Validate() error {
 	return nil
 }
 
-func (f Filter) entitySegment() string {
+// entitySegments returns the segments that may hold f.Entity's objects:
+// its segment and, for a type hashed by an earlier version with a shorter
+// hash, that segment too.
+func (f Filter) entitySegments() []string {
 	if f.Entity == UnknownEntity {
-		return UnknownEntity
+		return []string{UnknownEntity}
 	}
-	return EntitySegment(f.Entity)
+	segs := []string{EntitySegment(f.Entity)}
+	if legacy, ok := LegacyEntitySegment(f.Entity); ok {
+		segs = append(segs, legacy)
+	}
+	return segs
+}
+
+func (f Filter) typeAttribute() string {
+	if f.TypeAttribute == "" {
+		return pipeline.DefaultTypeAttribute
+	}
+	return f.TypeAttribute
 }
 
 // Archive reads the objects under one prefix of a Source.
 type Archive struct {
 	src    Source
 	prefix string
+	// skipped counts the lines ReadObject left out: other types' lines in
+	// a partition whose hashed name stands for the type looked for too.
+	skipped atomic.Int64
 }
 
 // Open returns the archive under prefix ("" for the root of src).
@@ -57,25 +82,45 @@ type ObjectInfo struct {
 	Key, Rel string
 	KeyInfo
 	Size int64
+	// only, when set, is the one entity type of the object's lines to read:
+	// the object's partition is named by a hash, which may stand for other
+	// types too (see ReadObject).
+	only *typeCheck
 }
 
-// listPrefix narrows the listing as far as the filter allows.
-func (a *Archive) listPrefix(f Filter) string {
+// typeCheck picks the lines of one entity type.
+type typeCheck struct {
+	entity, attribute string
+}
+
+// listPrefixes narrows the listing as far as the filter allows: one prefix
+// per entity segment that may hold the filter's type.
+func (a *Archive) listPrefixes(f Filter) []string {
 	p := ""
 	if a.prefix != "" {
 		p = a.prefix + "/"
 	}
-	if f.Entity != "" {
-		p += "entity=" + f.entitySegment() + "/"
-		if f.Date != "" {
-			p += "date=" + f.Date + "/"
-		}
+	if f.Entity == "" {
+		return []string{p}
 	}
-	return p
+	var out []string
+	for _, seg := range f.entitySegments() {
+		q := p + "entity=" + seg + "/"
+		if f.Date != "" {
+			q += "date=" + f.Date + "/"
+		}
+		out = append(out, q)
+	}
+	return out
 }
 
 // Objects lists the objects the filter selects, sorted by key. Keys under
 // the prefix that are not archive objects are returned in other, also sorted.
+//
+// An entity type longer than a segment may be is named by its hash; one
+// archived by a version before the whole hash was kept is named by a
+// shorter hash, and its objects are listed too. In a partition named by a
+// hash, ReadObject reads only the lines of the filter's type.
 func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, other []string, err error) {
 	if err := f.Validate(); err != nil {
 		return nil, nil, err
@@ -84,25 +129,99 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 	if a.prefix != "" {
 		base = a.prefix + "/"
 	}
-	err = a.src.List(ctx, a.listPrefix(f), func(o objstore.Object) error {
-		rel := strings.TrimPrefix(o.Key, base)
-		loc, ok := ParseKey(rel)
-		if !ok {
-			other = append(other, o.Key)
-			return nil
+	segs := map[string]bool{}
+	if f.Entity != "" {
+		for _, s := range f.entitySegments() {
+			segs[s] = true
 		}
-		if f.Entity != "" && loc.EntitySegment != f.entitySegment() || f.Date != "" && loc.Date != f.Date {
+	}
+	var only *typeCheck
+	if f.Entity != "" && f.Entity != UnknownEntity {
+		only = &typeCheck{entity: f.Entity, attribute: f.typeAttribute()}
+	}
+	for _, prefix := range a.listPrefixes(f) {
+		err = a.src.List(ctx, prefix, func(o objstore.Object) error {
+			rel := strings.TrimPrefix(o.Key, base)
+			loc, ok := ParseKey(rel)
+			if !ok {
+				other = append(other, o.Key)
+				return nil
+			}
+			if f.Entity != "" && !segs[loc.EntitySegment] || f.Date != "" && loc.Date != f.Date {
+				return nil
+			}
+			info := ObjectInfo{Key: o.Key, Rel: rel, KeyInfo: loc, Size: o.Size}
+			if only != nil && hashedSegment(loc.EntitySegment) {
+				info.only = only
+			}
+			objs = append(objs, info)
 			return nil
+		})
+		if err != nil {
+			return nil, nil, err
 		}
-		objs = append(objs, ObjectInfo{Key: o.Key, Rel: rel, KeyInfo: loc, Size: o.Size})
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
 	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
 	sort.Strings(other)
 	return objs, other, nil
+}
+
+// ReadObject is ReadLines for an object that Objects listed: in a partition
+// named by a hash, when the filter named an entity type, it calls fn only
+// for the lines of that type. The lines of other types whose hashes name
+// the same partition (two types with one 16-digit hash, as versions before
+// the whole hash wrote them) are left out and counted (Skipped); a line
+// whose type the partition cannot stand for at all (the type attribute is
+// not the archiver's) is an error, rather than a line silently missed.
+func (a *Archive) ReadObject(ctx context.Context, o ObjectInfo, fn func(n int, line []byte) error) error {
+	if o.only == nil {
+		return a.ReadLines(ctx, o.Key, fn)
+	}
+	return a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
+		t, err := lineType(line, o.only.attribute)
+		if err != nil {
+			return fmt.Errorf("archive: %s line %d: %w", o.Key, n, err)
+		}
+		if t == o.only.entity {
+			return fn(n, line)
+		}
+		legacy, _ := LegacyEntitySegment(t)
+		if t == "" || (EntitySegment(t) != o.EntitySegment && legacy != o.EntitySegment) {
+			return fmt.Errorf("archive: %s line %d: the item's %s is %s, which the partition %q does not stand for: is %s the attribute the archiver read the type from (TYPE_ATTRIBUTE)?",
+				o.Key, n, o.only.attribute, quote.Value(t), "entity="+o.EntitySegment, o.only.attribute)
+		}
+		a.skipped.Add(1)
+		return nil
+	})
+}
+
+// Skipped returns how many lines ReadObject has left out because they were
+// of another entity type than the filter's, in a partition whose hashed name
+// stands for both.
+func (a *Archive) Skipped() int64 { return a.skipped.Load() }
+
+// lineType returns the entity type of an archive line's item: the string
+// value of attribute, "" when it has none.
+func lineType(line []byte, attribute string) (string, error) {
+	l, err := ParseLine(line)
+	if err != nil {
+		return "", err
+	}
+	var item map[string]json.RawMessage
+	if err := json.Unmarshal(l.Item, &item); err != nil {
+		return "", fmt.Errorf("item: %w", err)
+	}
+	av, ok := item[attribute]
+	if !ok {
+		return "", nil
+	}
+	var v struct {
+		S *string `json:"S"`
+	}
+	if err := json.Unmarshal(av, &v); err != nil || v.S == nil {
+		return "", fmt.Errorf("the item's %s is not a string", attribute)
+	}
+	return *v.S, nil
 }
 
 // MaxLineBytes is the longest archive line ReadLines reads: an item's

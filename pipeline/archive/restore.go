@@ -79,7 +79,7 @@ func (a *Archive) Select(ctx context.Context, f Filter, keyAttrs []string) (*Sel
 	s := &Selection{a: a, objects: objs, other: other, keys: keyAttrs, winners: make(map[string]winner)}
 	dec := pipeline.NewExportDecoder(pipeline.Options{Schema: pipeline.Schema{KeyAttributes: keyAttrs}})
 	for oi, o := range objs {
-		err := a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
+		err := a.ReadObject(ctx, o, func(n int, line []byte) error {
 			c, l, err := decodeLine(dec, o.Key, n, line)
 			if err != nil {
 				return err
@@ -141,7 +141,7 @@ func (s *Selection) Each(ctx context.Context, fn func(o ObjectInfo, item pipelin
 	dec := pipeline.NewExportDecoder(pipeline.Options{Schema: pipeline.Schema{KeyAttributes: s.keys}})
 	emitted := 0
 	for oi, o := range s.objects {
-		err := s.a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
+		err := s.a.ReadObject(ctx, o, func(n int, line []byte) error {
 			c, l, err := decodeLine(dec, o.Key, n, line)
 			if err != nil {
 				return err
@@ -290,6 +290,9 @@ func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts Expo
 		cur      = -1
 		curObj   ObjectInfo
 		objIndex = make(map[string]int, len(s.objects))
+		// Every archive object becomes one data file, of a name no other
+		// object's may shorten to.
+		files = objstore.NewNames("archive objects")
 	)
 	for i, o := range s.objects {
 		objIndex[o.Key] = i
@@ -298,7 +301,12 @@ func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts Expo
 		if items == 0 {
 			return nil
 		}
-		key := path.Join(base, "data", objstore.FitName("", curObj.Date+"-"+curObj.EntitySegment+"-"+curObj.FirstSeq, ".json.gz", objstore.MaxSegmentBytes))
+		name := curObj.Date + "-" + curObj.EntitySegment + "-" + curObj.FirstSeq
+		file := objstore.FitName("", name, ".json.gz", objstore.MaxSegmentBytes)
+		if err := files.Add(file, name); err != nil {
+			return fmt.Errorf("archive: restoring %s into %s: %w", curObj.Key, res.Dir, err)
+		}
+		key := path.Join(base, "data", file)
 		body := Gzip(data)
 		if err := out.Put(ctx, key, body); err != nil {
 			return err

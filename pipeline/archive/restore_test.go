@@ -6,6 +6,7 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"os"
 	"path"
 	"path/filepath"
@@ -489,5 +490,34 @@ func TestRestoreLongNames(t *testing.T) {
 		if name := path.Base(f.DataFileS3Key); len(name) > objstore.MaxSegmentBytes || !strings.HasSuffix(name, ".json.gz") {
 			t.Errorf("data file %s: %d bytes", name, len(name))
 		}
+	}
+}
+
+// TestRestoreRefusesCollidingNames: two archive objects whose data file
+// names, too long for a file name, shorten to one (a hash injected to make
+// them) are refused: the restore stops naming both, rather than write one
+// file over the other.
+func TestRestoreRefusesCollidingNames(t *testing.T) {
+	ctx := context.Background()
+	long := strings.Repeat("T", 200)
+	var recs []simRecord
+	for i, seq := range []string{strings.Repeat("9", 39) + "1", strings.Repeat("9", 39) + "2"} {
+		it := pipeline.Item{
+			"PK": &types.AttributeValueMemberS{Value: "L#" + string(rune('1'+i))}, "SK": &types.AttributeValueMemberS{Value: "x"},
+			"EntityType": &types.AttributeValueMemberS{Value: long}, "ttl": &types.AttributeValueMemberN{Value: "1767225000"},
+		}
+		recs = append(recs, ttlRemoval(it, seq))
+	}
+	// Two batches: two objects of one partition.
+	src := archiveEvents(t, "", eventJSON(recs[:1]), eventJSON(recs[1:]))
+	sel, err := Open(src, "").Select(ctx, Filter{}, nil)
+	if err != nil || len(sel.Objects()) != 2 {
+		t.Fatalf("%d objects, %v", len(sel.Objects()), err)
+	}
+	restore := objstore.SetNameHash(func(string) [32]byte { return [32]byte{1} })
+	defer restore()
+	_, err = RestoreExport(ctx, sel, objstore.NewDir(t.TempDir()), ExportOptions{ExportID: "01767225600000-archive"})
+	if !errors.Is(err, objstore.ErrNameCollision) || !strings.Contains(err.Error(), "archive objects") {
+		t.Fatalf("restore of two objects with one data file name: %v, want it refused", err)
 	}
 }

@@ -10,7 +10,9 @@
 // A Decimal keeps a scale, the number of digits after the decimal point, the
 // way money amounts expect: "120.50" stays "120.50", and a sum keeps the
 // largest scale of its operands. Two Decimals with the same value but
-// different scales ("1.0" and "1") are equal by Cmp but not by ==.
+// different scales ("1.0" and "1") are equal by Cmp but not by ==. DynamoDB
+// keeps no scale: it trims a number's trailing zeros, and Normal gives a
+// Decimal that form.
 package decimal
 
 import (
@@ -239,6 +241,39 @@ func (d Decimal) Neg() Decimal {
 		return d
 	}
 	return Decimal{unscaled: new(big.Int).Neg(d.unscaled), scale: d.scale}
+}
+
+// Normal returns d in DynamoDB's normal form: the same value at the
+// smallest scale that holds it, with no trailing zeros after the decimal
+// point, as DynamoDB stores and returns a number ("Leading and trailing
+// zeroes are trimmed", Amazon DynamoDB Developer Guide, Supported data
+// types, Number): "6446.4000" is 6446.4, "0.00" is 0 and "100" stays 100.
+// A store that sums in its own code (rather than DynamoDB's) keeps its sums
+// in this form, so that what it shows does not depend on the scales of the
+// operands that made them.
+func (d Decimal) Normal() Decimal {
+	if d.Sign() == 0 {
+		return Decimal{}
+	}
+	if d.scale == 0 {
+		return d
+	}
+	// Work on copies: d's unscaled value is shared by d's copies.
+	u, q, r := new(big.Int).Set(d.unscaled), new(big.Int), new(big.Int)
+	ten := big.NewInt(10)
+	scale := d.scale
+	for scale > 0 {
+		q.QuoRem(u, ten, r)
+		if r.Sign() != 0 {
+			break
+		}
+		u, q = q, u
+		scale--
+	}
+	if scale == d.scale {
+		return d
+	}
+	return Decimal{unscaled: u, scale: scale}
 }
 
 // Cmp compares the values of d and e, ignoring scale, and returns -1 if

@@ -728,3 +728,51 @@ func BenchmarkAdd(b *testing.B) {
 		})
 	}
 }
+
+// TestNormal: DynamoDB's form, trailing fraction zeros trimmed, whatever the
+// scale a value was parsed or summed at; the value is the same.
+func TestNormal(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"6446.4000", "6446.4"},
+		{"6446.40", "6446.4"},
+		{"120.50", "120.5"},
+		{"1.0", "1"},
+		{"100", "100"},
+		{"1E+2", "100"},
+		{"1.50E+1", "15"},
+		{"0.00", "0"},
+		{"-0.000", "0"},
+		{"-0", "0"},
+		{"0E-130", "0"},
+		{"-12.3400", "-12.34"},
+		{"0.001000", "0.001"},
+		{"007.70", "7.7"},
+		{minPlain + "000", minPlain},
+		{maxNumber, maxPlain},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			d := MustParse(tt.in)
+			before := d.String()
+			n := d.Normal()
+			if got := n.String(); got != tt.want {
+				t.Errorf("MustParse(%q).Normal() = %s, want %s", tt.in, got, tt.want)
+			}
+			if n.Cmp(d) != 0 {
+				t.Errorf("Normal changed the value of %s to %s", d, n)
+			}
+			if d.String() != before {
+				t.Errorf("Normal modified its receiver: %s, was %s", d, before)
+			}
+			if again := n.Normal(); again.String() != n.String() {
+				t.Errorf("Normal is not idempotent: %s then %s", n, again)
+			}
+		})
+	}
+	// A sum's scale is its operands', also of those retracted since; its
+	// normal form is the value's alone.
+	sum := MustParse("6446.40").Add(MustParse("1.0000")).Sub(MustParse("1.0000"))
+	if sum.String() != "6446.4000" || sum.Normal().String() != "6446.4" {
+		t.Errorf("6446.40 + 1.0000 - 1.0000 = %s, normal %s; want 6446.4000, normal 6446.4", sum, sum.Normal())
+	}
+}

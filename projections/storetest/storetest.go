@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Commit/ReservedNamesRefused", testReservedNames},
 		{"Add/CreatesMissingAggregate", testAddCreates},
 		{"Add/ExactDecimals", testAddExact},
+		{"Add/NormalFormAfterRetraction", testAddNormalForm},
 		{"Add/ManyValuesAndAbsentValuesKept", testAddManyValues},
 		{"Add/ShardsAreDistinctItems", testAddShards},
 		{"Row/Put", testRowPut},
@@ -473,6 +474,43 @@ func testAddExact(t *testing.T, s Store) {
 			}
 			if v.Cmp(decimal.MustParse(c.want)) != 0 {
 				t.Fatalf("sum of %v = %s, want %s", c.adds, v, c.want)
+			}
+		})
+	}
+}
+
+// testAddNormalForm: a sum reads in DynamoDB's normal form, trailing
+// fraction zeros trimmed, whatever the scales of the operands that made it,
+// those retracted since included: what a store shows does not depend on the
+// history of its sums.
+func testAddNormalForm(t *testing.T, s Store) {
+	cases := []struct {
+		name string
+		adds []string
+		want string
+	}{
+		{"Retracted", []string{"6446.40", "1.0000", "-1.0000"}, "6446.4"},
+		{"Scaled", []string{"120.50"}, "120.5"},
+		{"WholeAtAScale", []string{"1.50", "1.50"}, "3"},
+		{"BackToZero", []string{"12.340", "-12.34"}, "0"},
+		{"Negative", []string{"-0.0100", "-0.0200"}, "-0.03"},
+		{"Integers", []string{"100", "200"}, "300"},
+	}
+	ref := func(name string) projections.AggregateRef { return aggRef("normal", name, 0) }
+	for _, c := range cases {
+		for _, v := range c.adds { // one transaction per addition
+			commit(t, s, &projections.Tx{Adds: []projections.Add{{Ref: ref(c.name), Values: values("v", v)}}})
+		}
+	}
+	got := scanAggregates(t, s)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v, ok := got[ref(c.name)]["v"]
+			if !ok {
+				t.Fatalf("aggregate %v missing or without value v: %v", ref(c.name), got[ref(c.name)])
+			}
+			if v.String() != c.want {
+				t.Fatalf("sum of %v reads %s, want %s (DynamoDB's form: trailing zeros trimmed)", c.adds, v, c.want)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
 )
 
@@ -46,21 +47,26 @@ Run '%[1]s archive <ls|cat> -h' for the flags.
 
 // selection holds the flags that pick archive objects.
 type selection struct {
-	from, entity, date string
+	from, entity, date, typeAttr string
 }
 
 func (s *selection) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.from, "from", "", "the archive: a directory, or s3://bucket/prefix (required)")
 	fs.StringVar(&s.entity, "entity", "", "only this entity type (as the items spell it; "+archive.UnknownEntity+" for items without one)")
 	fs.StringVar(&s.date, "date", "", "only this date partition, YYYY-MM-DD (the items' ttl date, or removal date)")
+	fs.StringVar(&s.typeAttr, "type-attribute", "", "the item attribute holding the entity type (the archiver's TYPE_ATTRIBUTE; default the projections', or EntityType): with --entity, it tells apart the types of a partition named by a hash")
 }
 
 // open checks the flags and opens the archive.
-func (s *selection) open(ctx context.Context) (*archive.Archive, archive.Filter, error) {
+func (s *selection) open(ctx context.Context, e *Env) (*archive.Archive, archive.Filter, error) {
 	if s.from == "" {
 		return nil, archive.Filter{}, fmt.Errorf("%w: --from is required", errUsage)
 	}
-	f := archive.Filter{Entity: s.entity, Date: s.date}
+	schema, err := e.schema(schemaFlags{given: pipeline.Schema{TypeAttribute: s.typeAttr}})
+	if err != nil {
+		return nil, archive.Filter{}, err
+	}
+	f := archive.Filter{Entity: s.entity, Date: s.date, TypeAttribute: schema.TypeAttribute}
 	if err := f.Validate(); err != nil {
 		return nil, f, fmt.Errorf("%w: --date: %v", errUsage, err)
 	}
@@ -112,6 +118,14 @@ func warnOther(e *Env, other []string) {
 	}
 }
 
+// warnSkipped says how many lines of other entity types the reads left out
+// of partitions whose hashed names stand for the selected type too.
+func warnSkipped(e *Env, a *archive.Archive) {
+	if n := a.Skipped(); n > 0 {
+		fmt.Fprintf(e.Stderr, "tributary: left out %d line(s) of other entity types whose shortened names are the selected type's (an archive written before names kept the whole hash)\n", n)
+	}
+}
+
 // selectObjects parses the flags of a command that reads archive objects
 // and lists the objects they select.
 func selectObjects(ctx context.Context, e *Env, name string, args []string) (*archive.Archive, []archive.ObjectInfo, error) {
@@ -124,7 +138,7 @@ func selectObjects(ctx context.Context, e *Env, name string, args []string) (*ar
 	if fs.NArg() > 0 {
 		return nil, nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	a, f, err := s.open(ctx)
+	a, f, err := s.open(ctx, e)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,7 +162,7 @@ func archiveLs(ctx context.Context, e *Env, args []string) error {
 	var total row
 	for _, o := range objs {
 		n := int64(0)
-		if err := a.ReadLines(ctx, o.Key, func(int, []byte) error { n++; return nil }); err != nil {
+		if err := a.ReadObject(ctx, o, func(int, []byte) error { n++; return nil }); err != nil {
 			return err
 		}
 		rows = append(rows, row{o.Rel, n, o.Size})
@@ -160,6 +174,7 @@ func archiveLs(ctx context.Context, e *Env, args []string) error {
 		total.key += "s"
 	}
 	rows = append(rows, total)
+	warnSkipped(e, a)
 	// Keys left-aligned, counts right-aligned.
 	wk, wi, wb := len("KEY"), len("ITEMS"), len("BYTES")
 	for _, r := range rows {
@@ -183,7 +198,7 @@ func archiveCat(ctx context.Context, e *Env, args []string) (err error) {
 	out := bufio.NewWriter(e.Stdout)
 	defer flush(out, &err)
 	for _, o := range objs {
-		err := a.ReadLines(ctx, o.Key, func(_ int, line []byte) error {
+		err := a.ReadObject(ctx, o, func(_ int, line []byte) error {
 			if _, err := out.Write(line); err != nil {
 				return err
 			}
@@ -193,6 +208,7 @@ func archiveCat(ctx context.Context, e *Env, args []string) (err error) {
 			return err
 		}
 	}
+	warnSkipped(e, a)
 	return nil
 }
 
@@ -225,7 +241,7 @@ func runRestore(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	a, f, err := s.open(ctx)
+	a, f, err := s.open(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -234,6 +250,7 @@ func runRestore(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	warnOther(e, sel.Other())
+	warnSkipped(e, a)
 	if sel.Items() == 0 {
 		return errors.New("no archived items match")
 	}

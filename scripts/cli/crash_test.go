@@ -212,8 +212,9 @@ func TestRepartitionConcurrentProcesses(t *testing.T) {
 		t.Fatalf("the first run ended (%v) before the second was refused: make the export larger", err)
 	default:
 	}
-	if code != 1 || !strings.Contains(stderr, "is held by run") || !strings.Contains(stderr, "process "+strconv.Itoa(first.Process.Pid)) {
-		t.Errorf("second run: exit %d\n%s\n%s; want it refused, naming the first", code, stdout, stderr)
+	if code != 1 || !strings.Contains(stderr, "is held by run") || !strings.Contains(stderr, "process "+strconv.Itoa(first.Process.Pid)) ||
+		!strings.Contains(stderr, "rerun with --takeover") {
+		t.Errorf("second run: exit %d\n%s\n%s; want it refused, naming the first and the command's --takeover", code, stdout, stderr)
 	}
 	if err := <-exited; err != nil {
 		t.Fatalf("first run: %v\n%s", err, firstErr)

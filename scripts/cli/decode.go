@@ -37,8 +37,11 @@ func runDecode(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	opts := pipeline.Options{Schema: schema}
 	out := bufio.NewWriter(e.Stdout)
+	var buf []byte
 	emit := func(c *pipeline.Change) error {
-		_, err := out.Write(append(c.AppendJSON(nil), '\n'))
+		// JSON whose strings a terminal prints as themselves too.
+		buf = append(c.AppendJSON(buf[:0]), '\n')
+		_, err := out.Write(quote.PrintableJSON(buf))
 		return err
 	}
 	var bad int

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/tributary/tributary/pipeline/filter"
@@ -68,9 +67,12 @@ func runFilters(_ context.Context, e *Env, args []string) error {
 	}
 	switch *format {
 	case "json":
-		enc := json.NewEncoder(e.Stdout)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(fc)
+		b, err := marshalJSONLine(fc)
+		if err != nil {
+			return err
+		}
+		_, err = e.Stdout.Write(b)
+		return err
 	case "yaml":
 		return fc.WriteYAML(e.Stdout, *indent)
 	}

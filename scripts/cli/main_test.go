@@ -245,7 +245,7 @@ func TestProcessAggregatesLeaderboard(t *testing.T) {
 	golden(t, "aggregates.jsonl", out)
 
 	code, out, _ = runCLI(t, "aggregates", "--store", dir)
-	if code != 0 || !strings.Contains(out, "ORDERS#PAID") || !strings.Contains(out, "orders=1 revenue=120.50") {
+	if code != 0 || !strings.Contains(out, "ORDERS#PAID") || !strings.Contains(out, "orders=1 revenue=120.5\n") {
 		t.Errorf("text aggregates:\n%s", out)
 	}
 	code, _, stderr = runCLI(t, "aggregates", "--store", filepath.Join(dir, "missing"))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
@@ -96,13 +98,13 @@ func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 		}
 		fmt.Fprintf(out, "\n%s was built by (marked %s):\n", sf.String(), m.Since.UTC().Format(time.RFC3339))
 		for _, id := range m.Set {
-			fmt.Fprintf(out, "  %s\n", id)
+			fmt.Fprintf(out, "  %s\n", quote.Printable(id.String()))
 		}
 		if sameIDs(m.Set, e.set().IDs()) {
 			fmt.Fprintln(out, "this set: an engine of it may write to the store")
 			return nil
 		}
-		fmt.Fprintf(out, "another set: %v\n", &projections.SetMismatchError{Table: m, Engine: e.set().IDs()})
+		fmt.Fprintf(out, "another set: %s\n", quote.Printable((&projections.SetMismatchError{Table: m, Engine: e.set().IDs()}).Error()))
 		return errFailed
 	case "adopt":
 		set, err := e.set().Select(only...)
@@ -119,9 +121,9 @@ func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 			return fmt.Errorf("%s: %w", sf.String(), err)
 		}
 		if old != nil {
-			fmt.Fprintf(out, "%s: replaced the marker of %s\n", sf.String(), formatSet(old.Set))
+			fmt.Fprintf(out, "%s: replaced the marker of %s\n", sf.String(), quote.Printable(formatSet(old.Set)))
 		}
-		fmt.Fprintf(out, "%s: marked for %s\n", sf.String(), set)
+		fmt.Fprintf(out, "%s: marked for %s\n", sf.String(), quote.Printable(set.String()))
 		return nil
 	}
 	return fmt.Errorf("%w: unknown subcommand %q: want show or adopt", errUsage, sub)
@@ -134,7 +136,7 @@ func printSet(out *bufio.Writer, set *projections.Set) {
 		byName[p.Name()] = p
 	}
 	for _, id := range set.IDs() {
-		fmt.Fprintf(out, "  %-40s reads %s\n", id, strings.Join(byName[id.Name].EntityTypes(), ", "))
+		fmt.Fprintf(out, "  %-40s reads %s\n", quote.Printable(id.String()), printableList(byName[id.Name].EntityTypes(), ", "))
 	}
 }
 
@@ -163,22 +165,22 @@ func checkSpec(e *Env, file string) (err error) {
 		ids[id.Name] = id
 	}
 	ps := sp.SpecProjections()
-	fmt.Fprintf(out, "%s: %d projections, valid\n", file, len(ps))
+	fmt.Fprintf(out, "%s: %d projections, valid\n", quote.Printable(file), len(ps))
 	for _, p := range ps {
-		fmt.Fprintf(out, "  %s  reads %s\n", ids[p.Name()], strings.Join(p.EntityTypes(), ", "))
+		fmt.Fprintf(out, "  %s  reads %s\n", quote.Printable(ids[p.Name()].String()), printableList(p.EntityTypes(), ", "))
 		for _, c := range p.Counters() {
 			shards := ""
 			if c.Shards > 1 {
 				shards = fmt.Sprintf(" (%d shards)", c.Shards)
 			}
-			fmt.Fprintf(out, "    counter %s%s: %s\n", c.Key, shards, strings.Join(c.Values, ", "))
+			fmt.Fprintf(out, "    counter %s%s: %s\n", quote.Printable(c.Key), shards, printableList(c.Values, ", "))
 		}
 		for _, r := range p.Rows() {
-			fmt.Fprintf(out, "    row %s / %s: %s\n", r.Partition, r.Sort, strings.Join(r.Attributes, ", "))
+			fmt.Fprintf(out, "    row %s / %s: %s\n", quote.Printable(r.Partition), quote.Printable(r.Sort), printableList(r.Attributes, ", "))
 		}
 	}
 	types := set.EntityTypes()
-	fmt.Fprintf(out, "entity types: %s (attribute %s)\n", strings.Join(types, ", "), sp.TypeAttribute())
+	fmt.Fprintf(out, "entity types: %s (attribute %s)\n", printableList(types, ", "), quote.Printable(sp.TypeAttribute()))
 	for _, src := range []struct {
 		fn     string
 		source filter.Source
@@ -188,9 +190,11 @@ func checkSpec(e *Env, file string) (err error) {
 			return err
 		}
 		fmt.Fprintf(out, "filter criteria (%s): ", src.fn)
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(fc); err != nil {
+		b, err := marshalJSONLine(fc)
+		if err != nil {
+			return err
+		}
+		if _, err := out.Write(b); err != nil {
 			return err
 		}
 	}
@@ -200,9 +204,32 @@ func checkSpec(e *Env, file string) (err error) {
 
 // templateParameters are the SAM template's parameters a table's entity
 // types and attributes imply (the defaults for those not declared), in the
-// form sam deploy --parameter-overrides takes.
+// form sam deploy --parameter-overrides takes, escaped for the terminal.
 func templateParameters(types []string, s pipeline.Schema) string {
 	s = s.WithDefaults()
 	return fmt.Sprintf("ProjectedEntityTypes=%s TypeAttribute=%s VersionAttribute=%s KeyAttributes=%s TTLAttribute=%s",
-		strings.Join(types, ","), s.TypeAttribute, s.VersionAttribute, strings.Join(s.KeyAttributes, ","), s.TTLAttribute)
+		printableList(types, ","), quote.Printable(s.TypeAttribute), quote.Printable(s.VersionAttribute), printableList(s.KeyAttributes, ","), quote.Printable(s.TTLAttribute))
+}
+
+// printableList joins strings from a spec or a store for the terminal,
+// each escaped (quote.Printable).
+func printableList(items []string, sep string) string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = quote.Printable(s)
+	}
+	return strings.Join(out, sep)
+}
+
+// marshalJSONLine encodes v as one line of JSON (HTML characters as they
+// are) with what a terminal would interpret escaped (quote.PrintableJSON):
+// the form the commands print JSON in.
+func marshalJSONLine(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return quote.PrintableJSON(b.Bytes()), nil
 }

@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -17,7 +17,7 @@ func runRows(ctx context.Context, e *Env, args []string) (err error) {
 	projection := fs.String("projection", "", "the projection whose rows to print (required)")
 	partition := fs.String("partition", "", "the rows' partition, e.g. SEASON#2026-Q2 (required)")
 	top := fs.Int("top", 10, "how many rows, from the highest sort key down (0: all)")
-	asJSON := fs.Bool("json", false, "print one JSON object a line: the sort key and the row's attributes in DynamoDB JSON")
+	asJSON := fs.Bool("json", false, `print one JSON object a line: the sort key ("sort") and the row's values in DynamoDB JSON ("values"; for one release also as "attributes", their name before)`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -40,19 +40,31 @@ func runRows(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	out := bufio.NewWriter(e.Stdout)
 	for _, r := range rows {
+		values := quote.PrintableJSON(pipeline.AppendItem(nil, r.Attrs))
 		if *asJSON {
-			b := append([]byte(`{"sort":`), strconv.Quote(r.Ref.Sort)...)
-			b = append(b, `,"attributes":`...)
-			b = append(pipeline.AppendItem(b, r.Attrs), "}\n"...)
-			if _, err := out.Write(b); err != nil {
+			if _, err := out.Write(appendRowJSON(nil, r.Ref.Sort, values)); err != nil {
 				return err
 			}
 			continue
 		}
-		fmt.Fprintf(out, "%s  %s\n", r.Ref.Sort, pipeline.AppendItem(nil, r.Attrs))
+		fmt.Fprintf(out, "%s  %s\n", quote.Printable(r.Ref.Sort), values)
 	}
 	if len(rows) == 0 && !*asJSON {
-		fmt.Fprintf(out, "(no rows of %s in %s)\n", *projection, *partition)
+		fmt.Fprintf(out, "(no rows of %s in %s)\n", quote.Printable(*projection), quote.Printable(*partition))
 	}
 	return out.Flush()
+}
+
+// appendRowJSON appends the line `rows --json` prints for a row: its sort
+// key and its values (DynamoDB JSON, made printable), under "values" as
+// `aggregates --json` names them, and for one release also under
+// "attributes", the name before.
+func appendRowJSON(b []byte, sort string, values []byte) []byte {
+	b = append(b, `{"sort":`...)
+	b = quote.AppendJSON(b, sort)
+	b = append(b, `,"values":`...)
+	b = append(b, values...)
+	b = append(b, `,"attributes":`...)
+	b = append(b, values...)
+	return append(b, "}\n"...)
 }

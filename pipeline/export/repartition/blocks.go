@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/flate"
+
+	"github.com/tributary/tributary/infra/objstore"
 )
 
 // sourceWriter routes the lines of one source to one pipe per entity type.
@@ -29,7 +31,8 @@ type sourceWriter struct {
 	cancel context.CancelCauseFunc
 	id     string
 	pipes  map[string]*entityPipe
-	last   *entityPipe // the pipe of the last line added by addBytes
+	segs   *objstore.Names // each pipe's segment, with its entity type
+	last   *entityPipe     // the pipe of the last line added by addBytes
 	wg     sync.WaitGroup
 	zq     chan *block // blocks to deflate (gzip only)
 	zwg    sync.WaitGroup
@@ -66,7 +69,7 @@ var blockPool = sync.Pool{New: func() any { return new(block) }}
 
 func (r *Repartitioner) newSourceWriter(ctx context.Context, id string) *sourceWriter {
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &sourceWriter{r: r, ctx: ctx, cancel: cancel, id: id, pipes: map[string]*entityPipe{}}
+	w := &sourceWriter{r: r, ctx: ctx, cancel: cancel, id: id, pipes: map[string]*entityPipe{}, segs: objstore.NewNames("entity types")}
 	if r.opts.Compression == Gzip {
 		n := runtime.GOMAXPROCS(0)
 		w.zq = make(chan *block, n)
@@ -109,7 +112,10 @@ func (a *appender) Write(p []byte) (int, error) {
 func (w *sourceWriter) add(entity string, line []byte) error {
 	p := w.pipes[entity]
 	if p == nil {
-		p = w.newPipe(entity)
+		var err error
+		if p, err = w.newPipe(entity); err != nil {
+			return err
+		}
 	}
 	return w.append(p, line)
 }
@@ -121,19 +127,28 @@ func (w *sourceWriter) addBytes(entity []byte, line []byte) error {
 	p := w.last
 	if p == nil || p.entity != string(entity) {
 		if p = w.pipes[string(entity)]; p == nil {
-			p = w.newPipe(string(entity))
+			var err error
+			if p, err = w.newPipe(string(entity)); err != nil {
+				return err
+			}
 		}
 		w.last = p
 	}
 	return w.append(p, line)
 }
 
-func (w *sourceWriter) newPipe(entity string) *entityPipe {
-	p := &entityPipe{entity: entity, seg: EntitySegment(entity), ch: make(chan *block, 2)}
+// newPipe starts the pipe of an entity type. It refuses a type whose
+// segment another type of the source has: their parts would have one name.
+func (w *sourceWriter) newPipe(entity string) (*entityPipe, error) {
+	seg := EntitySegment(entity)
+	if err := w.segs.Add(seg, entity); err != nil {
+		return nil, fmt.Errorf("repartition: source %s: %w", w.id, err)
+	}
+	p := &entityPipe{entity: entity, seg: seg, ch: make(chan *block, 2)}
 	w.pipes[entity] = p
 	w.wg.Add(1)
 	go w.run(p)
-	return p
+	return p, nil
 }
 
 func (w *sourceWriter) append(p *entityPipe, line []byte) error {

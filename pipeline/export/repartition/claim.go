@@ -48,7 +48,7 @@ func (r *Repartitioner) hold(ctx context.Context) error {
 	}
 	c, err := objstore.Acquire(ctx, r.out, ClaimKey, r.opts.Owner, r.opts.Takeover)
 	if err != nil {
-		return fmt.Errorf("repartition: %w, which is writing %s; if that run is gone (killed, or its machine lost), take the claim over (--takeover)", err, r.out)
+		return fmt.Errorf("repartition: %w, which is writing %s; if that run is gone (killed, or its machine lost), take the claim over: %s", err, r.out, r.opts.TakeoverAdvice)
 	}
 	r.c.claim = c
 	if c.TookOver != nil {

@@ -46,9 +46,15 @@ func (r *Repartitioner) Finish(ctx context.Context) (*RunSummary, error) {
 		return nil, fmt.Errorf("repartition: read %d items from %s, but its manifest-summary.json says itemCount %d", lines, r.src, r.src.Summary.ItemCount)
 	}
 	claimed := map[string]PartInfo{}
+	segs := objstore.NewNames("entity types")
 	for _, rec := range recs {
 		for _, p := range rec.Parts {
 			claimed[p.Key] = p
+			// One partition, one type: two types whose segments are one
+			// hash would share a manifest that names one of them.
+			if err := segs.Add(path.Dir(p.Key), p.Entity); err != nil {
+				return nil, fmt.Errorf("repartition: %s: %w", r.out, err)
+			}
 		}
 	}
 	orphans, err := r.removeOrphans(ctx, claimed)

@@ -93,7 +93,8 @@ func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{Decode: pipeline.Options{Schema: cfg.Schema}, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover}
+	opts := Options{Decode: pipeline.Options{Schema: cfg.Schema}, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover,
+		TakeoverAdvice: `invoke the function with {"action":"release","executionId":"<that run's ID>"}, or start the next execution with "takeover": true in its input`}
 	if cfg.ExecutionID != "" {
 		opts.Owner = objstore.Owner{ID: cfg.ExecutionID, Started: time.Now().UTC(), What: "repartition of " + cfg.Export}
 	}

@@ -19,8 +19,10 @@ const UnknownEntity = "_unknown"
 // encoded too, so that no type can be mistaken for _unknown or a hidden
 // name. An empty type is UnknownEntity. A segment longer than a file name
 // may be (a type of more than about 250 bytes) ends in objstore.FitName's
-// hash instead of the value: "entity=_sha256-<16 hex digits>", which no
-// escaped type can spell; the manifests keep the type itself.
+// hash instead of the value: "entity=_sha256-<64 hex digits>", which no
+// escaped type can spell; the manifests keep the type itself. (Versions
+// before kept 16 of the digits; a run resuming their output redoes what
+// they wrote under such names.)
 func EntitySegment(entityType string) string {
 	if entityType == "" {
 		return "entity=" + UnknownEntity

@@ -50,6 +50,11 @@ type Options struct {
 	// Takeover takes the claim over from whatever run holds it: the caller
 	// asserts that it is gone (a run of another machine that crashed).
 	Takeover bool
+	// TakeoverAdvice is what the error of a claim another run holds tells
+	// the operator to do, if that run is gone, to take it over. Default:
+	// the command's flag, "rerun with --takeover". OpenJob (Step Functions)
+	// names its job field instead.
+	TakeoverAdvice string
 }
 
 func (o Options) withDefaults() Options {
@@ -67,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.TakeoverAdvice == "" {
+		o.TakeoverAdvice = "rerun with --takeover"
 	}
 	return o
 }
@@ -191,7 +199,7 @@ func (r *Repartitioner) Begin(ctx context.Context, force bool) (*RunSummary, err
 		return nil, err
 	}
 	var s RunSummary
-	if err := json.Unmarshal(b, &s); err == nil && s.Fingerprint == r.fingerprint && !force {
+	if err := json.Unmarshal(b, &s); err == nil && s.Fingerprint == r.fingerprint && !force && currentSegments(&s) {
 		r.count(func(rp *Report) { rp.AlreadyComplete = true })
 		return &s, r.Release(ctx)
 	}
@@ -230,7 +238,28 @@ func (r *Repartitioner) Record(ctx context.Context, sourceID string) (*SourceRec
 	if err := json.Unmarshal(b, &rec); err != nil || rec.Fingerprint != r.fingerprint || rec.Version != FormatVersion {
 		return nil, nil
 	}
+	for _, p := range rec.Parts {
+		if path.Dir(p.Key) != EntitySegment(p.Entity) {
+			// Written by a version that named long types by a shorter
+			// hash: redone under the present name (the old parts are
+			// then orphans, which Finish removes).
+			return nil, nil
+		}
+	}
 	return &rec, nil
+}
+
+// currentSegments reports whether a summary's entities are under the
+// segments this version gives their types: a summary of a version that
+// named long types by a shorter hash is not taken as complete, so that the
+// run redoes those types under their present names.
+func currentSegments(s *RunSummary) bool {
+	for _, e := range s.Entities {
+		if e.Segment != EntitySegment(e.Entity) {
+			return false
+		}
+	}
+	return true
 }
 
 // SourceID returns the source ID of a data file key.
