@@ -123,3 +123,19 @@ func (d *DryRun) ScanLedgers(ctx context.Context, fn func(key string, entry Ledg
 func (d *DryRun) QueryRows(ctx context.Context, projection, partition string, limit int) ([]StoredRow, error) {
 	return d.store.QueryRows(ctx, projection, partition, limit)
 }
+
+// CheckAggregate passes the wrapped table's key limits on (KeyLimiter).
+func (d *DryRun) CheckAggregate(ref AggregateRef) error {
+	if k, ok := d.store.(KeyLimiter); ok {
+		return k.CheckAggregate(ref)
+	}
+	return nil
+}
+
+// CheckRow passes the wrapped table's key limits on (KeyLimiter).
+func (d *DryRun) CheckRow(ref RowRef) error {
+	if k, ok := d.store.(KeyLimiter); ok {
+		return k.CheckRow(ref)
+	}
+	return nil
+}

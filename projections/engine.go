@@ -460,8 +460,34 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 	for ref, vs := range aggs {
 		set.Aggs = append(set.Aggs, aggContrib{Ref: ref, Values: vs, Shards: shards[ref]})
 	}
+	if err := e.checkKeys(set, c); err != nil {
+		return set, err
+	}
 	set.sort()
 	return set, nil
+}
+
+// checkKeys asks the store whether it can hold the contributions' keys
+// (KeyLimiter): one it cannot fails the record alone, not the transaction
+// it would share with others.
+func (e *Engine) checkKeys(set contribSet, c *pipeline.Change) error {
+	kl, ok := e.store.(KeyLimiter)
+	if !ok {
+		return nil
+	}
+	for _, a := range set.Aggs {
+		ref := a.Ref
+		ref.Shard = max(a.Shards-1, 0) // the longest shard number
+		if err := kl.CheckAggregate(ref); err != nil {
+			return fmt.Errorf("projection %s, item %s: %w", ref.Projection, pipeline.KeyString(c.Keys), err)
+		}
+	}
+	for _, r := range set.Rows {
+		if err := kl.CheckRow(r.Ref); err != nil {
+			return fmt.Errorf("projection %s, item %s: %w", r.Ref.Projection, pipeline.KeyString(c.Keys), err)
+		}
+	}
+	return nil
 }
 
 // contribute calls a projection, turning a panic into an error.

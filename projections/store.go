@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
 )
@@ -66,6 +67,40 @@ func ReservedName(name string) bool {
 // pass its estimate on.
 type WriteUnitEstimator interface {
 	WriteUnits(tx *Tx) float64
+}
+
+// KeyLimiter is an optional capability of a Store, found by type assertion:
+// whether it can hold an aggregate or a row under the given keys, within
+// the limits of its layout (its prefixes and separators included). The
+// engine asks it where contributions are built, so that a contribution the
+// store cannot hold fails its record alone, as permanent, instead of the
+// transaction of its neighbours. A store that wraps another should pass
+// its answer on.
+type KeyLimiter interface {
+	// CheckAggregate reports whether the aggregate item of ref can be
+	// stored; the error is a *KeyError.
+	CheckAggregate(ref AggregateRef) error
+	// CheckRow reports whether the row of ref can be stored.
+	CheckRow(ref RowRef) error
+}
+
+// KeyError is a key a store cannot hold.
+type KeyError struct {
+	// What names the key, e.g. "aggregate key" or "row sort key".
+	What string
+	// Key is the key, as the store would write it.
+	Key string
+	// Size and Limit are its size in bytes and the most the store takes
+	// (0: the key is refused for what it holds, Reason).
+	Size, Limit int
+	Reason      string
+}
+
+func (e *KeyError) Error() string {
+	if e.Limit > 0 {
+		return fmt.Sprintf("%s %s: %d bytes, more than the %d the store's key takes", e.What, quote.Value(e.Key), e.Size, e.Limit)
+	}
+	return fmt.Sprintf("%s %s: %s", e.What, quote.Value(e.Key), e.Reason)
 }
 
 // WriteUnitsOf is store's estimate of committing tx (WriteUnitEstimator),
@@ -185,7 +220,7 @@ type ClaimError struct {
 }
 
 func (e *ClaimError) Error() string {
-	return fmt.Sprintf("row %s/%s/%s is owned by item %s, not %s", e.Ref.Projection, e.Ref.Partition, e.Ref.Sort, e.Owner, e.Claimant)
+	return fmt.Sprintf("row %s/%s/%s is owned by item %s, not %s", e.Ref.Projection, quote.Value(e.Ref.Partition), quote.Value(e.Ref.Sort), e.Owner, e.Claimant)
 }
 
 // ErrContention marks a Commit that failed because of concurrent writers or

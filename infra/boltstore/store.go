@@ -451,3 +451,29 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int, error) {
 	}
 	return n, nil
 }
+
+var _ projections.KeyLimiter = (*Store)(nil)
+
+// CheckAggregate reports whether ref's aggregate can be stored: within
+// DynamoDB's key limits, which the embedded store keeps so that what runs
+// here runs there, and without the 0x00 byte its keys reserve.
+func (s *Store) CheckAggregate(ref projections.AggregateRef) error {
+	if err := dynamostore.CheckAggregate(ref); err != nil {
+		return err
+	}
+	if _, err := aggregateKey(ref); err != nil {
+		return &projections.KeyError{What: "aggregate key", Key: ref.Key, Reason: err.Error()}
+	}
+	return nil
+}
+
+// CheckRow reports whether ref's row can be stored, as CheckAggregate.
+func (s *Store) CheckRow(ref projections.RowRef) error {
+	if err := dynamostore.CheckRow(ref); err != nil {
+		return err
+	}
+	if _, err := rowKey(ref); err != nil {
+		return &projections.KeyError{What: "row key", Key: ref.Partition + "/" + ref.Sort, Reason: err.Error()}
+	}
+	return nil
+}

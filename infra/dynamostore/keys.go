@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -73,4 +74,48 @@ func describePK(item map[string]types.AttributeValue) string {
 		return strconv.Quote(pk.Value)
 	}
 	return strconv.Quote(pk.Value) + "/" + strconv.Quote(sk.Value)
+}
+
+// DynamoDB's limits on a key attribute's value, in bytes of UTF-8.
+const (
+	MaxPartitionKeyBytes = 2048
+	MaxSortKeyBytes      = 1024
+)
+
+var _ projections.KeyLimiter = (*Store)(nil)
+
+// CheckAggregate reports whether ref's aggregate item fits DynamoDB's
+// keys: its partition key, A#<projection>#<key>#<shard>, at most 2,048
+// bytes of valid UTF-8.
+func (s *Store) CheckAggregate(ref projections.AggregateRef) error { return CheckAggregate(ref) }
+
+// CheckRow reports whether ref's row fits DynamoDB's keys: its partition
+// key, R#<projection>#<partition>, at most 2,048 bytes and its sort key at
+// most 1,024, of valid UTF-8, neither empty.
+func (s *Store) CheckRow(ref projections.RowRef) error { return CheckRow(ref) }
+
+// CheckAggregate is Store.CheckAggregate, for a store that keeps DynamoDB's
+// limits without being DynamoDB (the embedded store).
+func CheckAggregate(ref projections.AggregateRef) error {
+	return checkKey("aggregate partition key", aggregatePK(ref), MaxPartitionKeyBytes)
+}
+
+// CheckRow is Store.CheckRow, for a store that keeps DynamoDB's limits.
+func CheckRow(ref projections.RowRef) error {
+	if err := checkKey("row partition key", rowPK(ref.Projection, ref.Partition), MaxPartitionKeyBytes); err != nil {
+		return err
+	}
+	return checkKey("row sort key", ref.Sort, MaxSortKeyBytes)
+}
+
+func checkKey(what, key string, limit int) error {
+	switch {
+	case key == "":
+		return &projections.KeyError{What: what, Key: key, Reason: "empty"}
+	case !utf8.ValidString(key):
+		return &projections.KeyError{What: what, Key: key, Reason: "not valid UTF-8"}
+	case len(key) > limit:
+		return &projections.KeyError{What: what, Key: key, Size: len(key), Limit: limit}
+	}
+	return nil
 }
