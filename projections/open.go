@@ -121,10 +121,18 @@ func (e *SetMismatchError) Error() string {
 	b.WriteString(". An engine writes only to a table its own set built, or it would retract or miss what the other definitions contributed: ")
 	b.WriteString(rebuild)
 	b.WriteString(", or run the table's own set")
+	if sameNames(e.Table.Set, e.Engine) {
+		b.WriteString("; if the changed definitions compute what the table's did for every item (a Go projection written as a spec, or the reverse; a reworded description), record this set with `tributary projections adopt` instead (docs/own-table.md, \"Changing a projection\")")
+	}
 	if legacy(e.Table.Set) {
 		b.WriteString("; the table's marker predates fingerprints: if the table was built by exactly this set, record that with `tributary projections adopt`")
 	}
 	return b.String()
+}
+
+// sameNames reports whether two sets name the same projections.
+func sameNames(a, b []ProjectionID) bool {
+	return slices.EqualFunc(a, b, func(x, y ProjectionID) bool { return x.Name == y.Name })
 }
 
 func legacy(ids []ProjectionID) bool {

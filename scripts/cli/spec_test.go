@@ -56,8 +56,14 @@ func TestSpecFlag(t *testing.T) {
 		t.Errorf("the stock spec and the Go set differ: %v", d)
 	}
 	code, _, stderr := runCLI(t, append([]string{"process", "--store", specDir}, events...)...)
-	if code != 1 || !strings.Contains(stderr, "projection set mismatch") || !strings.Contains(stderr, "definition changed") {
-		t.Errorf("the Go set on the spec's store: exit %d, %s", code, stderr)
+	if code != 1 || !strings.Contains(stderr, "projection set mismatch") || !strings.Contains(stderr, "definition changed") ||
+		!strings.Contains(stderr, "a Go projection written as a spec, or the reverse") || !strings.Contains(stderr, "`tributary projections adopt` instead") {
+		t.Errorf("the Go set on the spec's store (the same rules): exit %d, %s", code, stderr)
+	}
+	// A set with other projections is no case for adopt.
+	code, _, stderr = runCLI(t, append([]string{"process", "--store", specDir, "--projections", ticketsSpec}, events...)...)
+	if code != 1 || !strings.Contains(stderr, "projection set mismatch") || strings.Contains(stderr, "projections adopt") {
+		t.Errorf("another set on the spec's store: exit %d, %s", code, stderr)
 	}
 	code, out, _ := runCLI(t, "filters", "--projections", ticketsSpec)
 	if code != 0 || !strings.Contains(out, `\"EntityType\":{\"S\":[\"Ticket\"]}`) {
