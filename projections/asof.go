@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // An AsOfCheck compares a table with a recomputation from an export while
@@ -28,7 +29,7 @@ type AsOfCheck struct {
 	want *View
 	// wantRows holds the rows of newer items, by hash of their attributes
 	// (the ledger keeps no more of a row).
-	wantRows map[RowRef]string
+	wantRows map[driver.RowRef]string
 	newer    map[string]bool // keys of items whose state is newer, seen in AddLedgers
 	// Changed is how many items' state is newer than the export's (told
 	// apart), Unfolded the partials a backfill has not folded yet, Items
@@ -44,7 +45,7 @@ func NewAsOfCheck(asOf time.Time, typeAttribute string, ps ...Projection) *AsOfC
 	v := NewView()
 	return &AsOfCheck{
 		asOf: Token{Micros: asOf.UnixMicro(), Precision: pipeline.Microsecond, Export: true},
-		add:  v.Adder(typeAttribute, ps...), want: v, wantRows: map[RowRef]string{}, newer: map[string]bool{},
+		add:  v.Adder(typeAttribute, ps...), want: v, wantRows: map[driver.RowRef]string{}, newer: map[string]bool{},
 	}
 }
 
@@ -57,8 +58,8 @@ func (a *AsOfCheck) newerThan(tok Token) bool { return tok.Newer(a.asOf) }
 // item whose state is newer than the export go into the expected view,
 // and a backfill's partials not folded yet are listed (the aggregates lack
 // their sums until they are).
-func (a *AsOfCheck) AddLedgers(ctx context.Context, r Reader) error {
-	return r.ScanLedgers(ctx, func(key string, e LedgerEntry) error {
+func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
+	return r.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
 		switch {
 		case strings.HasPrefix(key, PartialPrefix):
 			var p Partial
@@ -117,14 +118,14 @@ func (a *AsOfCheck) AddExportItems(items []pipeline.Item, keyAttributes []string
 // Diff lists how the table differs from the expected view, one line each,
 // sorted, as projections.Diff does; rows of items changed since the export
 // are compared by the hash the ledger keeps of them.
-func (a *AsOfCheck) Diff(ctx context.Context, r Reader) ([]string, error) {
+func (a *AsOfCheck) Diff(ctx context.Context, r driver.Reader) ([]string, error) {
 	got, err := ReadView(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	a.want.Prune()
 	var out []string
-	compared := map[RowRef]pipeline.Item{} // rows compared by attributes
+	compared := map[driver.RowRef]pipeline.Item{} // rows compared by attributes
 	for ref, attrs := range got.Rows {
 		if _, fromExport := a.want.Rows[ref]; !fromExport {
 			if h, fromLedger := a.wantRows[ref]; fromLedger {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // DryRun wraps a table so that nothing is written to it: ledger entries are
@@ -15,29 +16,29 @@ import (
 // as it would over the table — items written, changes already applied —
 // without changing it.
 type DryRun struct {
-	store Table
+	store driver.Table
 
 	mu           sync.Mutex
-	ledgers      map[string]LedgerEntry
+	ledgers      map[string]driver.LedgerEntry
 	txs, actions int64
 }
 
 var (
-	_ Table              = (*DryRun)(nil)
-	_ WriteUnitEstimator = (*DryRun)(nil)
+	_ driver.Table              = (*DryRun)(nil)
+	_ driver.WriteUnitEstimator = (*DryRun)(nil)
 )
 
 // NewDryRun wraps a table.
-func NewDryRun(store Table) *DryRun {
-	return &DryRun{store: store, ledgers: map[string]LedgerEntry{}}
+func NewDryRun(store driver.Table) *DryRun {
+	return &DryRun{store: store, ledgers: map[string]driver.LedgerEntry{}}
 }
 
 // ReadLedgers reads the entries the dry run wrote, and the store's for the
 // rest.
-func (d *DryRun) ReadLedgers(ctx context.Context, keys []string) (map[string]LedgerEntry, error) {
+func (d *DryRun) ReadLedgers(ctx context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
 	d.mu.Lock()
 	var rest []string
-	out := make(map[string]LedgerEntry, len(keys))
+	out := make(map[string]driver.LedgerEntry, len(keys))
 	for _, k := range keys {
 		if e, ok := d.ledgers[k]; ok {
 			out[k] = e
@@ -58,7 +59,7 @@ func (d *DryRun) ReadLedgers(ctx context.Context, keys []string) (map[string]Led
 
 // Commit checks tx's ledger conditions against what ReadLedgers would
 // return and, if they hold, keeps its ledger entries.
-func (d *DryRun) Commit(ctx context.Context, tx *Tx) error {
+func (d *DryRun) Commit(ctx context.Context, tx *driver.Tx) error {
 	if tx == nil || tx.Len() == 0 {
 		return nil
 	}
@@ -70,19 +71,19 @@ func (d *DryRun) Commit(ctx context.Context, tx *Tx) error {
 	if err != nil {
 		return err
 	}
-	conflicts := map[string]LedgerEntry{}
+	conflicts := map[string]driver.LedgerEntry{}
 	for _, l := range tx.Ledgers {
 		if cur[l.Key].Rev != l.ExpectRev {
 			conflicts[l.Key] = cur[l.Key]
 		}
 	}
 	if len(conflicts) > 0 {
-		return &ConflictError{Current: conflicts}
+		return &driver.ConflictError{Current: conflicts}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, l := range tx.Ledgers {
-		d.ledgers[l.Key] = LedgerEntry{Rev: l.ExpectRev + 1, Body: l.Body}
+		d.ledgers[l.Key] = driver.LedgerEntry{Rev: l.ExpectRev + 1, Body: l.Body}
 	}
 	d.txs++
 	d.actions += int64(tx.Len())
@@ -92,8 +93,8 @@ func (d *DryRun) Commit(ctx context.Context, tx *Tx) error {
 // WriteUnits passes on the wrapped store's estimate (WriteUnitEstimator),
 // or 0 when it makes none: what the commits would cost if they were
 // written.
-func (d *DryRun) WriteUnits(tx *Tx) float64 {
-	return WriteUnitsOf(d.store, tx)
+func (d *DryRun) WriteUnits(tx *driver.Tx) float64 {
+	return driver.WriteUnitsOf(d.store, tx)
 }
 
 // Counts returns how many transactions, and write actions in them, would
@@ -105,36 +106,36 @@ func (d *DryRun) Counts() (txs, actions int64) {
 }
 
 // ScanAggregates scans the wrapped table's aggregates.
-func (d *DryRun) ScanAggregates(ctx context.Context, fn func(ref AggregateRef, values map[string]decimal.Decimal) error) error {
+func (d *DryRun) ScanAggregates(ctx context.Context, fn func(ref driver.AggregateRef, values map[string]decimal.Decimal) error) error {
 	return d.store.ScanAggregates(ctx, fn)
 }
 
 // ScanRows scans the wrapped table's rows.
-func (d *DryRun) ScanRows(ctx context.Context, fn func(row StoredRow) error) error {
+func (d *DryRun) ScanRows(ctx context.Context, fn func(row driver.StoredRow) error) error {
 	return d.store.ScanRows(ctx, fn)
 }
 
 // ScanLedgers scans the wrapped table's ledger entries.
-func (d *DryRun) ScanLedgers(ctx context.Context, fn func(key string, entry LedgerEntry) error) error {
+func (d *DryRun) ScanLedgers(ctx context.Context, fn func(key string, entry driver.LedgerEntry) error) error {
 	return d.store.ScanLedgers(ctx, fn)
 }
 
 // QueryRows queries the wrapped table's rows.
-func (d *DryRun) QueryRows(ctx context.Context, projection, partition string, limit int) ([]StoredRow, error) {
+func (d *DryRun) QueryRows(ctx context.Context, projection, partition string, limit int) ([]driver.StoredRow, error) {
 	return d.store.QueryRows(ctx, projection, partition, limit)
 }
 
 // CheckAggregate passes the wrapped table's key limits on (KeyLimiter).
-func (d *DryRun) CheckAggregate(ref AggregateRef) error {
-	if k, ok := d.store.(KeyLimiter); ok {
+func (d *DryRun) CheckAggregate(ref driver.AggregateRef) error {
+	if k, ok := d.store.(driver.KeyLimiter); ok {
 		return k.CheckAggregate(ref)
 	}
 	return nil
 }
 
 // CheckRow passes the wrapped table's key limits on (KeyLimiter).
-func (d *DryRun) CheckRow(ref RowRef) error {
-	if k, ok := d.store.(KeyLimiter); ok {
+func (d *DryRun) CheckRow(ref driver.RowRef) error {
+	if k, ok := d.store.(driver.KeyLimiter); ok {
 		return k.CheckRow(ref)
 	}
 	return nil

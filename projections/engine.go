@@ -17,12 +17,7 @@ import (
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
-)
-
-// Limits of one DynamoDB transaction (TransactWriteItems).
-const (
-	MaxTxActions = 100
-	MaxTxBytes   = 4 << 20
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Config configures an Engine. The zero value works.
@@ -66,7 +61,7 @@ type Config struct {
 // Engine applies batches of changes to projections with an exactly-once
 // effect. It implements pipeline.BatchHandler and is safe for concurrent use.
 type Engine struct {
-	store Store
+	store driver.Store
 	cfg   Config
 	mux   *pipeline.Mux[Projection]
 	names map[string]bool
@@ -75,7 +70,7 @@ type Engine struct {
 
 // New returns an engine writing to store for the given projections. It panics
 // on a nil projection or two with the same name: those are wiring mistakes.
-func New(store Store, cfg Config, ps ...Projection) *Engine {
+func New(store driver.Store, cfg Config, ps ...Projection) *Engine {
 	if cfg.TombstoneTTL <= 0 {
 		cfg.TombstoneTTL = 400 * 24 * time.Hour
 	}
@@ -189,7 +184,7 @@ type item struct {
 	held error
 	// takeover names, per row, the owner whose claim it takes over: one
 	// whose own ledger entry no longer claims the row.
-	takeover map[RowRef]string
+	takeover map[driver.RowRef]string
 }
 
 // written reports whether the item is to be written.
@@ -246,7 +241,7 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change, p *Parti
 	chunks := e.chunks(items, reserve)
 	for k, chunk := range chunks {
 		if err := e.commit(ctx, chunk, p, batch); err != nil {
-			if errors.As(err, new(*RangeError)) {
+			if errors.As(err, new(*driver.RangeError)) {
 				return e.isolate(ctx, chunks[k:], p, batch)
 			}
 			// Every item of an earlier chunk is applied; the first change not
@@ -312,7 +307,7 @@ func (e *Engine) isolate(ctx context.Context, chunks [][]*item, p *Partial, batc
 		if err == nil {
 			continue
 		}
-		if errors.As(err, new(*RangeError)) {
+		if errors.As(err, new(*driver.RangeError)) {
 			err = pipeline.Permanent(fmt.Errorf("item %s: %w", pipeline.KeyString(it.newest.Keys), err))
 		}
 		return &pipeline.BatchError{Index: it.first, Err: err}
@@ -408,8 +403,8 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 	if err != nil {
 		return set, err
 	}
-	aggs := map[AggregateRef]map[string]decimal.Decimal{}
-	shards := map[AggregateRef]int{}
+	aggs := map[driver.AggregateRef]map[string]decimal.Decimal{}
+	shards := map[driver.AggregateRef]int{}
 	for _, p := range ps {
 		con, err := contribute(p, c.New)
 		if err != nil {
@@ -423,7 +418,7 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 			if ctr.Key == "" {
 				return set, fmt.Errorf("projection %s, item %s: counter with an empty key", p.Name(), pipeline.KeyString(c.Keys))
 			}
-			ref := AggregateRef{Projection: p.Name(), Key: ctr.Key}
+			ref := driver.AggregateRef{Projection: p.Name(), Key: ctr.Key}
 			vs := aggs[ref]
 			if vs == nil {
 				vs = make(map[string]decimal.Decimal, len(ctr.Values))
@@ -433,7 +428,7 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 				shards[ref] = ctr.Shards
 			}
 			for name, v := range ctr.Values {
-				if ReservedName(name) {
+				if driver.ReservedName(name) {
 					return set, fmt.Errorf("projection %s, item %s: value name %q is reserved", p.Name(), pipeline.KeyString(c.Keys), name)
 				}
 				vs[name] = vs[name].Add(v)
@@ -444,11 +439,11 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 				return set, fmt.Errorf("projection %s, item %s: row with an empty partition or sort key", p.Name(), pipeline.KeyString(c.Keys))
 			}
 			for name := range r.Attrs {
-				if ReservedName(name) {
+				if driver.ReservedName(name) {
 					return set, fmt.Errorf("projection %s, item %s: row attribute %q is reserved", p.Name(), pipeline.KeyString(c.Keys), name)
 				}
 			}
-			ref := RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}
+			ref := driver.RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}
 			for _, o := range set.Rows {
 				if o.Ref == ref {
 					return set, fmt.Errorf("projection %s, item %s: two rows under one key, %s/%s: each of an item's rows needs a key of its own", p.Name(), pipeline.KeyString(c.Keys), quote.Value(r.Partition), quote.Value(r.Sort))
@@ -471,7 +466,7 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 // (KeyLimiter): one it cannot fails the record alone, not the transaction
 // it would share with others.
 func (e *Engine) checkKeys(set contribSet, c *pipeline.Change) error {
-	kl, ok := e.store.(KeyLimiter)
+	kl, ok := e.store.(driver.KeyLimiter)
 	if !ok {
 		return nil
 	}
@@ -517,7 +512,7 @@ func (e *Engine) readLedgers(ctx context.Context, items []*item) error {
 	return nil
 }
 
-func (it *item) setLedger(entry LedgerEntry) error {
+func (it *item) setLedger(entry driver.LedgerEntry) error {
 	it.old, it.rev = nil, entry.Rev
 	if entry.Rev == 0 {
 		return nil
@@ -573,7 +568,7 @@ func placeShards(logical contribSet, old *ledger, shard uint32) contribSet {
 // held: as retryable while the change is younger than ClaimWait and the
 // holder's state older (the holder's change that releases it may not be
 // applied yet), else as a permanent failure naming both items.
-func (e *Engine) settleClaim(ctx context.Context, it *item, claim *ClaimError, batch *batchState) error {
+func (e *Engine) settleClaim(ctx context.Context, it *item, claim *driver.ClaimError, batch *batchState) error {
 	if !batch.final && batch.items[claim.Owner] != nil {
 		it.wait = true
 		return nil
@@ -596,7 +591,7 @@ func (e *Engine) settleClaim(ctx context.Context, it *item, claim *ClaimError, b
 	}
 	if !claims {
 		if it.takeover == nil {
-			it.takeover = map[RowRef]string{}
+			it.takeover = map[driver.RowRef]string{}
 		}
 		if it.takeover[claim.Ref] == claim.Owner {
 			return fmt.Errorf("row %s/%s: taking it over from %s was refused: %w", quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), claim.Owner, claim)
@@ -616,19 +611,19 @@ func (e *Engine) settleClaim(ctx context.Context, it *item, claim *ClaimError, b
 }
 
 // actions is one item's share of a transaction.
-func (e *Engine) actions(it *item) (l LedgerPut, deltas map[AggregateRef]map[string]decimal.Decimal, puts []RowPut, dels []RowDelete) {
+func (e *Engine) actions(it *item) (l driver.LedgerPut, deltas map[driver.AggregateRef]map[string]decimal.Decimal, puts []driver.RowPut, dels []driver.RowDelete) {
 	var old contribSet
 	if it.old != nil {
 		old = it.old.C
 	}
 	removed := it.newest.Kind == pipeline.Remove
 	nl := ledger{Tok: it.tok, Removed: removed, C: it.next}
-	l = LedgerPut{Key: it.key, ExpectRev: it.rev, Body: encodeLedger(&nl)}
+	l = driver.LedgerPut{Key: it.key, ExpectRev: it.rev, Body: encodeLedger(&nl)}
 	if removed {
 		l.ExpiresAt = e.cfg.Now().Add(e.cfg.TombstoneTTL).Unix()
 	}
-	deltas = map[AggregateRef]map[string]decimal.Decimal{}
-	add := func(ref AggregateRef, vs map[string]decimal.Decimal, neg bool) {
+	deltas = map[driver.AggregateRef]map[string]decimal.Decimal{}
+	add := func(ref driver.AggregateRef, vs map[string]decimal.Decimal, neg bool) {
 		d := deltas[ref]
 		if d == nil {
 			d = map[string]decimal.Decimal{}
@@ -647,20 +642,20 @@ func (e *Engine) actions(it *item) (l LedgerPut, deltas map[AggregateRef]map[str
 	for _, a := range it.next.Aggs {
 		add(a.Ref, a.Values, false)
 	}
-	oldRows := map[RowRef]string{}
+	oldRows := map[driver.RowRef]string{}
 	for _, r := range old.Rows {
 		oldRows[r.Ref] = r.Hash
 	}
-	newRows := map[RowRef]bool{}
+	newRows := map[driver.RowRef]bool{}
 	for _, r := range it.next.Rows {
 		newRows[r.Ref] = true
 		if h, ok := oldRows[r.Ref]; !ok || h != r.Hash {
-			puts = append(puts, RowPut{Ref: r.Ref, Attrs: r.Attrs, Owner: it.key, From: it.takeover[r.Ref]})
+			puts = append(puts, driver.RowPut{Ref: r.Ref, Attrs: r.Attrs, Owner: it.key, From: it.takeover[r.Ref]})
 		}
 	}
 	for _, r := range old.Rows {
 		if !newRows[r.Ref] {
-			dels = append(dels, RowDelete{Ref: r.Ref, Owner: it.key})
+			dels = append(dels, driver.RowDelete{Ref: r.Ref, Owner: it.key})
 		}
 	}
 	return l, deltas, puts, dels
@@ -675,17 +670,17 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 	var (
 		out   [][]*item
 		cur   []*item
-		aggs  = map[AggregateRef]bool{}
-		rows  = map[RowRef]bool{}
-		putBy = map[RowRef]string{} // the item of cur that puts each row
+		aggs  = map[driver.AggregateRef]bool{}
+		rows  = map[driver.RowRef]bool{}
+		putBy = map[driver.RowRef]string{} // the item of cur that puts each row
 		n, sz int
 	)
 	type planned struct {
 		it     *item
-		l      LedgerPut
-		deltas map[AggregateRef]map[string]decimal.Decimal
-		puts   []RowPut
-		dels   []RowDelete
+		l      driver.LedgerPut
+		deltas map[driver.AggregateRef]map[string]decimal.Decimal
+		puts   []driver.RowPut
+		dels   []driver.RowDelete
 		sig    string
 	}
 	var (
@@ -747,10 +742,10 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 		for _, p := range puts {
 			bytes += pipeline.ItemSize(p.Attrs) + len(p.Ref.Partition) + len(p.Ref.Sort)
 		}
-		if len(cur) > 0 && (clash || n+add > MaxTxActions-reserve || sz+bytes > MaxTxBytes-64<<10-reserve*maxPartialBytes) {
+		if len(cur) > 0 && (clash || n+add > driver.MaxTxActions-reserve || sz+bytes > driver.MaxTxBytes-64<<10-reserve*maxPartialBytes) {
 			out = append(out, cur)
 			cur, n, sz = nil, 0, 0
-			aggs, rows, putBy = map[AggregateRef]bool{}, map[RowRef]bool{}, map[RowRef]string{}
+			aggs, rows, putBy = map[driver.AggregateRef]bool{}, map[driver.RowRef]bool{}, map[driver.RowRef]string{}
 			add = count() // against the new, empty transaction
 		}
 		cur = append(cur, it)
@@ -774,8 +769,8 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 }
 
 // signature lists the aggregates an item's deltas touch, for grouping.
-func signature(deltas map[AggregateRef]map[string]decimal.Decimal) string {
-	refs := make([]AggregateRef, 0, len(deltas))
+func signature(deltas map[driver.AggregateRef]map[string]decimal.Decimal) string {
+	refs := make([]driver.AggregateRef, 0, len(deltas))
 	for ref, d := range deltas {
 		for _, v := range d {
 			if !v.IsZero() {
@@ -797,7 +792,7 @@ func signature(deltas map[AggregateRef]map[string]decimal.Decimal) string {
 	return string(b)
 }
 
-func allZero(deltas map[AggregateRef]map[string]decimal.Decimal) bool {
+func allZero(deltas map[driver.AggregateRef]map[string]decimal.Decimal) bool {
 	for _, d := range deltas {
 		for _, v := range d {
 			if !v.IsZero() {
@@ -812,17 +807,17 @@ func allZero(deltas map[AggregateRef]map[string]decimal.Decimal) bool {
 // aggregate and dropping deltas that sum to zero. touches counts the items
 // whose deltas reach each aggregate. A row one item of the chunk releases
 // and another claims is put, taken from the first.
-func (e *Engine) build(chunk []*item) (tx *Tx, touches map[AggregateRef]int) {
-	tx = &Tx{}
-	touches = map[AggregateRef]int{}
-	sums := map[AggregateRef]map[string]decimal.Decimal{}
-	var order []AggregateRef
+func (e *Engine) build(chunk []*item) (tx *driver.Tx, touches map[driver.AggregateRef]int) {
+	tx = &driver.Tx{}
+	touches = map[driver.AggregateRef]int{}
+	sums := map[driver.AggregateRef]map[string]decimal.Decimal{}
+	var order []driver.AggregateRef
 	type rowOp struct {
-		put *RowPut // nil: delete
-		del RowDelete
+		put *driver.RowPut // nil: delete
+		del driver.RowDelete
 	}
-	rowOps := map[RowRef]*rowOp{}
-	var rowOrder []RowRef
+	rowOps := map[driver.RowRef]*rowOp{}
+	var rowOrder []driver.RowRef
 	for _, it := range chunk {
 		if !it.written() {
 			continue
@@ -873,7 +868,7 @@ func (e *Engine) build(chunk []*item) (tx *Tx, touches map[AggregateRef]int) {
 			}
 		}
 		if len(vs) > 0 {
-			tx.Adds = append(tx.Adds, Add{Ref: ref, Values: vs})
+			tx.Adds = append(tx.Adds, driver.Add{Ref: ref, Values: vs})
 		}
 	}
 	for _, ref := range rowOrder {
@@ -909,17 +904,17 @@ func (e *Engine) commit(ctx context.Context, chunk []*item, p *Partial, batch *b
 		if len(tx.Ledgers) == 0 {
 			return nil
 		}
-		var deferred map[AggregateRef]map[string]decimal.Decimal
+		var deferred map[driver.AggregateRef]map[string]decimal.Decimal
 		if p != nil && len(tx.Adds) > 0 {
 			deferred = p.absorb(tx, touches)
 		}
-		if tx.Len() > MaxTxActions {
+		if tx.Len() > driver.MaxTxActions {
 			// One item contributes to more aggregates and rows than a
 			// transaction can write: no retry will fix that.
-			return pipeline.Permanent(fmt.Errorf("item %s needs %d actions, more than a transaction's %d", chunk[0].key, tx.Len(), MaxTxActions))
+			return pipeline.Permanent(fmt.Errorf("item %s needs %d actions, more than a transaction's %d", chunk[0].key, tx.Len(), driver.MaxTxActions))
 		}
 		err := e.store.Commit(ctx, tx)
-		e.stats.wu.Add(int64(WriteUnitsOf(e.store, tx) * 10))
+		e.stats.wu.Add(int64(driver.WriteUnitsOf(e.store, tx) * 10))
 		if err == nil {
 			e.stats.txs.Add(1)
 			items := len(tx.Ledgers)
@@ -931,8 +926,8 @@ func (e *Engine) commit(ctx context.Context, chunk []*item, p *Partial, batch *b
 			return nil
 		}
 		last = err
-		var ce *ConflictError
-		var claim *ClaimError
+		var ce *driver.ConflictError
+		var claim *driver.ClaimError
 		switch {
 		case errors.As(err, &claim):
 			// A row another item holds: wait for it, take it over, or fail
@@ -964,7 +959,7 @@ func (e *Engine) commit(ctx context.Context, chunk []*item, p *Partial, batch *b
 				}
 				e.decide(it)
 			}
-		case errors.Is(err, ErrContention):
+		case errors.Is(err, driver.ErrContention):
 			e.stats.contention.Add(1)
 			if attempt == e.cfg.MaxAttempts {
 				break // no wait before giving up

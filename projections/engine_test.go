@@ -15,6 +15,7 @@ import (
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -227,14 +228,14 @@ func TestPoisonStopsAtTheRecord(t *testing.T) {
 // staleReads returns no ledger entries on its first read, as an eventually
 // consistent read may: the commit's conditions must catch it.
 type staleReads struct {
-	projections.Store
+	driver.Store
 	reads int
 }
 
-func (s *staleReads) ReadLedgers(ctx context.Context, keys []string) (map[string]projections.LedgerEntry, error) {
+func (s *staleReads) ReadLedgers(ctx context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
 	s.reads++
 	if s.reads == 2 {
-		return map[string]projections.LedgerEntry{}, nil
+		return map[string]driver.LedgerEntry{}, nil
 	}
 	return s.Store.ReadLedgers(ctx, keys)
 }
@@ -261,13 +262,13 @@ func TestStaleReadIsCaughtByTheLedgerCondition(t *testing.T) {
 
 // contended refuses the first n commits with projections.ErrContention.
 type contended struct {
-	projections.Store
+	driver.Store
 	n, commits int
 }
 
-func (s *contended) Commit(ctx context.Context, tx *projections.Tx) error {
+func (s *contended) Commit(ctx context.Context, tx *driver.Tx) error {
 	if s.commits++; s.commits <= s.n {
-		return fmt.Errorf("commit %d: %w", s.commits, projections.ErrContention)
+		return fmt.Errorf("commit %d: %w", s.commits, driver.ErrContention)
 	}
 	return s.Store.Commit(ctx, tx)
 }
@@ -289,7 +290,7 @@ func TestContentionBacksOff(t *testing.T) {
 		wantContention int64
 	}{
 		{"applied after seven refusals", 7, nil, 7, nil, 7},
-		{"gives up after eight", 8, nil, 7, projections.ErrContention, 8},
+		{"gives up after eight", 8, nil, 7, driver.ErrContention, 8},
 		{"stops at a canceled sleep", 3, context.Canceled, 1, context.Canceled, 1},
 	}
 	for _, tt := range tests {
@@ -332,17 +333,17 @@ func TestContentionBacksOff(t *testing.T) {
 
 // billed is a store that estimates every commit at 2.5 write units.
 type billed struct {
-	projections.Store
+	driver.Store
 	estimates int
 }
 
-func (b *billed) WriteUnits(tx *projections.Tx) float64 {
+func (b *billed) WriteUnits(tx *driver.Tx) float64 {
 	b.estimates++
 	return 2.5
 }
 
 // bare hides every capability of a store but the Store interface.
-type bare struct{ projections.Store }
+type bare struct{ driver.Store }
 
 // TestWriteUnitsComeFromTheStore: the engine counts the write units its
 // store estimates for each commit it attempts (projections.WriteUnitEstimator),
@@ -354,13 +355,13 @@ func TestWriteUnitsComeFromTheStore(t *testing.T) {
 	s.write(nil, player("p1", "2026-Q2", "1500", 1))
 	tests := []struct {
 		name  string
-		store func(projections.Store) projections.Store
-		want  func(st projections.Store) float64
+		store func(driver.Store) driver.Store
+		want  func(st driver.Store) float64
 	}{
-		{"estimating store", func(st projections.Store) projections.Store { return &billed{Store: st} },
-			func(st projections.Store) float64 { return 2.5 * float64(st.(*billed).estimates) }},
-		{"store without an estimate", func(st projections.Store) projections.Store { return bare{st} },
-			func(projections.Store) float64 { return 0 }},
+		{"estimating store", func(st driver.Store) driver.Store { return &billed{Store: st} },
+			func(st driver.Store) float64 { return 2.5 * float64(st.(*billed).estimates) }},
+		{"store without an estimate", func(st driver.Store) driver.Store { return bare{st} },
+			func(driver.Store) float64 { return 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -73,7 +74,7 @@ func exactlyOnceWorkload(t *testing.T) (*sim.History, *projections.View) {
 // fresh store for an engine of ps — the same faults, retries, replays and
 // checks against want after each stage, whatever the projections — and
 // returns the store.
-func deliverExactlyOnce(t *testing.T, src source, h *sim.History, want *projections.View, ps ...projections.Projection) projections.Reader {
+func deliverExactlyOnce(t *testing.T, src source, h *sim.History, want *projections.View, ps ...projections.Projection) driver.Reader {
 	t.Helper()
 	ctx := context.Background()
 	st := boltstoretest.Open(t)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -141,7 +142,7 @@ func (s *stream) finalItems() []pipeline.Item {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newEngine(st projections.Store) *projections.Engine {
+func newEngine(st driver.Store) *projections.Engine {
 	return projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
 }
 
@@ -155,7 +156,7 @@ func process(t testing.TB, e *projections.Engine, event []byte) pipeline.Result 
 	return res
 }
 
-func mustView(t testing.TB, r projections.Reader) *projections.View {
+func mustView(t testing.TB, r driver.Reader) *projections.View {
 	t.Helper()
 	v, err := projections.ReadView(context.Background(), r)
 	if err != nil {

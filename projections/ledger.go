@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // ledger is what the engine records per source item: the token of the last
@@ -32,7 +33,7 @@ type contribSet struct {
 }
 
 type aggContrib struct {
-	Ref    AggregateRef               `json:"-"`
+	Ref    driver.AggregateRef        `json:"-"`
 	Values map[string]decimal.Decimal `json:"-"`
 	// Shards is the counter's write-shard count; only on freshly computed
 	// contributions, before a physical shard is chosen.
@@ -59,12 +60,12 @@ func (a *aggContrib) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	a.Ref, a.Values = AggregateRef{Projection: v.P, Key: v.K, Shard: v.S}, v.V
+	a.Ref, a.Values = driver.AggregateRef{Projection: v.P, Key: v.K, Shard: v.S}, v.V
 	return nil
 }
 
 type rowContrib struct {
-	Ref   RowRef        `json:"-"`
+	Ref   driver.RowRef `json:"-"`
 	Hash  string        `json:"-"`
 	Attrs pipeline.Item `json:"-"` // only on freshly computed contributions
 }
@@ -78,7 +79,7 @@ func (r *rowContrib) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	r.Ref, r.Hash = RowRef{Projection: v[0], Partition: v[1], Sort: v[2]}, v[3]
+	r.Ref, r.Hash = driver.RowRef{Projection: v[0], Partition: v[1], Sort: v[2]}, v[3]
 	return nil
 }
 
@@ -87,7 +88,7 @@ func (s *contribSet) sort() {
 	sort.Slice(s.Rows, func(i, j int) bool { return rowLess(s.Rows[i].Ref, s.Rows[j].Ref) })
 }
 
-func refLess(a, b AggregateRef) bool {
+func refLess(a, b driver.AggregateRef) bool {
 	if a.Projection != b.Projection {
 		return a.Projection < b.Projection
 	}
@@ -97,7 +98,7 @@ func refLess(a, b AggregateRef) bool {
 	return a.Shard < b.Shard
 }
 
-func rowLess(a, b RowRef) bool {
+func rowLess(a, b driver.RowRef) bool {
 	if a.Projection != b.Projection {
 		return a.Projection < b.Projection
 	}
@@ -116,7 +117,7 @@ func encodeLedger(l *ledger) []byte {
 	return b
 }
 
-func decodeLedger(key string, e LedgerEntry) (*ledger, error) {
+func decodeLedger(key string, e driver.LedgerEntry) (*ledger, error) {
 	var l ledger
 	if err := json.Unmarshal(e.Body, &l); err != nil {
 		return nil, fmt.Errorf("projections: ledger entry %s (rev %d) is corrupt: %w", key, e.Rev, err)

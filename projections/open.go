@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Why an aggregate table belongs to one projection set.
@@ -35,13 +36,6 @@ const MarkerKey = "#tributary/projection-set"
 // another projection set than the engine's.
 var ErrProjectionSet = errors.New("projection set mismatch")
 
-// Table is an aggregate table as an engine's entry point needs it: what the
-// engine writes to (Store) and what readers read (Reader).
-type Table interface {
-	Store
-	Reader
-}
-
 // Marker is what a table records of the projection set that built it.
 type Marker struct {
 	// Set is the IDs of the set's projections, sorted by name. A marker
@@ -62,7 +56,7 @@ type markerBody struct {
 
 // ReadMarker returns the table's projection-set marker, or nil when it has
 // none.
-func ReadMarker(ctx context.Context, st Store) (*Marker, error) {
+func ReadMarker(ctx context.Context, st driver.Store) (*Marker, error) {
 	got, err := st.ReadLedgers(ctx, []string{MarkerKey})
 	if err != nil {
 		return nil, fmt.Errorf("reading the projection-set marker: %w", err)
@@ -71,7 +65,7 @@ func ReadMarker(ctx context.Context, st Store) (*Marker, error) {
 }
 
 // decodeMarker decodes a marker's ledger entry; nil for no entry.
-func decodeMarker(e LedgerEntry) (*Marker, error) {
+func decodeMarker(e driver.LedgerEntry) (*Marker, error) {
 	if e.Rev == 0 {
 		return nil, nil
 	}
@@ -186,12 +180,12 @@ func describeDiff(table, engine []ProjectionID) string {
 // *SetMismatchError (matching ErrProjectionSet). Two engines of one set
 // that start on an empty table at once both succeed; of two sets, one wins
 // and the other is refused.
-func CheckSet(ctx context.Context, t Table, set *Set) error {
+func CheckSet(ctx context.Context, t driver.Table, set *Set) error {
 	return checkSet(ctx, t, set, time.Now)
 }
 
 // checkSet is CheckSet, marking a table with the time now gives.
-func checkSet(ctx context.Context, t Table, set *Set, now func() time.Time) error {
+func checkSet(ctx context.Context, t driver.Table, set *Set, now func() time.Time) error {
 	for range 3 {
 		m, err := ReadMarker(ctx, t)
 		if err != nil {
@@ -211,8 +205,8 @@ func checkSet(ctx context.Context, t Table, set *Set, now func() time.Time) erro
 			return &SetMismatchError{Engine: set.IDs()}
 		}
 		err = writeMarker(ctx, t, set, 0, now())
-		var ce *ConflictError
-		if errors.As(err, &ce) || errors.Is(err, ErrContention) {
+		var ce *driver.ConflictError
+		if errors.As(err, &ce) || errors.Is(err, driver.ErrContention) {
 			continue // another engine marked it meanwhile: check what it wrote
 		}
 		return err
@@ -226,7 +220,7 @@ func checkSet(ctx context.Context, t Table, set *Set, now func() time.Time) erro
 // markers existed, or one whose projection changed its Definition without
 // changing what it contributes. Adopting a table another set built leaves
 // its aggregates wrong; rebuild instead (docs/backfill.md).
-func Adopt(ctx context.Context, st Store, set *Set) (*Marker, error) {
+func Adopt(ctx context.Context, st driver.Store, set *Set) (*Marker, error) {
 	got, err := st.ReadLedgers(ctx, []string{MarkerKey})
 	if err != nil {
 		return nil, fmt.Errorf("reading the projection-set marker: %w", err)
@@ -242,12 +236,12 @@ func Adopt(ctx context.Context, st Store, set *Set) (*Marker, error) {
 	return old, nil
 }
 
-func writeMarker(ctx context.Context, st Store, set *Set, rev int64, since time.Time) error {
+func writeMarker(ctx context.Context, st driver.Store, set *Set, rev int64, since time.Time) error {
 	body, err := json.Marshal(markerBody{Set: set.ids, Since: since.UTC()})
 	if err != nil {
 		return fmt.Errorf("encoding the projection-set marker: %w", err)
 	}
-	err = st.Commit(ctx, &Tx{Ledgers: []LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}})
+	err = st.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}})
 	if err != nil {
 		return fmt.Errorf("writing the projection-set marker: %w", err)
 	}
@@ -258,7 +252,7 @@ func writeMarker(ctx context.Context, st Store, set *Set, rev int64, since time.
 // writing to t, after CheckSet made sure t is set's table (marking it when
 // it is new). The entity types that only the projections set was selected
 // from read are added to cfg.Ignore.
-func Open(ctx context.Context, t Table, set *Set, cfg Config) (*Engine, error) {
+func Open(ctx context.Context, t driver.Table, set *Set, cfg Config) (*Engine, error) {
 	if set == nil {
 		return nil, errors.New("projections: Open without a projection set")
 	}
@@ -277,10 +271,10 @@ var errFound = errors.New("found")
 
 // Empty reports whether a table holds no aggregate and no row. It stops at
 // the first it finds.
-func Empty(ctx context.Context, rd Reader) (bool, error) {
-	err := rd.ScanAggregates(ctx, func(AggregateRef, map[string]decimal.Decimal) error { return errFound })
+func Empty(ctx context.Context, rd driver.Reader) (bool, error) {
+	err := rd.ScanAggregates(ctx, func(driver.AggregateRef, map[string]decimal.Decimal) error { return errFound })
 	if err == nil {
-		err = rd.ScanRows(ctx, func(StoredRow) error { return errFound })
+		err = rd.ScanRows(ctx, func(driver.StoredRow) error { return errFound })
 	}
 	switch {
 	case errors.Is(err, errFound):

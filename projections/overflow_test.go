@@ -11,6 +11,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // A sum that would leave DynamoDB's 38 significant digits is the fault of
@@ -27,7 +28,7 @@ func TestOverflowingSumBlamesItsRecord(t *testing.T) {
 	if res.Report != "4421588100000000017450443002" || len(res.Failed) != 1 || res.Failed[0].Index != 1 {
 		t.Fatalf("result %+v; want record 1 (seq …3002) reported", res)
 	}
-	var re *projections.RangeError
+	var re *driver.RangeError
 	if err := res.Failed[0].Err; !errors.Is(err, pipeline.ErrPermanent) || !errors.As(err, &re) || !strings.HasPrefix(re.Ref.Key, "ORDERS#PAID") || re.Name != "revenue" {
 		t.Fatalf("failure %v; want a permanent *RangeError on the paid orders' revenue", res.Failed[0].Err)
 	}

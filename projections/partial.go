@@ -12,6 +12,7 @@ import (
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Why a backfill defers some of its additions.
@@ -50,7 +51,7 @@ const (
 type Partial struct {
 	key    string
 	rev    int64
-	sums   map[AggregateRef]map[string]decimal.Decimal
+	sums   map[driver.AggregateRef]map[string]decimal.Decimal
 	folded bool
 	size   int // bytes of the encoded sums
 }
@@ -81,7 +82,7 @@ func (e *Engine) OpenPartial(ctx context.Context, key string) (*Partial, error) 
 	return p, nil
 }
 
-func (p *Partial) read(ctx context.Context, st Store) error {
+func (p *Partial) read(ctx context.Context, st driver.Store) error {
 	got, err := st.ReadLedgers(ctx, []string{p.key})
 	if err != nil {
 		return fmt.Errorf("reading partial %s: %w", p.key, err)
@@ -90,8 +91,8 @@ func (p *Partial) read(ctx context.Context, st Store) error {
 }
 
 // load sets p from its stored entry (Rev 0: none).
-func (p *Partial) load(entry LedgerEntry) error {
-	p.rev, p.sums, p.folded, p.size = entry.Rev, map[AggregateRef]map[string]decimal.Decimal{}, false, 0
+func (p *Partial) load(entry driver.LedgerEntry) error {
+	p.rev, p.sums, p.folded, p.size = entry.Rev, map[driver.AggregateRef]map[string]decimal.Decimal{}, false, 0
 	if entry.Rev == 0 {
 		return nil
 	}
@@ -100,7 +101,7 @@ func (p *Partial) load(entry LedgerEntry) error {
 		return fmt.Errorf("projections: partial %s (rev %d) is corrupt: %w", p.key, entry.Rev, err)
 	}
 	for _, s := range b.Sums {
-		p.sums[AggregateRef{Projection: s.P, Key: s.K, Shard: s.S}] = s.V
+		p.sums[driver.AggregateRef{Projection: s.P, Key: s.K, Shard: s.S}] = s.V
 	}
 	p.folded, p.size = b.Folded, len(entry.Body)
 	return nil
@@ -116,14 +117,14 @@ func (p *Partial) Folded() bool { return p.folded }
 // folded.
 func (p *Partial) Pending() int { return len(p.sums) }
 
-func encodePartial(sums map[AggregateRef]map[string]decimal.Decimal, folded bool) []byte {
+func encodePartial(sums map[driver.AggregateRef]map[string]decimal.Decimal, folded bool) []byte {
 	b := partialBody{Folded: folded}
 	for ref, vs := range sums {
 		b.Sums = append(b.Sums, partialSum{P: ref.Projection, K: ref.Key, S: ref.Shard, V: vs})
 	}
 	sort.Slice(b.Sums, func(i, j int) bool {
-		return refLess(AggregateRef{Projection: b.Sums[i].P, Key: b.Sums[i].K, Shard: b.Sums[i].S},
-			AggregateRef{Projection: b.Sums[j].P, Key: b.Sums[j].K, Shard: b.Sums[j].S})
+		return refLess(driver.AggregateRef{Projection: b.Sums[i].P, Key: b.Sums[i].K, Shard: b.Sums[i].S},
+			driver.AggregateRef{Projection: b.Sums[j].P, Key: b.Sums[j].K, Shard: b.Sums[j].S})
 	})
 	out, err := json.Marshal(b)
 	if err != nil {
@@ -137,8 +138,8 @@ func encodePartial(sums map[AggregateRef]map[string]decimal.Decimal, folded bool
 // has room, and adds the partial's ledger put to tx. It returns the sums
 // the partial will hold once tx commits (committed), or nil when tx
 // defers nothing.
-func (p *Partial) absorb(tx *Tx, touches map[AggregateRef]int) map[AggregateRef]map[string]decimal.Decimal {
-	next := make(map[AggregateRef]map[string]decimal.Decimal, len(p.sums)+4)
+func (p *Partial) absorb(tx *driver.Tx, touches map[driver.AggregateRef]int) map[driver.AggregateRef]map[string]decimal.Decimal {
+	next := make(map[driver.AggregateRef]map[string]decimal.Decimal, len(p.sums)+4)
 	for ref, vs := range p.sums {
 		next[ref] = vs
 	}
@@ -166,12 +167,12 @@ func (p *Partial) absorb(tx *Tx, touches map[AggregateRef]int) map[AggregateRef]
 		return nil
 	}
 	tx.Adds = kept
-	tx.Ledgers = append(tx.Ledgers, LedgerPut{Key: p.key, ExpectRev: p.rev, Body: encodePartial(next, false)})
+	tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: p.key, ExpectRev: p.rev, Body: encodePartial(next, false)})
 	return next
 }
 
 // committed records that the transaction absorb prepared is written.
-func (p *Partial) committed(next map[AggregateRef]map[string]decimal.Decimal) {
+func (p *Partial) committed(next map[driver.AggregateRef]map[string]decimal.Decimal) {
 	p.rev++
 	p.sums = next
 	p.size = len(encodePartial(next, false))
@@ -203,17 +204,17 @@ func (e *Engine) Fold(ctx context.Context, p *Partial) error {
 		if p.folded {
 			return nil
 		}
-		refs := make([]AggregateRef, 0, len(p.sums))
+		refs := make([]driver.AggregateRef, 0, len(p.sums))
 		for ref := range p.sums {
 			refs = append(refs, ref)
 		}
 		sort.Slice(refs, func(i, j int) bool { return refLess(refs[i], refs[j]) })
-		take := min(len(refs), MaxTxActions-1)
-		rest := make(map[AggregateRef]map[string]decimal.Decimal, len(refs)-take)
+		take := min(len(refs), driver.MaxTxActions-1)
+		rest := make(map[driver.AggregateRef]map[string]decimal.Decimal, len(refs)-take)
 		for _, ref := range refs[take:] {
 			rest[ref] = p.sums[ref]
 		}
-		tx := &Tx{Ledgers: []LedgerPut{{Key: p.key, ExpectRev: p.rev, Body: encodePartial(rest, len(rest) == 0)}}}
+		tx := &driver.Tx{Ledgers: []driver.LedgerPut{{Key: p.key, ExpectRev: p.rev, Body: encodePartial(rest, len(rest) == 0)}}}
 		if len(rest) == 0 {
 			tx.Ledgers[0].ExpiresAt = e.cfg.Now().Add(e.cfg.TombstoneTTL).Unix()
 		}
@@ -225,12 +226,12 @@ func (e *Engine) Fold(ctx context.Context, p *Partial) error {
 				}
 			}
 			if len(vs) > 0 {
-				tx.Adds = append(tx.Adds, Add{Ref: ref, Values: vs})
+				tx.Adds = append(tx.Adds, driver.Add{Ref: ref, Values: vs})
 			}
 		}
 		err := e.store.Commit(ctx, tx)
-		e.stats.wu.Add(int64(WriteUnitsOf(e.store, tx) * 10))
-		var ce *ConflictError
+		e.stats.wu.Add(int64(driver.WriteUnitsOf(e.store, tx) * 10))
+		var ce *driver.ConflictError
 		switch {
 		case err == nil:
 			e.stats.txs.Add(1)
@@ -243,7 +244,7 @@ func (e *Engine) Fold(ctx context.Context, p *Partial) error {
 			if err := p.load(ce.Current[p.key]); err != nil {
 				return err
 			}
-		case errors.Is(err, ErrContention):
+		case errors.Is(err, driver.ErrContention):
 			e.stats.contention.Add(1)
 			if attempt >= e.cfg.MaxAttempts {
 				return fmt.Errorf("folding partial %s: gave up after %d attempts: %w", p.key, attempt, err)
@@ -263,7 +264,7 @@ func (e *Engine) Fold(ctx context.Context, p *Partial) error {
 
 // PartialFolded reports whether a stored partial (its ledger entry) has
 // been folded.
-func PartialFolded(e LedgerEntry) bool {
+func PartialFolded(e driver.LedgerEntry) bool {
 	p := Partial{}
 	return e.Rev != 0 && p.load(e) == nil && p.folded
 }

@@ -8,9 +8,11 @@
 // per-item ledger written in the same transaction as the aggregate deltas, so
 // retries, duplicates, reordering and replays change nothing twice.
 //
-// Stores persist the ledger, the aggregates and the rows behind the small Store
-// interface; infra/boltstore (embedded, on disk) and infra/dynamostore
-// (DynamoDB) implement it and pass the same conformance suite (projections/storetest).
+// Stores persist the ledger, the aggregates and the rows behind the small
+// driver.Store interface (projections/driver, the contract between the
+// engine and its stores); infra/boltstore (embedded, on disk) and
+// infra/dynamostore (DynamoDB) implement it and pass the same conformance
+// suite (projections/driver/drivertest).
 package projections
 
 import (

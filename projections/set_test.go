@@ -14,6 +14,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // counter and summer are two projections of the same entity type.
@@ -225,7 +226,7 @@ func TestCheckSetLegacyMarker(t *testing.T) {
 	ctx := context.Background()
 	st := boltstoretest.Open(t)
 	body := []byte(`{"projections":["thing-count"],"since":"2026-11-01T00:00:00Z"}`)
-	if err := st.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: projections.MarkerKey, Body: body}}}); err != nil {
+	if err := st.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: projections.MarkerKey, Body: body}}}); err != nil {
 		t.Fatal(err)
 	}
 	set := projections.MustSet(counter{})

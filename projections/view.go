@@ -10,6 +10,7 @@ import (
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // View is the logical content of an aggregate table: aggregates summed over
@@ -18,7 +19,7 @@ import (
 // contributes to any more reads as absent.
 type View struct {
 	Aggregates map[AggregateKey]map[string]decimal.Decimal
-	Rows       map[RowRef]pipeline.Item
+	Rows       map[driver.RowRef]pipeline.Item
 }
 
 // AggregateKey names a logical aggregate.
@@ -29,7 +30,7 @@ type AggregateKey struct {
 
 // NewView returns an empty view.
 func NewView() *View {
-	return &View{Aggregates: map[AggregateKey]map[string]decimal.Decimal{}, Rows: map[RowRef]pipeline.Item{}}
+	return &View{Aggregates: map[AggregateKey]map[string]decimal.Decimal{}, Rows: map[driver.RowRef]pipeline.Item{}}
 }
 
 func (v *View) add(k AggregateKey, values map[string]decimal.Decimal) {
@@ -61,16 +62,16 @@ func (v *View) Prune() {
 // ReadView reads a store's logical view. Its values are in DynamoDB's
 // normal form (decimal.Decimal.Normal), also where they sum write shards, so
 // that every store shows the same, whatever the history of its sums.
-func ReadView(ctx context.Context, r Reader) (*View, error) {
+func ReadView(ctx context.Context, r driver.Reader) (*View, error) {
 	v := NewView()
-	err := r.ScanAggregates(ctx, func(ref AggregateRef, values map[string]decimal.Decimal) error {
+	err := r.ScanAggregates(ctx, func(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
 		v.add(AggregateKey{ref.Projection, ref.Key}, values)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading aggregates: %w", err)
 	}
-	err = r.ScanRows(ctx, func(row StoredRow) error {
+	err = r.ScanRows(ctx, func(row driver.StoredRow) error {
 		v.Rows[row.Ref] = row.Attrs
 		return nil
 	})
@@ -130,7 +131,7 @@ func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.
 				v.add(AggregateKey{p.Name(), c.Key}, c.Values)
 			}
 			for _, r := range con.Rows {
-				v.Rows[RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}] = r.Attrs
+				v.Rows[driver.RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}] = r.Attrs
 			}
 		}
 		return nil
@@ -163,7 +164,7 @@ func Diff(got, want *View) []string {
 			}
 		}
 	}
-	rows := map[RowRef]bool{}
+	rows := map[driver.RowRef]bool{}
 	for r := range got.Rows {
 		rows[r] = true
 	}
@@ -233,7 +234,7 @@ func (v *View) AppendJSONLines(buf []byte) []byte {
 		}
 		buf = append(buf, "}}\n"...)
 	}
-	rows := make([]RowRef, 0, len(v.Rows))
+	rows := make([]driver.RowRef, 0, len(v.Rows))
 	for r := range v.Rows {
 		rows = append(rows, r)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // The fixtures (testdata/README.md).
@@ -143,7 +144,7 @@ func TestFixturesAgree(t *testing.T) {
 
 // checkView checks a store against the recomputation from the export's
 // items, and a few values by hand.
-func checkView(t *testing.T, st projections.Reader) {
+func checkView(t *testing.T, st driver.Reader) {
 	t.Helper()
 	ctx := context.Background()
 	got, err := projections.ReadView(ctx, st)
@@ -211,7 +212,7 @@ func invoke(t *testing.T, p interface {
 func TestProjectors(t *testing.T) {
 	for _, tc := range []struct {
 		file string
-		new  func(context.Context, projector.Config, projections.Table, *projections.Environment, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
+		new  func(context.Context, projector.Config, driver.Table, *projections.Environment, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
 	}{
 		{streamsEvent, projector.New},
 		{kinesisEvent, kinesisprojector.New},

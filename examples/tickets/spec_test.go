@@ -19,6 +19,7 @@ import (
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/spec"
 )
 
@@ -143,7 +144,7 @@ func TestSpecAgreesWithGo(t *testing.T) {
 func TestSpecProjector(t *testing.T) {
 	for _, f := range []struct {
 		file string
-		new  func(context.Context, projector.Config, projections.Table, *projections.Environment, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
+		new  func(context.Context, projector.Config, driver.Table, *projections.Environment, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
 	}{
 		{"streams-event.json", projector.New},
 		{"kinesis-event.json", kinesisprojector.New},

@@ -21,6 +21,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/scripts/cli"
 )
 
@@ -40,7 +41,7 @@ var finalItems = []pipeline.Item{
 
 // checkView checks a store against the recomputation from the final items,
 // and a few values by hand.
-func checkView(t *testing.T, st projections.Reader) {
+func checkView(t *testing.T, st driver.Reader) {
 	t.Helper()
 	ctx := context.Background()
 	got, err := projections.ReadView(ctx, st)

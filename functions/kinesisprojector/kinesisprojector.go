@@ -22,6 +22,7 @@ import (
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Main runs the Kinesis projector of env. It does not return.
@@ -37,6 +38,6 @@ func Main(env *projections.Environment) {
 
 // New returns the Kinesis projector's handler (projector.Build for
 // Kinesis events: partial batch responses name Kinesis sequence numbers).
-func New(ctx context.Context, cfg projector.Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...projector.Option) (*projector.Handler, error) {
+func New(ctx context.Context, cfg projector.Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...projector.Option) (*projector.Handler, error) {
 	return projector.Build(ctx, pipeline.SourceKinesis, cfg, t, env, log, metrics, opts...)
 }

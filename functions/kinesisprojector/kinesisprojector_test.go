@@ -19,13 +19,14 @@ import (
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
 // The function's `sam local invoke` event.
 var kinesisEvent = filepath.Join("testdata", "event.json")
 
-func newKinesis(ctx context.Context, cfg projector.Config, t projections.Table, metrics io.Writer) (*projector.Handler, error) {
+func newKinesis(ctx context.Context, cfg projector.Config, t driver.Table, metrics io.Writer) (*projector.Handler, error) {
 	return kinesisprojector.New(ctx, cfg, t, seed.Environment(), quiet(), metrics)
 }
 

@@ -38,6 +38,7 @@ import (
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Config is a projector's configuration, read from the environment by
@@ -179,7 +180,7 @@ func Main(env *projections.Environment) {
 // and opens its aggregate table in DynamoDB, and its shadow's table and
 // failure location when it keeps one: what Main and the Kinesis
 // projector's Main do at init.
-func Load(ctx context.Context) (Config, projections.Table, []Option, error) {
+func Load(ctx context.Context) (Config, driver.Table, []Option, error) {
 	cfg, err := LoadConfig(os.LookupEnv)
 	if err != nil {
 		return cfg, nil, nil, err
@@ -209,7 +210,7 @@ func Load(ctx context.Context) (Config, projections.Table, []Option, error) {
 // table t, made by projections.Open, behind the DynamoDB Streams processor
 // (partial batch responses name stream sequence numbers); with WithShadow,
 // the shadow's behind it.
-func New(ctx context.Context, cfg Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
+func New(ctx context.Context, cfg Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
 	return Build(ctx, pipeline.SourceStreams, cfg, t, env, log, metrics, opts...)
 }
 
@@ -228,7 +229,7 @@ var streamsFilterNeed = pipeline.ImageNeed{Images: pipeline.OldImages,
 // over its table behind a processor of its own. A shadow that cannot start
 // (its table another set's, say) does not stop the function: it keeps
 // every batch for redrive, and says why.
-func Build(ctx context.Context, source pipeline.Source, cfg Config, t projections.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
+func Build(ctx context.Context, source pipeline.Source, cfg Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)

@@ -18,6 +18,7 @@ import (
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/spec"
 )
@@ -210,7 +211,7 @@ func TestSpecFile(t *testing.T) {
 	}
 }
 
-func mustView(t *testing.T, r projections.Reader) *projections.View {
+func mustView(t *testing.T, r driver.Reader) *projections.View {
 	t.Helper()
 	v, err := projections.ReadView(context.Background(), r)
 	if err != nil {

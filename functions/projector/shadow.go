@@ -16,7 +16,7 @@ import (
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
-	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Why a shadow rides on the live projector.
@@ -43,13 +43,13 @@ type Keeper interface {
 type Option func(*options)
 
 type options struct {
-	shadow projections.Table
+	shadow driver.Table
 	keep   Keeper
 }
 
 // WithShadow makes the projector keep a shadow set (Config.ShadowProjections)
 // on table, keeping the batches it cannot apply in keep.
-func WithShadow(table projections.Table, keep Keeper) Option {
+func WithShadow(table driver.Table, keep Keeper) Option {
 	return func(o *options) { o.shadow, o.keep = table, keep }
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/verify"
 )
@@ -29,7 +30,7 @@ import (
 // (sim.FaultyStore) and whose scans read the store beneath.
 type faultyTable struct {
 	*sim.FaultyStore
-	projections.Reader
+	driver.Reader
 }
 
 // The road, in the fault-injection simulation: a table whose projector runs
@@ -78,7 +79,7 @@ func shadowRoad(t *testing.T, kinesis bool) {
 	kept := objstore.NewDir(t.TempDir()).WithoutSync()
 	env := &projections.Environment{Projections: newSet}
 	cfg := projector.Config{Table: "live", Projections: oldSet.Names(), Ignore: []string{"User", "Workspace", "Cart"}}
-	build := func(cfg projector.Config, live, shadow projections.Table) *projector.Handler {
+	build := func(cfg projector.Config, live, shadow driver.Table) *projector.Handler {
 		t.Helper()
 		var opts []projector.Option
 		if shadow != nil {
@@ -114,7 +115,7 @@ func shadowRoad(t *testing.T, kinesis bool) {
 	}
 	// The table's items after its first k records, and each set's
 	// recomputation from them.
-	check := func(stage string, st projections.Reader, set *projections.Set, k int) {
+	check := func(stage string, st driver.Reader, set *projections.Set, k int) {
 		t.Helper()
 		items, _, _ := exportgen.FromHistory(h, k)
 		want, err := projections.Recompute(items, "", set.Projections()...)
@@ -129,7 +130,7 @@ func shadowRoad(t *testing.T, kinesis bool) {
 			t.Fatalf("%s: %d differences, e.g.:\n%s", stage, len(d), strings.Join(d[:min(len(d), 10)], "\n"))
 		}
 	}
-	redriveKept := func(st projections.Store, set *projections.Set) {
+	redriveKept := func(st driver.Store, set *projections.Set) {
 		t.Helper()
 		e := projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, set.Projections()...)
 		// A store fault may fail a redrive too: run it until every kept
@@ -260,16 +261,16 @@ func TestShadowNeverFailsLive(t *testing.T) {
 	other, _ := seed.Set().Select("cart-contents")
 	for _, tt := range []struct {
 		name   string
-		shadow func(t *testing.T) projections.Table
+		shadow func(t *testing.T) driver.Table
 	}{
-		{"another set's table", func(t *testing.T) projections.Table {
+		{"another set's table", func(t *testing.T) driver.Table {
 			st := boltstoretest.Open(t)
 			if _, err := projections.Open(ctx, st, other, projections.Config{}); err != nil {
 				t.Fatal(err)
 			}
 			return st
 		}},
-		{"every write fails", func(t *testing.T) projections.Table {
+		{"every write fails", func(t *testing.T) driver.Table {
 			st := boltstoretest.Open(t)
 			return faultyTable{&sim.FaultyStore{Store: st, Seed: 1, CommitFailBefore: 1}, st}
 		}},

@@ -10,11 +10,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
-	"github.com/tributary/tributary/projections/storetest"
+	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/drivertest"
 )
 
 // closeStore closes s, failing tb if that fails.
@@ -44,7 +43,7 @@ func openTemp(tb testing.TB, opts ...Option) *Store {
 // TestConformance runs the shared suite. It skips fsync, which changes
 // nothing the suite can observe and may cost tens of milliseconds a commit.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store { return openTemp(t, WithoutSync()) })
+	drivertest.Run(t, func(t *testing.T) drivertest.Store { return openTemp(t, WithoutSync()) })
 }
 
 func TestReopenKeepsData(t *testing.T) {
@@ -53,12 +52,12 @@ func TestReopenKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := projections.AggregateRef{Projection: "orders", Key: "TOTAL", Shard: 3}
-	row := projections.RowRef{Projection: "board", Partition: "SEASON", Sort: "RATING#0042"}
-	err = s.Commit(t.Context(), &projections.Tx{
-		Ledgers: []projections.LedgerPut{{Key: "ORDER#1", Body: []byte("body"), ExpiresAt: 1}},
-		Adds:    []projections.Add{{Ref: ref, Values: map[string]decimal.Decimal{"sum": decimal.MustParse("120.50")}}},
-		Puts:    []projections.RowPut{{Ref: row, Attrs: pipeline.Item{"player": &types.AttributeValueMemberS{Value: "u1"}}}},
+	ref := driver.AggregateRef{Projection: "orders", Key: "TOTAL", Shard: 3}
+	row := driver.RowRef{Projection: "board", Partition: "SEASON", Sort: "RATING#0042"}
+	err = s.Commit(t.Context(), &driver.Tx{
+		Ledgers: []driver.LedgerPut{{Key: "ORDER#1", Body: []byte("body"), ExpiresAt: 1}},
+		Adds:    []driver.Add{{Ref: ref, Values: map[string]decimal.Decimal{"sum": decimal.MustParse("120.50")}}},
+		Puts:    []driver.RowPut{{Ref: row, Attrs: pipeline.Item{"player": &types.AttributeValueMemberS{Value: "u1"}}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +79,7 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Errorf("ledger after reopen = %+v, want rev 1 body %q", e, "body")
 	}
 	var sum string
-	err = s.ScanAggregates(t.Context(), func(r projections.AggregateRef, v map[string]decimal.Decimal) error {
+	err = s.ScanAggregates(t.Context(), func(r driver.AggregateRef, v map[string]decimal.Decimal) error {
 		if r == ref {
 			sum = v["sum"].String()
 		}
@@ -108,7 +107,7 @@ func TestReopenKeepsData(t *testing.T) {
 func TestDeleteExpiredKeepsLiveEntries(t *testing.T) {
 	s := openTemp(t, WithoutSync())
 	now := time.Unix(1_800_000_000, 0)
-	err := s.Commit(t.Context(), &projections.Tx{Ledgers: []projections.LedgerPut{
+	err := s.Commit(t.Context(), &driver.Tx{Ledgers: []driver.LedgerPut{
 		{Key: "past", ExpiresAt: now.Unix() - 1},
 		{Key: "future", ExpiresAt: now.Unix() + 1},
 		{Key: "never"},
@@ -157,7 +156,7 @@ func TestClosedStoreFails(t *testing.T) {
 	if _, err := s.ReadLedgers(t.Context(), []string{"k"}); err == nil {
 		t.Error("ReadLedgers on a closed store succeeded")
 	}
-	if err := s.Commit(t.Context(), &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "k"}}}); err == nil {
+	if err := s.Commit(t.Context(), &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "k"}}}); err == nil {
 		t.Error("Commit on a closed store succeeded")
 	}
 }
@@ -165,51 +164,51 @@ func TestClosedStoreFails(t *testing.T) {
 // TestInvalidTxRejected checks the validation DynamoDB would do, and that a
 // rejected Tx writes nothing: each Tx also carries a valid ledger put.
 func TestInvalidTxRejected(t *testing.T) {
-	agg := func(projection, key string, values ...string) projections.Add {
-		a := projections.Add{Ref: projections.AggregateRef{Projection: projection, Key: key}, Values: map[string]decimal.Decimal{}}
+	agg := func(projection, key string, values ...string) driver.Add {
+		a := driver.Add{Ref: driver.AggregateRef{Projection: projection, Key: key}, Values: map[string]decimal.Decimal{}}
 		for i := 0; i+1 < len(values); i += 2 {
 			a.Values[values[i]] = decimal.MustParse(values[i+1])
 		}
 		return a
 	}
-	put := func(projection, partition, sort string, attrs pipeline.Item) projections.RowPut {
-		return projections.RowPut{Ref: projections.RowRef{Projection: projection, Partition: partition, Sort: sort}, Attrs: attrs}
+	put := func(projection, partition, sort string, attrs pipeline.Item) driver.RowPut {
+		return driver.RowPut{Ref: driver.RowRef{Projection: projection, Partition: partition, Sort: sort}, Attrs: attrs}
 	}
 	ok := pipeline.Item{"v": &types.AttributeValueMemberS{Value: "x"}}
 	nines := strings.Repeat("9", 38)
 	cases := []struct {
 		name    string
-		tx      projections.Tx
+		tx      driver.Tx
 		wantErr string // a part of the error message naming the culprit
 	}{
-		{"NULInProjection", projections.Tx{Adds: []projections.Add{agg("p\x00q", "K", "n", "1")}}, `"p\x00q"`},
-		{"NULInAggregateKey", projections.Tx{Adds: []projections.Add{agg("p", "K\x00", "n", "1")}}, `"K\x00"`},
-		{"NULInPartition", projections.Tx{Puts: []projections.RowPut{put("p", "\x00P", "S", ok)}}, `"\x00P"`},
-		{"NULInSort", projections.Tx{Puts: []projections.RowPut{put("p", "P", "S\x00", ok)}}, `"S\x00"`},
-		{"NULInDeleteSort", projections.Tx{Deletes: []projections.RowDelete{{Ref: projections.RowRef{Projection: "p", Partition: "P", Sort: "\x00"}}}}, `"\x00"`},
-		{"EmptyProjection", projections.Tx{Adds: []projections.Add{agg("", "K", "n", "1")}}, "empty projection"},
-		{"EmptyLedgerKey", projections.Tx{Ledgers: []projections.LedgerPut{{Key: ""}}}, "ledger key is empty"},
-		{"InvalidUTF8", projections.Tx{Puts: []projections.RowPut{put("p", "P", "\xff", ok)}}, `"\xff"`},
-		{"NegativeShard", projections.Tx{Adds: []projections.Add{{Ref: projections.AggregateRef{Projection: "p", Key: "K", Shard: -1}}}}, "shard -1"},
-		{"ReservedValueName", projections.Tx{Adds: []projections.Add{agg("p", "K", "shard", "1")}}, `"shard"`},
-		{"ReservedAttributeName", projections.Tx{Puts: []projections.RowPut{put("p", "P", "S", pipeline.Item{"PK": &types.AttributeValueMemberS{Value: "x"}})}}, `"PK"`},
-		{"NilAttribute", projections.Tx{Puts: []projections.RowPut{put("p", "P", "S", pipeline.Item{"a": nil})}}, `"a"`},
-		{"BadNumber", projections.Tx{Puts: []projections.RowPut{put("p", "P", "S", pipeline.Item{"a": &types.AttributeValueMemberN{Value: "1,5"}})}}, `"1,5"`},
-		{"EmptySet", projections.Tx{Puts: []projections.RowPut{put("p", "P", "S", pipeline.Item{"a": &types.AttributeValueMemberSS{}})}}, "empty set"},
-		{"DuplicateInNumberSet", projections.Tx{Puts: []projections.RowPut{put("p", "P", "S", pipeline.Item{"a": &types.AttributeValueMemberNS{Value: []string{"1", "1.0"}}})}}, "twice"},
-		{"NestedNULLFalse", projections.Tx{Puts: []projections.RowPut{put("p", "P", "S", pipeline.Item{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"x": &types.AttributeValueMemberNULL{}}}})}}, `"m"."x"`},
-		{"SumBeyond38Digits", projections.Tx{Adds: []projections.Add{agg("p", "BIG", "n", "0.1")}}, "38 significant digits"},
-		{"NegativeExpectRev", projections.Tx{Ledgers: []projections.LedgerPut{{Key: "neg", ExpectRev: -1}}}, "negative ExpectRev"},
+		{"NULInProjection", driver.Tx{Adds: []driver.Add{agg("p\x00q", "K", "n", "1")}}, `"p\x00q"`},
+		{"NULInAggregateKey", driver.Tx{Adds: []driver.Add{agg("p", "K\x00", "n", "1")}}, `"K\x00"`},
+		{"NULInPartition", driver.Tx{Puts: []driver.RowPut{put("p", "\x00P", "S", ok)}}, `"\x00P"`},
+		{"NULInSort", driver.Tx{Puts: []driver.RowPut{put("p", "P", "S\x00", ok)}}, `"S\x00"`},
+		{"NULInDeleteSort", driver.Tx{Deletes: []driver.RowDelete{{Ref: driver.RowRef{Projection: "p", Partition: "P", Sort: "\x00"}}}}, `"\x00"`},
+		{"EmptyProjection", driver.Tx{Adds: []driver.Add{agg("", "K", "n", "1")}}, "empty projection"},
+		{"EmptyLedgerKey", driver.Tx{Ledgers: []driver.LedgerPut{{Key: ""}}}, "ledger key is empty"},
+		{"InvalidUTF8", driver.Tx{Puts: []driver.RowPut{put("p", "P", "\xff", ok)}}, `"\xff"`},
+		{"NegativeShard", driver.Tx{Adds: []driver.Add{{Ref: driver.AggregateRef{Projection: "p", Key: "K", Shard: -1}}}}, "shard -1"},
+		{"ReservedValueName", driver.Tx{Adds: []driver.Add{agg("p", "K", "shard", "1")}}, `"shard"`},
+		{"ReservedAttributeName", driver.Tx{Puts: []driver.RowPut{put("p", "P", "S", pipeline.Item{"PK": &types.AttributeValueMemberS{Value: "x"}})}}, `"PK"`},
+		{"NilAttribute", driver.Tx{Puts: []driver.RowPut{put("p", "P", "S", pipeline.Item{"a": nil})}}, `"a"`},
+		{"BadNumber", driver.Tx{Puts: []driver.RowPut{put("p", "P", "S", pipeline.Item{"a": &types.AttributeValueMemberN{Value: "1,5"}})}}, `"1,5"`},
+		{"EmptySet", driver.Tx{Puts: []driver.RowPut{put("p", "P", "S", pipeline.Item{"a": &types.AttributeValueMemberSS{}})}}, "empty set"},
+		{"DuplicateInNumberSet", driver.Tx{Puts: []driver.RowPut{put("p", "P", "S", pipeline.Item{"a": &types.AttributeValueMemberNS{Value: []string{"1", "1.0"}}})}}, "twice"},
+		{"NestedNULLFalse", driver.Tx{Puts: []driver.RowPut{put("p", "P", "S", pipeline.Item{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"x": &types.AttributeValueMemberNULL{}}}})}}, `"m"."x"`},
+		{"SumBeyond38Digits", driver.Tx{Adds: []driver.Add{agg("p", "BIG", "n", "0.1")}}, "38 significant digits"},
+		{"NegativeExpectRev", driver.Tx{Ledgers: []driver.LedgerPut{{Key: "neg", ExpectRev: -1}}}, "negative ExpectRev"},
 	}
 	s := openTemp(t, WithoutSync())
 	// BIG holds 38 nines: adding 0.1 needs 39 digits.
-	if err := s.Commit(t.Context(), &projections.Tx{Adds: []projections.Add{agg("p", "BIG", "n", nines)}}); err != nil {
+	if err := s.Commit(t.Context(), &driver.Tx{Adds: []driver.Add{agg("p", "BIG", "n", nines)}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tx := c.tx
-			tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: "valid#" + c.name})
+			tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: "valid#" + c.name})
 			err := s.Commit(t.Context(), &tx)
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Fatalf("Commit = %v, want an error containing %s", err, c.wantErr)
@@ -221,7 +220,7 @@ func TestInvalidTxRejected(t *testing.T) {
 		})
 	}
 	var big string
-	_ = s.ScanAggregates(t.Context(), func(_ projections.AggregateRef, v map[string]decimal.Decimal) error {
+	_ = s.ScanAggregates(t.Context(), func(_ driver.AggregateRef, v map[string]decimal.Decimal) error {
 		big = v["n"].String()
 		return nil
 	})
@@ -235,16 +234,16 @@ func TestInvalidTxRejected(t *testing.T) {
 // engine needs to find the change at fault.
 func TestSumOutOfRangeIsARangeError(t *testing.T) {
 	s := openTemp(t, WithoutSync())
-	ref := projections.AggregateRef{Projection: "p", Key: "BIG", Shard: 2}
+	ref := driver.AggregateRef{Projection: "p", Key: "BIG", Shard: 2}
 	add := func(v string) error {
-		return s.Commit(t.Context(), &projections.Tx{Adds: []projections.Add{{Ref: ref, Values: map[string]decimal.Decimal{"n": decimal.MustParse(v)}}}})
+		return s.Commit(t.Context(), &driver.Tx{Adds: []driver.Add{{Ref: ref, Values: map[string]decimal.Decimal{"n": decimal.MustParse(v)}}}})
 	}
 	if err := add(strings.Repeat("9", 38)); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []string{"0.1", "9.9999999999999999999999999999999999999E+125"} {
 		err := add(v)
-		var re *projections.RangeError
+		var re *driver.RangeError
 		if !errors.As(err, &re) || re.Ref != ref || re.Name != "n" {
 			t.Errorf("adding %s: %v, want a *projections.RangeError on %v value n", v, err, ref)
 		}
@@ -264,23 +263,23 @@ func TestQueryRowsRejectsSeparator(t *testing.T) {
 // more than one page.
 func TestScanCallbackMayWrite(t *testing.T) {
 	s := openTemp(t, WithoutSync())
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for i := range 2*scanPage + 10 {
-		tx.Adds = append(tx.Adds, projections.Add{
-			Ref:    projections.AggregateRef{Projection: "p", Key: fmt.Sprintf("K%04d", i)},
+		tx.Adds = append(tx.Adds, driver.Add{
+			Ref:    driver.AggregateRef{Projection: "p", Key: fmt.Sprintf("K%04d", i)},
 			Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)},
 		})
 	}
-	for i := 0; i < len(tx.Adds); i += projections.MaxTxActions {
-		part := &projections.Tx{Adds: tx.Adds[i:min(i+projections.MaxTxActions, len(tx.Adds))]}
+	for i := 0; i < len(tx.Adds); i += driver.MaxTxActions {
+		part := &driver.Tx{Adds: tx.Adds[i:min(i+driver.MaxTxActions, len(tx.Adds))]}
 		if err := s.Commit(t.Context(), part); err != nil {
 			t.Fatal(err)
 		}
 	}
 	seen := 0
-	err := s.ScanAggregates(t.Context(), func(ref projections.AggregateRef, _ map[string]decimal.Decimal) error {
+	err := s.ScanAggregates(t.Context(), func(ref driver.AggregateRef, _ map[string]decimal.Decimal) error {
 		seen++
-		return s.Commit(t.Context(), &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "seen#" + ref.Key}}})
+		return s.Commit(t.Context(), &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "seen#" + ref.Key}}})
 	})
 	if err != nil || seen != len(tx.Adds) {
 		t.Fatalf("ScanAggregates = %v after %d callbacks, want %d", err, seen, len(tx.Adds))
@@ -307,12 +306,12 @@ func benchmarkCommit(b *testing.B, s *Store) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		tx := &projections.Tx{}
+		tx := &driver.Tx{}
 		for j := range perTx {
 			item := (i*perTx + j) % items
-			tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: fmt.Sprintf("ORDER#%06d", item), ExpectRev: revs[item], Body: body})
-			tx.Adds = append(tx.Adds, projections.Add{
-				Ref:    projections.AggregateRef{Projection: "orders", Key: fmt.Sprintf("ORDERS#PAID#DAY#%03d", (i*perTx+j)%aggregates)},
+			tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: fmt.Sprintf("ORDER#%06d", item), ExpectRev: revs[item], Body: body})
+			tx.Adds = append(tx.Adds, driver.Add{
+				Ref:    driver.AggregateRef{Projection: "orders", Key: fmt.Sprintf("ORDERS#PAID#DAY#%03d", (i*perTx+j)%aggregates)},
 				Values: values,
 			})
 		}
@@ -332,11 +331,11 @@ func benchmarkCommit(b *testing.B, s *Store) {
 // DynamoDB's bill.
 func TestWriteUnitsAreDynamoDBs(t *testing.T) {
 	s := openTemp(t, WithoutSync())
-	tx := &projections.Tx{
-		Ledgers: []projections.LedgerPut{{Key: "k", Body: make([]byte, 1500)}},
-		Adds:    []projections.Add{{Ref: projections.AggregateRef{Projection: "p", Key: "K"}, Values: map[string]decimal.Decimal{"n": decimal.MustParse("1")}}},
+	tx := &driver.Tx{
+		Ledgers: []driver.LedgerPut{{Key: "k", Body: make([]byte, 1500)}},
+		Adds:    []driver.Add{{Ref: driver.AggregateRef{Projection: "p", Key: "K"}, Values: map[string]decimal.Decimal{"n": decimal.MustParse("1")}}},
 	}
-	if got, want := projections.WriteUnitsOf(s, tx), dynamostore.WriteUnits(tx); got != want || got == 0 {
-		t.Errorf("WriteUnitsOf(boltstore) = %v, dynamostore.WriteUnits = %v", got, want)
+	if got, want := driver.WriteUnitsOf(s, tx), driver.WriteUnits(tx); got != want || got == 0 {
+		t.Errorf("WriteUnitsOf(boltstore) = %v, driver.WriteUnits = %v", got, want)
 	}
 }

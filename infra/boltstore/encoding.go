@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // sep separates the parts of composite keys. Parts may not contain it, so a
@@ -53,7 +53,7 @@ func checkPart(what, part string) error {
 	return nil
 }
 
-func aggregateKey(ref projections.AggregateRef) ([]byte, error) {
+func aggregateKey(ref driver.AggregateRef) ([]byte, error) {
 	what := describeAggregate(ref)
 	if ref.Projection == "" {
 		return nil, fmt.Errorf("%s: empty projection name", what)
@@ -75,13 +75,13 @@ func aggregateKey(ref projections.AggregateRef) ([]byte, error) {
 	return binary.BigEndian.AppendUint32(k, uint32(ref.Shard)), nil
 }
 
-func parseAggregateKey(k []byte) (projections.AggregateRef, error) {
+func parseAggregateKey(k []byte) (driver.AggregateRef, error) {
 	projection, rest, ok1 := bytes.Cut(k, []byte{sep})
 	key, shard, ok2 := bytes.Cut(rest, []byte{sep})
 	if !ok1 || !ok2 || len(shard) != 4 {
-		return projections.AggregateRef{}, fmt.Errorf("malformed aggregate key %q", k)
+		return driver.AggregateRef{}, fmt.Errorf("malformed aggregate key %q", k)
 	}
-	return projections.AggregateRef{
+	return driver.AggregateRef{
 		Projection: string(projection),
 		Key:        string(key),
 		Shard:      int(binary.BigEndian.Uint32(shard)),
@@ -107,7 +107,7 @@ func rowPrefix(projection, partition string) ([]byte, error) {
 	return append(k, sep), nil
 }
 
-func rowKey(ref projections.RowRef) ([]byte, error) {
+func rowKey(ref driver.RowRef) ([]byte, error) {
 	k, err := rowPrefix(ref.Projection, ref.Partition)
 	if err != nil {
 		return nil, err
@@ -118,20 +118,20 @@ func rowKey(ref projections.RowRef) ([]byte, error) {
 	return append(k, ref.Sort...), nil
 }
 
-func parseRowKey(k []byte) (projections.RowRef, error) {
+func parseRowKey(k []byte) (driver.RowRef, error) {
 	projection, rest, ok1 := bytes.Cut(k, []byte{sep})
 	partition, sort, ok2 := bytes.Cut(rest, []byte{sep})
 	if !ok1 || !ok2 {
-		return projections.RowRef{}, fmt.Errorf("malformed row key %q", k)
+		return driver.RowRef{}, fmt.Errorf("malformed row key %q", k)
 	}
-	return projections.RowRef{Projection: string(projection), Partition: string(partition), Sort: string(sort)}, nil
+	return driver.RowRef{Projection: string(projection), Partition: string(partition), Sort: string(sort)}, nil
 }
 
-func describeAggregate(ref projections.AggregateRef) string {
+func describeAggregate(ref driver.AggregateRef) string {
 	return fmt.Sprintf("aggregate %q/%q shard %d", ref.Projection, ref.Key, ref.Shard)
 }
 
-func describeRow(ref projections.RowRef) string {
+func describeRow(ref driver.RowRef) string {
 	return fmt.Sprintf("row %q/%q/%q", ref.Projection, ref.Partition, ref.Sort)
 }
 
@@ -146,21 +146,21 @@ func encodeLedger(rev, expiresAt int64, body []byte) []byte {
 }
 
 // decodeLedger decodes a stored ledger entry; the body is a copy.
-func decodeLedger(v []byte) (projections.LedgerEntry, int64, error) {
+func decodeLedger(v []byte) (driver.LedgerEntry, int64, error) {
 	if len(v) == 0 || v[0] != formatV1 {
-		return projections.LedgerEntry{}, 0, fmt.Errorf("ledger entry in unknown format (% x)", v[:min(len(v), 8)])
+		return driver.LedgerEntry{}, 0, fmt.Errorf("ledger entry in unknown format (% x)", v[:min(len(v), 8)])
 	}
 	v = v[1:]
 	rev, n := binary.Uvarint(v)
 	if n <= 0 || rev > math.MaxInt64 {
-		return projections.LedgerEntry{}, 0, errTruncated
+		return driver.LedgerEntry{}, 0, errTruncated
 	}
 	v = v[n:]
 	expiresAt, n := binary.Varint(v)
 	if n <= 0 {
-		return projections.LedgerEntry{}, 0, errTruncated
+		return driver.LedgerEntry{}, 0, errTruncated
 	}
-	e := projections.LedgerEntry{Rev: int64(rev)}
+	e := driver.LedgerEntry{Rev: int64(rev)}
 	if body := v[n:]; len(body) > 0 {
 		e.Body = bytes.Clone(body)
 	}
@@ -169,9 +169,9 @@ func decodeLedger(v []byte) (projections.LedgerEntry, int64, error) {
 
 // --- aggregate values ---
 
-func checkValueNames(a projections.Add) error {
+func checkValueNames(a driver.Add) error {
 	for name := range a.Values {
-		if projections.ReservedName(name) {
+		if driver.ReservedName(name) {
 			return fmt.Errorf("%s: value name %q is reserved", describeAggregate(a.Ref), name)
 		}
 		if !utf8.ValidString(name) {
@@ -256,7 +256,7 @@ const ownerAttr = "rowOwner"
 
 func encodeRow(attrs pipeline.Item, owner string) ([]byte, error) {
 	for name, av := range attrs {
-		if projections.ReservedName(name) {
+		if driver.ReservedName(name) {
 			return nil, fmt.Errorf("attribute name %q is reserved", name)
 		}
 		if err := checkAV(strconv.Quote(name), av); err != nil {
@@ -278,16 +278,16 @@ func encodeRow(attrs pipeline.Item, owner string) ([]byte, error) {
 	return v, nil
 }
 
-func decodeStoredRow(k, v []byte) (projections.StoredRow, error) {
+func decodeStoredRow(k, v []byte) (driver.StoredRow, error) {
 	ref, err := parseRowKey(k)
 	if err != nil {
-		return projections.StoredRow{}, err
+		return driver.StoredRow{}, err
 	}
 	attrs, err := attributevalue.UnmarshalMapJSON(v)
 	if err != nil {
-		return projections.StoredRow{}, fmt.Errorf("%s: decode attributes: %w", describeRow(ref), err)
+		return driver.StoredRow{}, fmt.Errorf("%s: decode attributes: %w", describeRow(ref), err)
 	}
-	row := projections.StoredRow{Ref: ref, Attrs: attrs}
+	row := driver.StoredRow{Ref: ref, Attrs: attrs}
 	if o, ok := attrs[ownerAttr].(*types.AttributeValueMemberS); ok {
 		row.Owner = o.Value
 		delete(attrs, ownerAttr)

@@ -7,8 +7,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // scanPage is how many items a scan copies out of one read transaction
@@ -18,7 +18,7 @@ const scanPage = 256
 
 // ScanAggregates calls fn for every stored aggregate item, in key order. An
 // error from fn stops the scan and is returned as is.
-func (s *Store) ScanAggregates(ctx context.Context, fn func(ref projections.AggregateRef, values map[string]decimal.Decimal) error) error {
+func (s *Store) ScanAggregates(ctx context.Context, fn func(ref driver.AggregateRef, values map[string]decimal.Decimal) error) error {
 	return s.scan(ctx, bucketAggregates, "scan aggregates", func(k, v []byte) error {
 		ref, err := parseAggregateKey(k)
 		if err != nil {
@@ -34,7 +34,7 @@ func (s *Store) ScanAggregates(ctx context.Context, fn func(ref projections.Aggr
 
 // ScanRows calls fn for every stored row, in key order. An error from fn
 // stops the scan and is returned as is.
-func (s *Store) ScanRows(ctx context.Context, fn func(row projections.StoredRow) error) error {
+func (s *Store) ScanRows(ctx context.Context, fn func(row driver.StoredRow) error) error {
 	return s.scan(ctx, bucketRows, "scan rows", func(k, v []byte) error {
 		row, err := decodeStoredRow(k, v)
 		if err != nil {
@@ -46,7 +46,7 @@ func (s *Store) ScanRows(ctx context.Context, fn func(row projections.StoredRow)
 
 // ScanLedgers calls fn for every stored ledger entry, in key order. An
 // error from fn stops the scan and is returned as is.
-func (s *Store) ScanLedgers(ctx context.Context, fn func(key string, entry projections.LedgerEntry) error) error {
+func (s *Store) ScanLedgers(ctx context.Context, fn func(key string, entry driver.LedgerEntry) error) error {
 	return s.scan(ctx, bucketLedgers, "scan ledgers", func(k, v []byte) error {
 		e, _, err := decodeLedger(v)
 		if err != nil {
@@ -58,7 +58,7 @@ func (s *Store) ScanLedgers(ctx context.Context, fn func(key string, entry proje
 
 // QueryRows returns up to limit rows of one projection's partition, in
 // descending sort-key order (limit <= 0: all of them).
-func (s *Store) QueryRows(ctx context.Context, projection, partition string, limit int) ([]projections.StoredRow, error) {
+func (s *Store) QueryRows(ctx context.Context, projection, partition string, limit int) ([]driver.StoredRow, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("boltstore: query rows %q %q: %w", projection, partition, err)
 	}
@@ -71,7 +71,7 @@ func (s *Store) QueryRows(ctx context.Context, projection, partition string, lim
 	end := bytes.Clone(prefix)
 	end[len(end)-1]++
 
-	var rows []projections.StoredRow
+	var rows []driver.StoredRow
 	err = s.db.View(func(btx *bolt.Tx) error {
 		c := btx.Bucket(bucketRows).Cursor()
 		// Start at the last key before end.

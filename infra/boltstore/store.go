@@ -51,14 +51,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/tributary/tributary/infra/dynamostore"
-	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 var (
-	_ projections.Store              = (*Store)(nil)
-	_ projections.Reader             = (*Store)(nil)
-	_ projections.WriteUnitEstimator = (*Store)(nil)
+	_ driver.Store              = (*Store)(nil)
+	_ driver.Reader             = (*Store)(nil)
+	_ driver.WriteUnitEstimator = (*Store)(nil)
 )
 
 // ErrInUse is returned by Open when another Store, in this process or
@@ -147,7 +146,7 @@ func (s *Store) Close() error {
 
 // ReadLedgers returns the ledger entries stored under keys; keys with no entry
 // are absent from the map. Reads are strongly consistent.
-func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]projections.LedgerEntry, error) {
+func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("boltstore: read ledgers: %w", err)
 	}
@@ -156,7 +155,7 @@ func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]proj
 			return nil, fmt.Errorf("boltstore: read ledgers: %w", err)
 		}
 	}
-	out := make(map[string]projections.LedgerEntry, len(keys))
+	out := make(map[string]driver.LedgerEntry, len(keys))
 	err := s.db.View(func(btx *bolt.Tx) error {
 		b := btx.Bucket(bucketLedgers)
 		for _, k := range keys {
@@ -183,17 +182,17 @@ func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]proj
 
 // Commit applies tx atomically in one bbolt transaction. See the package
 // documentation for the conditions and checks.
-func (s *Store) Commit(ctx context.Context, tx *projections.Tx) error {
+func (s *Store) Commit(ctx context.Context, tx *driver.Tx) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("boltstore: commit: %w", err)
 	}
 	if tx == nil || tx.Len() == 0 {
 		return nil
 	}
-	if n := tx.Len(); n > projections.MaxTxActions {
+	if n := tx.Len(); n > driver.MaxTxActions {
 		// DynamoDB refuses larger transactions; so does the embedded twin, so
 		// that code which builds them fails here first.
-		return fmt.Errorf("boltstore: commit: %d actions, more than the %d a transaction allows", n, projections.MaxTxActions)
+		return fmt.Errorf("boltstore: commit: %d actions, more than the %d a transaction allows", n, driver.MaxTxActions)
 	}
 	p, err := prepare(tx)
 	if err != nil {
@@ -206,7 +205,7 @@ func (s *Store) Commit(ctx context.Context, tx *projections.Tx) error {
 		}
 		return p.apply(btx)
 	})
-	var conflict *projections.ConflictError
+	var conflict *driver.ConflictError
 	if errors.As(err, &conflict) {
 		return conflict
 	}
@@ -220,7 +219,7 @@ func (s *Store) Commit(ctx context.Context, tx *projections.Tx) error {
 // commit would cost in DynamoDB (dynamostore.WriteUnits), whose semantics
 // the store models: the demo and the cost benchmarks count DynamoDB's bill
 // over the embedded store.
-func (s *Store) WriteUnits(tx *projections.Tx) float64 { return dynamostore.WriteUnits(tx) }
+func (s *Store) WriteUnits(tx *driver.Tx) float64 { return driver.WriteUnits(tx) }
 
 // prepared is a validated Tx with its keys and values encoded, ready to
 // apply inside a bbolt transaction.
@@ -232,29 +231,29 @@ type prepared struct {
 }
 
 type preparedLedger struct {
-	put projections.LedgerPut
+	put driver.LedgerPut
 	key []byte
 }
 
 type preparedAdd struct {
-	add projections.Add
+	add driver.Add
 	key []byte
 }
 
 type preparedPut struct {
-	ref         projections.RowRef
+	ref         driver.RowRef
 	key         []byte
 	value       []byte
 	owner, from string
 }
 
 type preparedDelete struct {
-	ref   projections.RowRef
+	ref   driver.RowRef
 	key   []byte
 	owner string
 }
 
-func prepare(tx *projections.Tx) (*prepared, error) {
+func prepare(tx *driver.Tx) (*prepared, error) {
 	p := &prepared{}
 	// seen maps each stored item the Tx touches to a description of it, to
 	// reject a second operation on the same item as DynamoDB does.
@@ -326,9 +325,9 @@ func prepare(tx *projections.Tx) (*prepared, error) {
 // rolls the bbolt transaction back.
 func (p *prepared) apply(btx *bolt.Tx) error {
 	ledgers := btx.Bucket(bucketLedgers)
-	var conflicts map[string]projections.LedgerEntry
+	var conflicts map[string]driver.LedgerEntry
 	for _, l := range p.ledgers {
-		var cur projections.LedgerEntry
+		var cur driver.LedgerEntry
 		if v := ledgers.Get(l.key); v != nil {
 			var err error
 			if cur, _, err = decodeLedger(v); err != nil {
@@ -337,18 +336,18 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 		}
 		if cur.Rev != l.put.ExpectRev {
 			if conflicts == nil {
-				conflicts = make(map[string]projections.LedgerEntry)
+				conflicts = make(map[string]driver.LedgerEntry)
 			}
 			conflicts[l.put.Key] = cur
 		}
 	}
 	if conflicts != nil {
-		return &projections.ConflictError{Current: conflicts}
+		return &driver.ConflictError{Current: conflicts}
 	}
 	rows := btx.Bucket(bucketRows)
 	// A row another item owns is refused, as DynamoDB's condition on the
 	// owner refuses it.
-	claimed := func(ref projections.RowRef, key []byte, owner, from string) error {
+	claimed := func(ref driver.RowRef, key []byte, owner, from string) error {
 		if owner == "" {
 			return nil
 		}
@@ -361,7 +360,7 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 			return err
 		}
 		if cur.Owner != "" && cur.Owner != owner && cur.Owner != from {
-			return &projections.ClaimError{Ref: ref, Owner: cur.Owner, Claimant: owner}
+			return &driver.ClaimError{Ref: ref, Owner: cur.Owner, Claimant: owner}
 		}
 		return nil
 	}
@@ -392,7 +391,7 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 		for name, d := range a.add.Values {
 			sum := values[name].Add(d)
 			if err := checkNumber(sum); err != nil {
-				return &projections.RangeError{Ref: a.add.Ref, Name: name, Err: fmt.Errorf("%s + %s: %w", values[name], d, err)}
+				return &driver.RangeError{Ref: a.add.Ref, Name: name, Err: fmt.Errorf("%s + %s: %w", values[name], d, err)}
 			}
 			// As DynamoDB keeps it: no trailing zeros, whatever the scales
 			// of the operands (some since retracted) that made it.
@@ -452,28 +451,28 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
-var _ projections.KeyLimiter = (*Store)(nil)
+var _ driver.KeyLimiter = (*Store)(nil)
 
 // CheckAggregate reports whether ref's aggregate can be stored: within
 // DynamoDB's key limits, which the embedded store keeps so that what runs
 // here runs there, and without the 0x00 byte its keys reserve.
-func (s *Store) CheckAggregate(ref projections.AggregateRef) error {
-	if err := dynamostore.CheckAggregate(ref); err != nil {
+func (s *Store) CheckAggregate(ref driver.AggregateRef) error {
+	if err := driver.CheckAggregate(ref); err != nil {
 		return err
 	}
 	if _, err := aggregateKey(ref); err != nil {
-		return &projections.KeyError{What: "aggregate key", Key: ref.Key, Reason: err.Error()}
+		return &driver.KeyError{What: "aggregate key", Key: ref.Key, Reason: err.Error()}
 	}
 	return nil
 }
 
 // CheckRow reports whether ref's row can be stored, as CheckAggregate.
-func (s *Store) CheckRow(ref projections.RowRef) error {
-	if err := dynamostore.CheckRow(ref); err != nil {
+func (s *Store) CheckRow(ref driver.RowRef) error {
+	if err := driver.CheckRow(ref); err != nil {
 		return err
 	}
 	if _, err := rowKey(ref); err != nil {
-		return &projections.KeyError{What: "row key", Key: ref.Partition + "/" + ref.Sort, Reason: err.Error()}
+		return &driver.KeyError{What: "row key", Key: ref.Partition + "/" + ref.Sort, Reason: err.Error()}
 	}
 	return nil
 }

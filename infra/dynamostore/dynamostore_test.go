@@ -18,9 +18,9 @@ import (
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
-	"github.com/tributary/tributary/projections/storetest"
+	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/drivertest"
 )
 
 // newTable creates a fresh table with CreateTable on the test server and
@@ -43,7 +43,7 @@ func newTable(t *testing.T) (*dynamodb.Client, string) {
 }
 
 func TestIntegrationConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store {
+	drivertest.Run(t, func(t *testing.T) drivertest.Store {
 		client, table := newTable(t)
 		return dynamostore.New(&serialAPI{api: client}, table)
 	})
@@ -126,27 +126,27 @@ func TestIntegrationConflictReturnsCurrent(t *testing.T) {
 	ctx := t.Context()
 
 	body := []byte{0, 1, 2, 0xff}
-	if err := s.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "ORDER#1", Body: body}}}); err != nil {
+	if err := s.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "ORDER#1", Body: body}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "ORDER#1", ExpectRev: 1, Body: body}}}); err != nil {
+	if err := s.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "ORDER#1", ExpectRev: 1, Body: body}}}); err != nil {
 		t.Fatal(err)
 	}
 	api.reads.Store(0)
 	api.transacts.Store(0)
 
-	err := s.Commit(ctx, &projections.Tx{
-		Ledgers: []projections.LedgerPut{
+	err := s.Commit(ctx, &driver.Tx{
+		Ledgers: []driver.LedgerPut{
 			{Key: "ORDER#new", Body: []byte("n")},                // would succeed
 			{Key: "ORDER#1", ExpectRev: 0, Body: []byte("x")},    // exists: rev 2
 			{Key: "ORDER#gone", ExpectRev: 3, Body: []byte("y")}, // absent
 		},
-		Adds: []projections.Add{{
-			Ref:    projections.AggregateRef{Projection: "totals", Key: "ALL"},
+		Adds: []driver.Add{{
+			Ref:    driver.AggregateRef{Projection: "totals", Key: "ALL"},
 			Values: map[string]decimal.Decimal{"count": decimal.FromInt(1)},
 		}},
 	})
-	var ce *projections.ConflictError
+	var ce *driver.ConflictError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Commit = %v, want *projections.ConflictError", err)
 	}
@@ -179,12 +179,12 @@ func TestIntegrationRefuses101Actions(t *testing.T) {
 	client, table := newTable(t)
 	api := &countingAPI{API: client}
 	s := dynamostore.New(api, table)
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for i := range 101 {
-		tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: fmt.Sprintf("k%03d", i), Body: []byte("b")})
+		tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: fmt.Sprintf("k%03d", i), Body: []byte("b")})
 	}
 	err := s.Commit(t.Context(), tx)
-	if err == nil || errors.Is(err, projections.ErrContention) {
+	if err == nil || errors.Is(err, driver.ErrContention) {
 		t.Fatalf("Commit(101 actions) = %v, want a refusal", err)
 	}
 	if n := api.transacts.Load(); n != 0 {
@@ -202,14 +202,14 @@ func TestIntegrationLayout(t *testing.T) {
 	client, table := newTable(t)
 	s := dynamostore.New(client, table)
 	ctx := t.Context()
-	err := s.Commit(ctx, &projections.Tx{
-		Ledgers: []projections.LedgerPut{{Key: "ORDER#9", Body: []byte("body"), ExpiresAt: 4102444800}},
-		Adds: []projections.Add{{
-			Ref:    projections.AggregateRef{Projection: "totals", Key: "DAY#2026-11-30", Shard: 2},
+	err := s.Commit(ctx, &driver.Tx{
+		Ledgers: []driver.LedgerPut{{Key: "ORDER#9", Body: []byte("body"), ExpiresAt: 4102444800}},
+		Adds: []driver.Add{{
+			Ref:    driver.AggregateRef{Projection: "totals", Key: "DAY#2026-11-30", Shard: 2},
 			Values: map[string]decimal.Decimal{"count": decimal.FromInt(1), "amount": decimal.MustParse("120.50")},
 		}},
-		Puts: []projections.RowPut{{
-			Ref:   projections.RowRef{Projection: "board", Partition: "SEASON#Q2", Sort: "RATING#0001842"},
+		Puts: []driver.RowPut{{
+			Ref:   driver.RowRef{Projection: "board", Partition: "SEASON#Q2", Sort: "RATING#0001842"},
 			Attrs: pipeline.Item{"player": &types.AttributeValueMemberS{Value: "u8231"}},
 		}},
 	})
@@ -299,14 +299,14 @@ func TestIntegrationPagination(t *testing.T) {
 	pad := &types.AttributeValueMemberS{Value: strings.Repeat("x", 100_000)}
 	const rows = 25 // 2.5 MB
 	for i := 0; i < rows; i += 5 {
-		tx := &projections.Tx{}
+		tx := &driver.Tx{}
 		for j := i; j < i+5; j++ {
-			tx.Puts = append(tx.Puts, projections.RowPut{
-				Ref:   projections.RowRef{Projection: "big", Partition: "P", Sort: fmt.Sprintf("S%03d", j)},
+			tx.Puts = append(tx.Puts, driver.RowPut{
+				Ref:   driver.RowRef{Projection: "big", Partition: "P", Sort: fmt.Sprintf("S%03d", j)},
 				Attrs: pipeline.Item{"pad": pad},
 			})
-			tx.Adds = append(tx.Adds, projections.Add{
-				Ref:    projections.AggregateRef{Projection: "big", Key: "K", Shard: j},
+			tx.Adds = append(tx.Adds, driver.Add{
+				Ref:    driver.AggregateRef{Projection: "big", Key: "K", Shard: j},
 				Values: map[string]decimal.Decimal{"n": decimal.FromInt(int64(j))},
 			})
 		}
@@ -333,14 +333,14 @@ func TestIntegrationPagination(t *testing.T) {
 		t.Fatalf("QueryRows limit 17: %d rows", len(got))
 	}
 	n := 0
-	if err := s.ScanRows(ctx, func(projections.StoredRow) error { n++; return nil }); err != nil {
+	if err := s.ScanRows(ctx, func(driver.StoredRow) error { n++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n != rows {
 		t.Errorf("ScanRows saw %d rows, want %d", n, rows)
 	}
 	sum := decimal.FromInt(0)
-	if err := s.ScanAggregates(ctx, func(_ projections.AggregateRef, v map[string]decimal.Decimal) error {
+	if err := s.ScanAggregates(ctx, func(_ driver.AggregateRef, v map[string]decimal.Decimal) error {
 		sum = sum.Add(v["n"])
 		return nil
 	}); err != nil {

@@ -10,31 +10,31 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // decodeLedger decodes a ledger item (at least PK, rev and ledger).
-func decodeLedger(item map[string]types.AttributeValue) (string, projections.LedgerEntry, error) {
+func decodeLedger(item map[string]types.AttributeValue) (string, driver.LedgerEntry, error) {
 	pk, err := stringAttr(item, attrPK)
 	if err != nil {
-		return "", projections.LedgerEntry{}, err
+		return "", driver.LedgerEntry{}, err
 	}
 	key, ok := strings.CutPrefix(pk, prefixLedger)
 	if !ok {
-		return "", projections.LedgerEntry{}, fmt.Errorf("item %q is not a ledger entry", pk)
+		return "", driver.LedgerEntry{}, fmt.Errorf("item %q is not a ledger entry", pk)
 	}
 	entry, err := decodeLedgerEntry(item)
 	if err != nil {
-		return "", projections.LedgerEntry{}, fmt.Errorf("ledger entry %q: %w", key, err)
+		return "", driver.LedgerEntry{}, fmt.Errorf("ledger entry %q: %w", key, err)
 	}
 	return key, entry, nil
 }
 
 // decodeLedgerEntry decodes rev and ledger; an item with neither (no item)
 // is the zero entry.
-func decodeLedgerEntry(item map[string]types.AttributeValue) (projections.LedgerEntry, error) {
-	var entry projections.LedgerEntry
+func decodeLedgerEntry(item map[string]types.AttributeValue) (driver.LedgerEntry, error) {
+	var entry driver.LedgerEntry
 	if av, ok := item[attrRev]; ok {
 		n, ok := av.(*types.AttributeValueMemberN)
 		if !ok {
@@ -60,7 +60,7 @@ func decodeLedgerEntry(item map[string]types.AttributeValue) (projections.Ledger
 	return entry, nil
 }
 
-func (s *Store) ledgerPut(l projections.LedgerPut) (*types.Put, error) {
+func (s *Store) ledgerPut(l driver.LedgerPut) (*types.Put, error) {
 	if l.ExpectRev < 0 {
 		return nil, fmt.Errorf("dynamostore: commit to table %q, ledger entry %q: negative ExpectRev %d", s.table, l.Key, l.ExpectRev)
 	}
@@ -90,7 +90,7 @@ func (s *Store) ledgerPut(l projections.LedgerPut) (*types.Put, error) {
 	return put, nil
 }
 
-func (s *Store) aggregateUpdate(a projections.Add) (*types.Update, error) {
+func (s *Store) aggregateUpdate(a driver.Add) (*types.Update, error) {
 	names := map[string]string{"#p": attrProjection, "#k": attrKey, "#s": attrShard}
 	values := map[string]types.AttributeValue{
 		":p": &types.AttributeValueMemberS{Value: a.Ref.Projection},
@@ -99,7 +99,7 @@ func (s *Store) aggregateUpdate(a projections.Add) (*types.Update, error) {
 	}
 	valueNames := make([]string, 0, len(a.Values))
 	for name := range a.Values {
-		if projections.ReservedName(name) {
+		if driver.ReservedName(name) {
 			return nil, s.aggregateErr(a.Ref, fmt.Errorf("value name %q is reserved", name))
 		}
 		valueNames = append(valueNames, name)
@@ -130,10 +130,10 @@ func (s *Store) aggregateUpdate(a projections.Add) (*types.Update, error) {
 	}, nil
 }
 
-func (s *Store) rowPut(p projections.RowPut) (*types.Put, error) {
+func (s *Store) rowPut(p driver.RowPut) (*types.Put, error) {
 	item := make(map[string]types.AttributeValue, len(p.Attrs)+5)
 	for name, av := range p.Attrs {
-		if projections.ReservedName(name) {
+		if driver.ReservedName(name) {
 			return nil, s.rowErr(p.Ref, fmt.Errorf("attribute name %q is reserved", name))
 		}
 		item[name] = av
@@ -153,7 +153,7 @@ func (s *Store) rowPut(p projections.RowPut) (*types.Put, error) {
 }
 
 // rowDelete deletes a row, if its owner is d's (or it has none).
-func (s *Store) rowDelete(d projections.RowDelete) *types.Delete {
+func (s *Store) rowDelete(d driver.RowDelete) *types.Delete {
 	del := &types.Delete{TableName: aws.String(s.table), Key: RowKey(d.Ref)}
 	if d.Owner != "" {
 		del.ConditionExpression, del.ExpressionAttributeNames, del.ExpressionAttributeValues = ownerCondition(d.Owner, "")
@@ -176,8 +176,8 @@ func ownerCondition(owner, from string) (*string, map[string]string, map[string]
 	return aws.String(cond), names, values
 }
 
-func decodeAggregate(item map[string]types.AttributeValue) (projections.AggregateRef, map[string]decimal.Decimal, error) {
-	var ref projections.AggregateRef
+func decodeAggregate(item map[string]types.AttributeValue) (driver.AggregateRef, map[string]decimal.Decimal, error) {
+	var ref driver.AggregateRef
 	var err error
 	if ref.Projection, err = stringAttr(item, attrProjection); err != nil {
 		return ref, nil, err
@@ -213,8 +213,8 @@ func decodeAggregate(item map[string]types.AttributeValue) (projections.Aggregat
 	return ref, values, nil
 }
 
-func decodeRow(item map[string]types.AttributeValue) (projections.StoredRow, error) {
-	var row projections.StoredRow
+func decodeRow(item map[string]types.AttributeValue) (driver.StoredRow, error) {
+	var row driver.StoredRow
 	var err error
 	if row.Ref.Projection, err = stringAttr(item, attrProjection); err != nil {
 		return row, err

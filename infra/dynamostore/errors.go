@@ -10,14 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
-func (s *Store) aggregateErr(ref projections.AggregateRef, err error) error {
+func (s *Store) aggregateErr(ref driver.AggregateRef, err error) error {
 	return fmt.Errorf("dynamostore: commit to table %q, aggregate %q: %w", s.table, aggregatePK(ref), err)
 }
 
-func (s *Store) rowErr(ref projections.RowRef, err error) error {
+func (s *Store) rowErr(ref driver.RowRef, err error) error {
 	return fmt.Errorf("dynamostore: commit to table %q, row %q/%q: %w", s.table, rowPK(ref.Projection, ref.Partition), ref.Sort, err)
 }
 
@@ -31,15 +31,15 @@ const (
 )
 
 // commitErr maps a TransactWriteItems error to the Store contract.
-func (s *Store) commitErr(tx *projections.Tx, err error) error {
+func (s *Store) commitErr(tx *driver.Tx, err error) error {
 	if canceled, ok := errors.AsType[*types.TransactionCanceledException](err); ok {
 		return s.canceledErr(tx, canceled, err)
 	}
 	return s.wrapErr(err, "commit", txDescription(tx))
 }
 
-func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCanceledException, err error) error {
-	var conflict *projections.ConflictError
+func (s *Store) canceledErr(tx *driver.Tx, canceled *types.TransactionCanceledException, err error) error {
+	var conflict *driver.ConflictError
 	contention := false
 	for i, reason := range canceled.CancellationReasons {
 		switch aws.ToString(reason.Code) {
@@ -52,7 +52,7 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 					if o, isS := reason.Item[attrOwner].(*types.AttributeValueMemberS); isS {
 						owner = o.Value
 					}
-					return &projections.ClaimError{Ref: ref, Owner: owner, Claimant: claimant}
+					return &driver.ClaimError{Ref: ref, Owner: owner, Claimant: claimant}
 				}
 				return fmt.Errorf("dynamostore: commit to table %q: condition failed on unconditioned action %d of %s: %w", s.table, i, txDescription(tx), err)
 			}
@@ -62,7 +62,7 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 				return fmt.Errorf("dynamostore: commit to table %q: decode current ledger entry %q from cancellation reason: %w", s.table, key, derr)
 			}
 			if conflict == nil {
-				conflict = &projections.ConflictError{Current: make(map[string]projections.LedgerEntry)}
+				conflict = &driver.ConflictError{Current: make(map[string]driver.LedgerEntry)}
 			}
 			conflict.Current[key] = entry
 		case reasonTransactionConflict, reasonThrottlingError, reasonProvisionedThroughputExceeded:
@@ -78,7 +78,7 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 					names = append(names, n)
 				}
 				sort.Strings(names)
-				return &projections.RangeError{Ref: add.Ref, Name: strings.Join(names, ", "),
+				return &driver.RangeError{Ref: add.Ref, Name: strings.Join(names, ", "),
 					Err: fmt.Errorf("dynamostore: commit to table %q, %s: %s: %w", s.table, txDescription(tx), aws.ToString(reason.Message), err)}
 			}
 		}
@@ -87,7 +87,7 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 	case conflict != nil:
 		return conflict
 	case contention:
-		return fmt.Errorf("dynamostore: commit to table %q, %s: %w: %w", s.table, txDescription(tx), projections.ErrContention, err)
+		return fmt.Errorf("dynamostore: commit to table %q, %s: %w: %w", s.table, txDescription(tx), driver.ErrContention, err)
 	default:
 		return fmt.Errorf("dynamostore: commit to table %q, %s: %w", s.table, txDescription(tx), err)
 	}
@@ -95,7 +95,7 @@ func (s *Store) canceledErr(tx *projections.Tx, canceled *types.TransactionCance
 
 // rowAt returns the row, and the owner claiming it, of the transaction's
 // action i (ledger puts, adds, row puts, row deletes, in that order).
-func rowAt(tx *projections.Tx, i int) (projections.RowRef, string, bool) {
+func rowAt(tx *driver.Tx, i int) (driver.RowRef, string, bool) {
 	i -= len(tx.Ledgers) + len(tx.Adds)
 	switch {
 	case i >= 0 && i < len(tx.Puts):
@@ -104,11 +104,11 @@ func rowAt(tx *projections.Tx, i int) (projections.RowRef, string, bool) {
 		d := tx.Deletes[i-len(tx.Puts)]
 		return d.Ref, d.Owner, d.Owner != ""
 	}
-	return projections.RowRef{}, "", false
+	return driver.RowRef{}, "", false
 }
 
 // txDescription names a transaction in an error message by its ledger keys.
-func txDescription(tx *projections.Tx) string {
+func txDescription(tx *driver.Tx) string {
 	keys := make([]string, len(tx.Ledgers))
 	for i, l := range tx.Ledgers {
 		keys[i] = l.Key
@@ -146,7 +146,7 @@ func isContention(err error) bool {
 // marks contention with projections.ErrContention.
 func (s *Store) wrapErr(err error, op, keys string) error {
 	if isContention(err) {
-		return fmt.Errorf("dynamostore: %s on table %q, %s: %w: %w", op, s.table, keys, projections.ErrContention, err)
+		return fmt.Errorf("dynamostore: %s on table %q, %s: %w: %w", op, s.table, keys, driver.ErrContention, err)
 	}
 	return fmt.Errorf("dynamostore: %s on table %q, %s: %w", op, s.table, keys, err)
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 func TestKeysEscapeProjection(t *testing.T) {
@@ -15,18 +15,18 @@ func TestKeysEscapeProjection(t *testing.T) {
 		got  map[string]types.AttributeValue
 		want string
 	}{
-		{RowKey(projections.RowRef{Projection: "board", Partition: "S#1", Sort: "x"}), "R#board#S#1"},
-		{RowKey(projections.RowRef{Projection: "p#P", Partition: "x", Sort: "0"}), "R#p%23P#x"},
-		{RowKey(projections.RowRef{Projection: "p", Partition: "P#x", Sort: "0"}), "R#p#P#x"},
-		{RowKey(projections.RowRef{Projection: "100%#", Partition: "x", Sort: "0"}), "R#100%25%23#x"},
-		{AggregateKey(projections.AggregateRef{Projection: "a#b", Key: "c#d", Shard: 12}), "A#a%23b#c#d#12"},
+		{RowKey(driver.RowRef{Projection: "board", Partition: "S#1", Sort: "x"}), "R#board#S#1"},
+		{RowKey(driver.RowRef{Projection: "p#P", Partition: "x", Sort: "0"}), "R#p%23P#x"},
+		{RowKey(driver.RowRef{Projection: "p", Partition: "P#x", Sort: "0"}), "R#p#P#x"},
+		{RowKey(driver.RowRef{Projection: "100%#", Partition: "x", Sort: "0"}), "R#100%25%23#x"},
+		{AggregateKey(driver.AggregateRef{Projection: "a#b", Key: "c#d", Shard: 12}), "A#a%23b#c#d#12"},
 		{LedgerKey("ORDER#1"), "L#ORDER#1"},
 	}
 	for _, tt := range tests {
 		checkS(t, tt.got, "PK", tt.want)
 	}
-	checkS(t, RowKey(projections.RowRef{Projection: "board", Partition: "S#1", Sort: "R#9"}), "SK", "R#9")
-	checkS(t, AggregateKey(projections.AggregateRef{Projection: "p", Key: "k"}), "SK", "A")
+	checkS(t, RowKey(driver.RowRef{Projection: "board", Partition: "S#1", Sort: "R#9"}), "SK", "R#9")
+	checkS(t, AggregateKey(driver.AggregateRef{Projection: "p", Key: "k"}), "SK", "A")
 	checkS(t, LedgerKey("ORDER#1"), "SK", "L")
 }
 
@@ -51,19 +51,19 @@ func checkN(t *testing.T, m map[string]types.AttributeValue, name, want string) 
 func TestLayoutNamesAreReserved(t *testing.T) {
 	s := New(nil, "t")
 	var names []string
-	ledger, err := s.ledgerPut(projections.LedgerPut{Key: "k", ExpectRev: 1, Body: []byte("b"), ExpiresAt: 1796033700})
+	ledger, err := s.ledgerPut(driver.LedgerPut{Key: "k", ExpectRev: 1, Body: []byte("b"), ExpiresAt: 1796033700})
 	if err != nil {
 		t.Fatal(err)
 	}
 	names = slices.AppendSeq(names, maps.Keys(ledger.Item))
 	names = slices.AppendSeq(names, maps.Values(ledger.ExpressionAttributeNames))
-	agg, err := s.aggregateUpdate(projections.Add{Ref: projections.AggregateRef{Projection: "p", Key: "k", Shard: 1}})
+	agg, err := s.aggregateUpdate(driver.Add{Ref: driver.AggregateRef{Projection: "p", Key: "k", Shard: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	names = slices.AppendSeq(names, maps.Keys(agg.Key))
 	names = slices.AppendSeq(names, maps.Values(agg.ExpressionAttributeNames))
-	row, err := s.rowPut(projections.RowPut{Ref: projections.RowRef{Projection: "p", Partition: "P", Sort: "S"}})
+	row, err := s.rowPut(driver.RowPut{Ref: driver.RowRef{Projection: "p", Partition: "P", Sort: "S"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestLayoutNamesAreReserved(t *testing.T) {
 		t.Fatalf("the layout's names %v: the test sees too few", names)
 	}
 	for _, name := range names {
-		if !projections.ReservedName(name) {
+		if !driver.ReservedName(name) {
 			t.Errorf("the layout writes attribute %q, which projections.ReservedNames does not reserve", name)
 		}
 	}

@@ -9,13 +9,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // ScanAggregates scans the table for aggregate items. Reads are strongly
 // consistent, so a verification right after the writes sees all of them.
-func (s *Store) ScanAggregates(ctx context.Context, fn func(ref projections.AggregateRef, values map[string]decimal.Decimal) error) error {
+func (s *Store) ScanAggregates(ctx context.Context, fn func(ref driver.AggregateRef, values map[string]decimal.Decimal) error) error {
 	return s.scan(ctx, prefixAggregate, func(item map[string]types.AttributeValue) error {
 		ref, values, err := decodeAggregate(item)
 		if err != nil {
@@ -26,7 +26,7 @@ func (s *Store) ScanAggregates(ctx context.Context, fn func(ref projections.Aggr
 }
 
 // ScanRows scans the table for rows, strongly consistent.
-func (s *Store) ScanRows(ctx context.Context, fn func(row projections.StoredRow) error) error {
+func (s *Store) ScanRows(ctx context.Context, fn func(row driver.StoredRow) error) error {
 	return s.scan(ctx, prefixRow, func(item map[string]types.AttributeValue) error {
 		row, err := decodeRow(item)
 		if err != nil {
@@ -37,7 +37,7 @@ func (s *Store) ScanRows(ctx context.Context, fn func(row projections.StoredRow)
 }
 
 // ScanLedgers scans the table for ledger entries, strongly consistent.
-func (s *Store) ScanLedgers(ctx context.Context, fn func(key string, entry projections.LedgerEntry) error) error {
+func (s *Store) ScanLedgers(ctx context.Context, fn func(key string, entry driver.LedgerEntry) error) error {
 	return s.scan(ctx, prefixLedger, func(item map[string]types.AttributeValue) error {
 		key, e, err := decodeLedger(item)
 		if err != nil {
@@ -74,7 +74,7 @@ func (s *Store) scan(ctx context.Context, prefix string, fn func(map[string]type
 
 // QueryRows queries one partition's rows in descending sort-key order,
 // strongly consistent.
-func (s *Store) QueryRows(ctx context.Context, projection, partition string, limit int) ([]projections.StoredRow, error) {
+func (s *Store) QueryRows(ctx context.Context, projection, partition string, limit int) ([]driver.StoredRow, error) {
 	pk := rowPK(projection, partition)
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -84,7 +84,7 @@ func (s *Store) QueryRows(ctx context.Context, projection, partition string, lim
 		ScanIndexForward:          aws.Bool(false),
 		ConsistentRead:            aws.Bool(true),
 	}
-	var rows []projections.StoredRow
+	var rows []driver.StoredRow
 	for limit <= 0 || len(rows) < limit {
 		if limit > 0 {
 			in.Limit = aws.Int32(int32(min(limit-len(rows), 1<<30)))

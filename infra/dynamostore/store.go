@@ -1,35 +1,8 @@
-// Package dynamostore implements projections.Store and projections.Reader over
-// one DynamoDB table, using TransactWriteItems for atomic commits.
+// Package dynamostore implements driver.Store and driver.Reader over one
+// DynamoDB table, using TransactWriteItems for atomic commits.
 //
-// # Table layout
-//
-// The table has a string partition key PK and a string sort key SK and holds
-// three kinds of item, told apart by the prefix of PK:
-//
-//	ledger entry  PK = "L#" + itemKey                               SK = "L"
-//	              rev (N)      revision, 1 for the first write
-//	              ledger (B)   the engine's encoded entry (absent when empty)
-//	              ttl (N)      epoch seconds; only on entries that may expire
-//
-//	aggregate     PK = "A#" + projection + "#" + key + "#" + shard   SK = "A"
-//	              projection (S), key (S), shard (N, decimal)
-//	              one N attribute per value name, e.g. count, amount
-//
-//	row           PK = "R#" + projection + "#" + partition          SK = sort
-//	              projection (S), partition (S), sort (S)
-//	              plus the row's own attributes
-//
-// An aggregate's logical value is the sum of its shards: read every
-// "A#<projection>#<key>#<n>" item (n from 0 to Shards-1, missing items count
-// as zero) and add the values of the same name. A partition's rows are one
-// Query on PK = "R#<projection>#<partition>", in sort-key order.
-//
-// Logical keys, partitions and sort keys are used as they are, '#' and all.
-// So that PK stays unambiguous, a projection name is escaped in PK: '%'
-// becomes "%25" and '#' becomes "%23" (names without either, the usual kind,
-// appear unchanged); the projection attribute holds the name itself. Every
-// attribute name of this layout is one of projections.ReservedNames, which
-// no value or row attribute may take (Commit refuses them).
+// The table's layout is the aggregate table's (driver: its prefixes,
+// attribute names and key limits; docs/engine.md).
 //
 // Time to live is enabled on the attribute ttl. DynamoDB deletes expired
 // entries in the background, days later; until then they are read like any
@@ -50,28 +23,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/internal/retry"
-	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
-// Attribute names and key prefixes of the table layout.
+// Attribute names and key prefixes of the table layout (driver's).
 const (
-	attrPK         = "PK"
-	attrSK         = "SK"
-	attrRev        = "rev"
-	attrLedger     = "ledger"
-	attrTTL        = "ttl"
-	attrProjection = "projection"
-	attrKey        = "key"
-	attrShard      = "shard"
-	attrPartition  = "partition"
-	attrSort       = "sort"
-	attrOwner      = "rowOwner"
+	attrPK         = driver.AttrPK
+	attrSK         = driver.AttrSK
+	attrRev        = driver.AttrRev
+	attrLedger     = driver.AttrLedger
+	attrTTL        = driver.AttrTTL
+	attrProjection = driver.AttrProjection
+	attrKey        = driver.AttrKey
+	attrShard      = driver.AttrShard
+	attrPartition  = driver.AttrPartition
+	attrSort       = driver.AttrSort
+	attrOwner      = driver.AttrOwner
 
-	prefixLedger    = "L#"
-	prefixAggregate = "A#"
-	prefixRow       = "R#"
-	skLedger        = "L"
-	skAggregate     = "A"
+	prefixLedger    = driver.PrefixLedger
+	prefixAggregate = driver.PrefixAggregate
+	prefixRow       = driver.PrefixRow
+	skLedger        = driver.SortLedger
+	skAggregate     = driver.SortAggregate
 )
 
 // MaxTxActions is the most write actions one Commit accepts: DynamoDB's limit
@@ -105,9 +78,9 @@ type Store struct {
 }
 
 var (
-	_ projections.Store              = (*Store)(nil)
-	_ projections.Reader             = (*Store)(nil)
-	_ projections.WriteUnitEstimator = (*Store)(nil)
+	_ driver.Store              = (*Store)(nil)
+	_ driver.Reader             = (*Store)(nil)
+	_ driver.WriteUnitEstimator = (*Store)(nil)
 )
 
 // New returns a Store over table, reached through client.
@@ -129,8 +102,8 @@ func (s *Store) Table() string { return s.table }
 // ReadLedgers reads the ledger entries of keys with eventually consistent
 // BatchGetItem requests of at most 100 keys, retrying unprocessed keys with
 // capped exponential backoff and jitter.
-func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]projections.LedgerEntry, error) {
-	out := make(map[string]projections.LedgerEntry, len(keys))
+func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
+	out := make(map[string]driver.LedgerEntry, len(keys))
 	uniq := make([]string, 0, len(keys))
 	seen := make(map[string]struct{}, len(keys))
 	for _, k := range keys {
@@ -149,7 +122,7 @@ func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]proj
 	return out, nil
 }
 
-func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[string]projections.LedgerEntry) error {
+func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[string]driver.LedgerEntry) error {
 	avKeys := make([]map[string]types.AttributeValue, len(chunk))
 	for i, k := range chunk {
 		avKeys[i] = LedgerKey(k)
@@ -180,7 +153,7 @@ func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[str
 		}
 		if attempt+1 >= s.retryAttempts {
 			return fmt.Errorf("dynamostore: read ledgers from table %q: %d of keys %s still unprocessed after %d attempts: %w",
-				s.table, len(left.Keys), keyRange(chunk), attempt+1, projections.ErrContention)
+				s.table, len(left.Keys), keyRange(chunk), attempt+1, driver.ErrContention)
 		}
 		request = map[string]types.KeysAndAttributes{s.table: left}
 		if err := retry.Sleep(ctx, retry.Backoff(attempt, s.retryBase, s.retryMax)); err != nil {
@@ -202,7 +175,7 @@ func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[str
 // redelivered batch may come hours later with recomputed deltas. Idempotence
 // comes from the ledger conditions: a transaction whose ledger entries were
 // already written fails its conditions and writes nothing.
-func (s *Store) Commit(ctx context.Context, tx *projections.Tx) error {
+func (s *Store) Commit(ctx context.Context, tx *driver.Tx) error {
 	if tx == nil || tx.Len() == 0 {
 		return nil
 	}
@@ -226,7 +199,7 @@ func (s *Store) Commit(ctx context.Context, tx *projections.Tx) error {
 // putLedger writes a transaction of one ledger entry as a single
 // conditional PutItem: the same atomicity at half the write units of a
 // transaction.
-func (s *Store) putLedger(ctx context.Context, l projections.LedgerPut) error {
+func (s *Store) putLedger(ctx context.Context, l driver.LedgerPut) error {
 	put, err := s.ledgerPut(l)
 	if err != nil {
 		return err
@@ -247,15 +220,15 @@ func (s *Store) putLedger(ctx context.Context, l projections.LedgerPut) error {
 		if derr != nil {
 			return fmt.Errorf("dynamostore: put to table %q: decode current ledger entry %q: %w", s.table, l.Key, derr)
 		}
-		return &projections.ConflictError{Current: map[string]projections.LedgerEntry{l.Key: entry}}
+		return &driver.ConflictError{Current: map[string]driver.LedgerEntry{l.Key: entry}}
 	}
 	if isContention(err) {
-		return fmt.Errorf("dynamostore: put ledger entry %q to table %q: %w: %w", l.Key, s.table, projections.ErrContention, err)
+		return fmt.Errorf("dynamostore: put ledger entry %q to table %q: %w: %w", l.Key, s.table, driver.ErrContention, err)
 	}
 	return s.wrapErr(err, "put ledger entry", l.Key)
 }
 
-func (s *Store) transactItems(tx *projections.Tx) ([]types.TransactWriteItem, error) {
+func (s *Store) transactItems(tx *driver.Tx) ([]types.TransactWriteItem, error) {
 	items := make([]types.TransactWriteItem, 0, tx.Len())
 	for _, l := range tx.Ledgers {
 		put, err := s.ledgerPut(l)

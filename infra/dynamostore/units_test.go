@@ -7,25 +7,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
-func ledger(key string, body int, expires int64) projections.LedgerPut {
-	return projections.LedgerPut{Key: key, ExpectRev: 3, Body: make([]byte, body), ExpiresAt: expires}
+func ledger(key string, body int, expires int64) driver.LedgerPut {
+	return driver.LedgerPut{Key: key, ExpectRev: 3, Body: make([]byte, body), ExpiresAt: expires}
 }
 
-func add(projection, key string, values ...string) projections.Add {
-	a := projections.Add{Ref: projections.AggregateRef{Projection: projection, Key: key}, Values: map[string]decimal.Decimal{}}
+func add(projection, key string, values ...string) driver.Add {
+	a := driver.Add{Ref: driver.AggregateRef{Projection: projection, Key: key}, Values: map[string]decimal.Decimal{}}
 	for i := 0; i+1 < len(values); i += 2 {
 		a.Values[values[i]] = decimal.MustParse(values[i+1])
 	}
 	return a
 }
 
-func row(size int) projections.RowPut {
-	return projections.RowPut{
-		Ref:   projections.RowRef{Projection: "board", Partition: "SEASON#2026-Q2", Sort: "RATING#1"},
+func row(size int) driver.RowPut {
+	return driver.RowPut{
+		Ref:   driver.RowRef{Projection: "board", Partition: "SEASON#2026-Q2", Sort: "RATING#1"},
 		Attrs: pipeline.Item{"handle": &types.AttributeValueMemberS{Value: strings.Repeat("x", size)}},
 	}
 }
@@ -37,30 +37,30 @@ func row(size int) projections.RowPut {
 func TestWriteUnits(t *testing.T) {
 	tests := []struct {
 		name string
-		tx   projections.Tx
+		tx   driver.Tx
 		want float64
 	}{
-		{"empty", projections.Tx{}, 0},
-		{"one ledger entry, one put", projections.Tx{Ledgers: []projections.LedgerPut{ledger("k", 10, 0)}}, 1},
-		{"ledger entry of exactly 1 KB", projections.Tx{Ledgers: []projections.LedgerPut{ledger("k", 999, 0)}}, 1},
-		{"a byte more", projections.Tx{Ledgers: []projections.LedgerPut{ledger("k", 1000, 0)}}, 2},
-		{"a tombstone's ttl crosses the kilobyte", projections.Tx{Ledgers: []projections.LedgerPut{ledger("k", 999, 1796033700)}}, 2},
-		{"ledger and aggregate, a transaction", projections.Tx{
-			Ledgers: []projections.LedgerPut{ledger("k", 10, 0)},
-			Adds:    []projections.Add{add("order-totals", "ORDERS#PAID", "orders", "1", "revenue", "120.5")},
+		{"empty", driver.Tx{}, 0},
+		{"one ledger entry, one put", driver.Tx{Ledgers: []driver.LedgerPut{ledger("k", 10, 0)}}, 1},
+		{"ledger entry of exactly 1 KB", driver.Tx{Ledgers: []driver.LedgerPut{ledger("k", 999, 0)}}, 1},
+		{"a byte more", driver.Tx{Ledgers: []driver.LedgerPut{ledger("k", 1000, 0)}}, 2},
+		{"a tombstone's ttl crosses the kilobyte", driver.Tx{Ledgers: []driver.LedgerPut{ledger("k", 999, 1796033700)}}, 2},
+		{"ledger and aggregate, a transaction", driver.Tx{
+			Ledgers: []driver.LedgerPut{ledger("k", 10, 0)},
+			Adds:    []driver.Add{add("order-totals", "ORDERS#PAID", "orders", "1", "revenue", "120.5")},
 		}, 4},
-		{"a large row", projections.Tx{
-			Ledgers: []projections.LedgerPut{ledger("k", 10, 0)},
-			Puts:    []projections.RowPut{row(2900)}, // 2,989 bytes with its keys
+		{"a large row", driver.Tx{
+			Ledgers: []driver.LedgerPut{ledger("k", 10, 0)},
+			Puts:    []driver.RowPut{row(2900)}, // 2,989 bytes with its keys
 		}, 2 * (1 + 3)},
-		{"deletes count one each", projections.Tx{
-			Ledgers: []projections.LedgerPut{ledger("k", 10, 0), ledger("l", 10, 0)},
-			Deletes: []projections.RowDelete{{Ref: projections.RowRef{Projection: "board", Partition: "P", Sort: "S1"}}, {Ref: projections.RowRef{Projection: "board", Partition: "P", Sort: "S2"}}},
+		{"deletes count one each", driver.Tx{
+			Ledgers: []driver.LedgerPut{ledger("k", 10, 0), ledger("l", 10, 0)},
+			Deletes: []driver.RowDelete{{Ref: driver.RowRef{Projection: "board", Partition: "P", Sort: "S1"}}, {Ref: driver.RowRef{Projection: "board", Partition: "P", Sort: "S2"}}},
 		}, 2 * (2 + 2)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := WriteUnits(&tt.tx); got != tt.want {
+			if got := driver.WriteUnits(&tt.tx); got != tt.want {
 				t.Errorf("WriteUnits = %v, want %v", got, tt.want)
 			}
 		})
@@ -80,7 +80,7 @@ func TestWriteUnitsCoverTheLayout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkCovers(t, "ledger entry", WriteUnits(&projections.Tx{Ledgers: []projections.LedgerPut{l}}), pipeline.ItemSize(put.Item))
+			checkCovers(t, "ledger entry", driver.WriteUnits(&driver.Tx{Ledgers: []driver.LedgerPut{l}}), pipeline.ItemSize(put.Item))
 		}
 	}
 	for _, size := range []int{1, 900, 990, 1000, 4000} {
@@ -91,14 +91,14 @@ func TestWriteUnitsCoverTheLayout(t *testing.T) {
 		}
 		// A row is written in a transaction, with its ledger entry: half
 		// the units of the two, less the ledger entry's one.
-		got := WriteUnits(&projections.Tx{Ledgers: []projections.LedgerPut{ledger("k", 0, 0)}, Puts: []projections.RowPut{p}})/2 - 1
+		got := driver.WriteUnits(&driver.Tx{Ledgers: []driver.LedgerPut{ledger("k", 0, 0)}, Puts: []driver.RowPut{p}})/2 - 1
 		checkCovers(t, "row", got, pipeline.ItemSize(put.Item))
 	}
 }
 
 func checkCovers(t *testing.T, what string, units float64, size int) {
 	t.Helper()
-	if stored := kb(size); units < stored || units > stored+1 {
+	if stored := float64((size + 1023) / 1024); units < stored || units > stored+1 {
 		t.Errorf("%s of %d bytes (%v units stored): estimated %v", what, size, stored, units)
 	}
 }

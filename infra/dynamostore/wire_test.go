@@ -27,8 +27,8 @@ import (
 
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 var (
@@ -213,7 +213,7 @@ func only(t *testing.T, w *awstest.Wire, op string) awstest.Call {
 	return calls[0]
 }
 
-func wantEntry(t *testing.T, got map[string]projections.LedgerEntry, key string, rev int64, body []byte) {
+func wantEntry(t *testing.T, got map[string]driver.LedgerEntry, key string, rev int64, body []byte) {
 	t.Helper()
 	e, ok := got[key]
 	if !ok || e.Rev != rev || !bytes.Equal(e.Body, body) {
@@ -239,16 +239,16 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 	s, w, client := newWireStore(t)
 	ctx := t.Context()
 	table := s.Table()
-	put := func(l projections.LedgerPut) (any, error) {
+	put := func(l driver.LedgerPut) (any, error) {
 		t.Helper()
 		w.Reset()
-		err := s.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{l}})
+		err := s.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{l}})
 		c := only(t, w, "PutItem")
 		return decode(t, c.Req), err
 	}
 
 	// Create.
-	req, err := put(projections.LedgerPut{Key: "ORDER#1", ExpectRev: 0, Body: []byte{0, 1, 0xff}})
+	req, err := put(driver.LedgerPut{Key: "ORDER#1", ExpectRev: 0, Body: []byte{0, 1, 0xff}})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -265,7 +265,7 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 	wantEntry(t, got, "ORDER#1", 1, []byte{0, 1, 0xff})
 
 	// Update.
-	req, err = put(projections.LedgerPut{Key: "ORDER#1", ExpectRev: 1, Body: []byte("v2"), ExpiresAt: 1900000000})
+	req, err = put(driver.LedgerPut{Key: "ORDER#1", ExpectRev: 1, Body: []byte("v2"), ExpiresAt: 1900000000})
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
@@ -280,7 +280,7 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 	checkS(t, item, "SK", "L")
 
 	// An empty body is no ledger attribute.
-	if req, err = put(projections.LedgerPut{Key: "ORDER#empty"}); err != nil {
+	if req, err = put(driver.LedgerPut{Key: "ORDER#empty"}); err != nil {
 		t.Fatalf("create empty: %v", err)
 	}
 	wantJSON(t, req, "Item", `{"PK":{"S":"L#ORDER#empty"},"SK":{"S":"L"},"rev":{"N":"1"}}`)
@@ -288,22 +288,22 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 	// Conflicts.
 	for _, c := range []struct {
 		name string
-		put  projections.LedgerPut
-		want projections.LedgerEntry
+		put  driver.LedgerPut
+		want driver.LedgerEntry
 	}{
-		{"CreateExisting", projections.LedgerPut{Key: "ORDER#1", ExpectRev: 0, Body: []byte("x")}, projections.LedgerEntry{Rev: 2, Body: []byte("v2")}},
-		{"StaleRev", projections.LedgerPut{Key: "ORDER#1", ExpectRev: 1, Body: []byte("x")}, projections.LedgerEntry{Rev: 2, Body: []byte("v2")}},
-		{"RevAhead", projections.LedgerPut{Key: "ORDER#1", ExpectRev: 3, Body: []byte("x")}, projections.LedgerEntry{Rev: 2, Body: []byte("v2")}},
-		{"EmptyBody", projections.LedgerPut{Key: "ORDER#empty", ExpectRev: 0, Body: []byte("x")}, projections.LedgerEntry{Rev: 1}},
-		{"UpdateMissing", projections.LedgerPut{Key: "ORDER#absent", ExpectRev: 5, Body: []byte("x")}, projections.LedgerEntry{}},
+		{"CreateExisting", driver.LedgerPut{Key: "ORDER#1", ExpectRev: 0, Body: []byte("x")}, driver.LedgerEntry{Rev: 2, Body: []byte("v2")}},
+		{"StaleRev", driver.LedgerPut{Key: "ORDER#1", ExpectRev: 1, Body: []byte("x")}, driver.LedgerEntry{Rev: 2, Body: []byte("v2")}},
+		{"RevAhead", driver.LedgerPut{Key: "ORDER#1", ExpectRev: 3, Body: []byte("x")}, driver.LedgerEntry{Rev: 2, Body: []byte("v2")}},
+		{"EmptyBody", driver.LedgerPut{Key: "ORDER#empty", ExpectRev: 0, Body: []byte("x")}, driver.LedgerEntry{Rev: 1}},
+		{"UpdateMissing", driver.LedgerPut{Key: "ORDER#absent", ExpectRev: 5, Body: []byte("x")}, driver.LedgerEntry{}},
 	} {
 		t.Run("Conflict/"+c.name, func(t *testing.T) {
 			_, err := put(c.put)
-			var ce *projections.ConflictError
+			var ce *driver.ConflictError
 			if !errors.As(err, &ce) {
 				t.Fatalf("Commit = %v, want *projections.ConflictError", err)
 			}
-			if errors.Is(err, projections.ErrContention) {
+			if errors.Is(err, driver.ErrContention) {
 				t.Errorf("conflict also matches ErrContention: %v", err)
 			}
 			if len(ce.Current) != 1 {
@@ -326,15 +326,15 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 
 	// Any other single action, and a ledger put with anything else, is a
 	// transaction.
-	for name, tx := range map[string]*projections.Tx{
+	for name, tx := range map[string]*driver.Tx{
 		"ledger and add": {
-			Ledgers: []projections.LedgerPut{{Key: "ORDER#3", Body: []byte("b")}},
-			Adds:    []projections.Add{{Ref: projections.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)}}},
+			Ledgers: []driver.LedgerPut{{Key: "ORDER#3", Body: []byte("b")}},
+			Adds:    []driver.Add{{Ref: driver.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)}}},
 		},
-		"two ledgers": {Ledgers: []projections.LedgerPut{{Key: "ORDER#4"}, {Key: "ORDER#5"}}},
-		"add":         {Adds: []projections.Add{{Ref: projections.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)}}}},
-		"row put":     {Puts: []projections.RowPut{{Ref: projections.RowRef{Projection: "p", Partition: "a", Sort: "b"}}}},
-		"row delete":  {Deletes: []projections.RowDelete{{Ref: projections.RowRef{Projection: "p", Partition: "a", Sort: "b"}}}},
+		"two ledgers": {Ledgers: []driver.LedgerPut{{Key: "ORDER#4"}, {Key: "ORDER#5"}}},
+		"add":         {Adds: []driver.Add{{Ref: driver.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)}}}},
+		"row put":     {Puts: []driver.RowPut{{Ref: driver.RowRef{Projection: "p", Partition: "a", Sort: "b"}}}},
+		"row delete":  {Deletes: []driver.RowDelete{{Ref: driver.RowRef{Projection: "p", Partition: "a", Sort: "b"}}}},
 	} {
 		t.Run("Transaction/"+name, func(t *testing.T) {
 			w.Reset()
@@ -351,31 +351,31 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 func TestIntegrationTransactWriteRequest(t *testing.T) {
 	s, w, _ := newWireStore(t)
 	ctx := t.Context()
-	if err := s.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "ORDER#2", Body: []byte("old")}}}); err != nil {
+	if err := s.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "ORDER#2", Body: []byte("old")}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, &projections.Tx{Puts: []projections.RowPut{{
-		Ref: projections.RowRef{Projection: "board", Partition: "S#1", Sort: "R#8"}, Attrs: pipeline.Item{"player": &types.AttributeValueMemberS{Value: "u0"}},
+	if err := s.Commit(ctx, &driver.Tx{Puts: []driver.RowPut{{
+		Ref: driver.RowRef{Projection: "board", Partition: "S#1", Sort: "R#8"}, Attrs: pipeline.Item{"player": &types.AttributeValueMemberS{Value: "u0"}},
 	}}}); err != nil {
 		t.Fatal(err)
 	}
-	tx := &projections.Tx{
-		Ledgers: []projections.LedgerPut{
+	tx := &driver.Tx{
+		Ledgers: []driver.LedgerPut{
 			{Key: "ORDER#1", ExpectRev: 0, Body: []byte{1, 2}},
 			{Key: "ORDER#2", ExpectRev: 1, Body: []byte{3}, ExpiresAt: 1900000000},
 		},
-		Adds: []projections.Add{{
-			Ref: projections.AggregateRef{Projection: "totals", Key: "DAY#2026-11-30", Shard: 3},
+		Adds: []driver.Add{{
+			Ref: driver.AggregateRef{Projection: "totals", Key: "DAY#2026-11-30", Shard: 3},
 			Values: map[string]decimal.Decimal{
 				"count":  decimal.FromInt(2),
 				"amount": decimal.MustParse("-10.50"),
 			},
 		}},
-		Puts: []projections.RowPut{{
-			Ref:   projections.RowRef{Projection: "board", Partition: "S#1", Sort: "R#9"},
+		Puts: []driver.RowPut{{
+			Ref:   driver.RowRef{Projection: "board", Partition: "S#1", Sort: "R#9"},
 			Attrs: pipeline.Item{"player": &types.AttributeValueMemberS{Value: "u1"}},
 		}},
-		Deletes: []projections.RowDelete{{Ref: projections.RowRef{Projection: "board", Partition: "S#1", Sort: "R#8"}}},
+		Deletes: []driver.RowDelete{{Ref: driver.RowRef{Projection: "board", Partition: "S#1", Sort: "R#8"}}},
 	}
 	w.Reset()
 	if err := s.Commit(ctx, tx); err != nil {
@@ -432,7 +432,7 @@ func TestIntegrationTransactWriteRequest(t *testing.T) {
 	wantEntry(t, got, "ORDER#1", 1, []byte{1, 2})
 	wantEntry(t, got, "ORDER#2", 2, []byte{3})
 	var aggs []string
-	if err := s.ScanAggregates(ctx, func(ref projections.AggregateRef, v map[string]decimal.Decimal) error {
+	if err := s.ScanAggregates(ctx, func(ref driver.AggregateRef, v map[string]decimal.Decimal) error {
 		aggs = append(aggs, fmt.Sprintf("%s/%s/%d", ref.Projection, ref.Key, ref.Shard))
 		if len(v) != 2 || v["amount"].Cmp(decimal.MustParse("-10.5")) != 0 || v["count"].Cmp(decimal.FromInt(2)) != 0 {
 			t.Errorf("aggregate %+v = %v, want amount -10.5 count 2", ref, v)
@@ -456,7 +456,7 @@ func TestIntegrationTransactWriteRequest(t *testing.T) {
 	// carries a new token: the store does not derive one from the batch.
 	w.Reset()
 	err = s.Commit(ctx, tx)
-	var ce *projections.ConflictError
+	var ce *driver.ConflictError
 	if !errors.As(err, &ce) {
 		t.Fatalf("second Commit = %v, want *projections.ConflictError", err)
 	}
@@ -474,14 +474,14 @@ func TestIntegrationCommitErrors(t *testing.T) {
 	s, w, _ := newWireStore(t)
 	ctx := t.Context()
 
-	multi := func() *projections.Tx {
-		return &projections.Tx{
-			Ledgers: []projections.LedgerPut{{Key: "a", Body: []byte("A")}},
-			Adds:    []projections.Add{{Ref: projections.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)}}},
+	multi := func() *driver.Tx {
+		return &driver.Tx{
+			Ledgers: []driver.LedgerPut{{Key: "a", Body: []byte("A")}},
+			Adds:    []driver.Add{{Ref: driver.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)}}},
 		}
 	}
-	single := func() *projections.Tx {
-		return &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "a", Body: []byte("A")}}}
+	single := func() *driver.Tx {
+		return &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "a", Body: []byte("A")}}}
 	}
 	canceled := func(reasons string) string {
 		return awstest.DynamoDBErrorBody("TransactionCanceledException", "Transaction cancelled", `"CancellationReasons":`+reasons)
@@ -493,13 +493,13 @@ func TestIntegrationCommitErrors(t *testing.T) {
 	)
 	tests := []struct {
 		name         string
-		tx           func() *projections.Tx
+		tx           func() *driver.Tx
 		op           string
 		body         string
 		code         string // the SDK error's code, when not a conflict
 		wantContend  bool
 		wantRange    bool // a *projections.RangeError on the aggregate
-		wantConflict map[string]projections.LedgerEntry
+		wantConflict map[string]driver.LedgerEntry
 	}{
 		{name: "TransactWriteItems/Throttling", tx: multi, op: transact,
 			body: `{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}`,
@@ -524,10 +524,10 @@ func TestIntegrationCommitErrors(t *testing.T) {
 			code: "TransactionCanceledException", wantRange: true},
 		{name: "TransactWriteItems/CanceledConditionBesideConflict", tx: multi, op: transact,
 			body:         canceled(`[{"Code":"ConditionalCheckFailed","Message":"The conditional request failed","Item":` + storedA + `},{"Code":"TransactionConflict"}]`),
-			wantConflict: map[string]projections.LedgerEntry{"a": {Rev: 4, Body: []byte("body-a")}}},
+			wantConflict: map[string]driver.LedgerEntry{"a": {Rev: 4, Body: []byte("body-a")}}},
 		{name: "TransactWriteItems/CanceledConditionWithoutItem", tx: multi, op: transact,
 			body:         canceled(`[{"Code":"ConditionalCheckFailed"},{"Code":"None"}]`),
-			wantConflict: map[string]projections.LedgerEntry{"a": {}}},
+			wantConflict: map[string]driver.LedgerEntry{"a": {}}},
 		{name: "TransactWriteItems/CanceledConditionOnUnconditionedAction", tx: multi, op: transact,
 			body: canceled(`[{"Code":"None"},{"Code":"ConditionalCheckFailed"}]`),
 			code: "TransactionCanceledException"},
@@ -554,7 +554,7 @@ func TestIntegrationCommitErrors(t *testing.T) {
 			code: "RequestLimitExceeded", wantContend: true},
 		{name: "PutItem/ConditionalCheckFailedWithItem", tx: single, op: putItem,
 			body:         awstest.DynamoDBErrorBody("ConditionalCheckFailedException", "The conditional request failed", `"Item":`+storedA),
-			wantConflict: map[string]projections.LedgerEntry{"a": {Rev: 4, Body: []byte("body-a")}}},
+			wantConflict: map[string]driver.LedgerEntry{"a": {Rev: 4, Body: []byte("body-a")}}},
 		{name: "PutItem/Validation", tx: single, op: putItem,
 			body: awstest.DynamoDBErrorBody("ValidationException", "One or more parameter values were invalid", ""),
 			code: "ValidationException"},
@@ -573,7 +573,7 @@ func TestIntegrationCommitErrors(t *testing.T) {
 			}
 			w.Reset()
 
-			var ce *projections.ConflictError
+			var ce *driver.ConflictError
 			gotConflict := errors.As(err, &ce)
 			if gotConflict != (tt.wantConflict != nil) {
 				t.Fatalf("conflict = %v, want %v: %v", gotConflict, tt.wantConflict != nil, err)
@@ -593,10 +593,10 @@ func TestIntegrationCommitErrors(t *testing.T) {
 					t.Errorf("error does not name the table: %v", err)
 				}
 			}
-			if re, ok := errors.AsType[*projections.RangeError](err); ok != tt.wantRange || (ok && (re.Ref != tt.tx().Adds[0].Ref || re.Name != "n")) {
+			if re, ok := errors.AsType[*driver.RangeError](err); ok != tt.wantRange || (ok && (re.Ref != tt.tx().Adds[0].Ref || re.Name != "n")) {
 				t.Errorf("RangeError %v, want one: %v: %v", re, tt.wantRange, err)
 			}
-			if got := errors.Is(err, projections.ErrContention); got != tt.wantContend {
+			if got := errors.Is(err, driver.ErrContention); got != tt.wantContend {
 				t.Errorf("errors.Is(err, ErrContention) = %v, want %v: %v", got, tt.wantContend, err)
 			}
 
@@ -608,7 +608,7 @@ func TestIntegrationCommitErrors(t *testing.T) {
 			if len(got) != 0 {
 				t.Errorf("ledger entries after a failed commit: %v", got)
 			}
-			if err := s.ScanAggregates(ctx, func(ref projections.AggregateRef, _ map[string]decimal.Decimal) error {
+			if err := s.ScanAggregates(ctx, func(ref driver.AggregateRef, _ map[string]decimal.Decimal) error {
 				t.Errorf("aggregate %+v after a failed commit", ref)
 				return nil
 			}); err != nil {
@@ -622,40 +622,40 @@ func TestIntegrationCommitErrors(t *testing.T) {
 // refuses without a request.
 func TestIntegrationCommitSendsNothing(t *testing.T) {
 	s, w, _ := newWireStore(t)
-	for _, tx := range []*projections.Tx{nil, {}, {Ledgers: []projections.LedgerPut{}, Adds: []projections.Add{}}} {
+	for _, tx := range []*driver.Tx{nil, {}, {Ledgers: []driver.LedgerPut{}, Adds: []driver.Add{}}} {
 		if err := s.Commit(t.Context(), tx); err != nil {
 			t.Errorf("Commit(%+v) = %v, want nil", tx, err)
 		}
 	}
-	big := &projections.Tx{}
+	big := &driver.Tx{}
 	for i := range 60 {
-		big.Ledgers = append(big.Ledgers, projections.LedgerPut{Key: fmt.Sprintf("k%03d", i), Body: []byte("b")})
+		big.Ledgers = append(big.Ledgers, driver.LedgerPut{Key: fmt.Sprintf("k%03d", i), Body: []byte("b")})
 	}
 	for i := range 41 {
-		big.Adds = append(big.Adds, projections.Add{
-			Ref:    projections.AggregateRef{Projection: "p", Key: "k" + strconv.Itoa(i)},
+		big.Adds = append(big.Adds, driver.Add{
+			Ref:    driver.AggregateRef{Projection: "p", Key: "k" + strconv.Itoa(i)},
 			Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)},
 		})
 	}
 	for name, c := range map[string]struct {
-		tx   *projections.Tx
+		tx   *driver.Tx
 		want string
 	}{
 		"101 actions": {big, "101 actions"},
-		"reserved value name": {&projections.Tx{Adds: []projections.Add{{
-			Ref: projections.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"shard": decimal.FromInt(1)},
+		"reserved value name": {&driver.Tx{Adds: []driver.Add{{
+			Ref: driver.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"shard": decimal.FromInt(1)},
 		}}}, `"shard" is reserved`},
-		"reserved row attribute": {&projections.Tx{Puts: []projections.RowPut{{
-			Ref: projections.RowRef{Projection: "p", Partition: "a", Sort: "b"}, Attrs: pipeline.Item{"PK": &types.AttributeValueMemberS{Value: "x"}},
+		"reserved row attribute": {&driver.Tx{Puts: []driver.RowPut{{
+			Ref: driver.RowRef{Projection: "p", Partition: "a", Sort: "b"}, Attrs: pipeline.Item{"PK": &types.AttributeValueMemberS{Value: "x"}},
 		}}}, `"PK" is reserved`},
-		"negative ExpectRev": {&projections.Tx{Ledgers: []projections.LedgerPut{{Key: "a", ExpectRev: -1}}}, "negative ExpectRev"},
+		"negative ExpectRev": {&driver.Tx{Ledgers: []driver.LedgerPut{{Key: "a", ExpectRev: -1}}}, "negative ExpectRev"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := s.Commit(t.Context(), c.tx)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Commit = %v, want an error mentioning %s", err, c.want)
 			}
-			if errors.Is(err, projections.ErrContention) {
+			if errors.Is(err, driver.ErrContention) {
 				t.Errorf("refusal matches ErrContention: %v", err)
 			}
 		})
@@ -672,22 +672,22 @@ func TestIntegrationReadLedgersRetriesUnprocessedKeys(t *testing.T) {
 	s, w, _ := newWireStore(t)
 	s.retryBase = time.Microsecond
 	ctx := t.Context()
-	stored := map[string]projections.LedgerEntry{}
+	stored := map[string]driver.LedgerEntry{}
 	var keys []string
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for i := range 250 {
 		k := fmt.Sprintf("k%03d", i)
 		keys = append(keys, k)
 		if i%3 == 0 {
 			continue
 		}
-		stored[k] = projections.LedgerEntry{Rev: 1, Body: []byte("body " + k)}
-		tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: k, Body: []byte("body " + k)})
+		stored[k] = driver.LedgerEntry{Rev: 1, Body: []byte("body " + k)}
+		tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: k, Body: []byte("body " + k)})
 		if len(tx.Ledgers) == MaxTxActions {
 			if err := s.Commit(ctx, tx); err != nil {
 				t.Fatal(err)
 			}
-			tx = &projections.Tx{}
+			tx = &driver.Tx{}
 		}
 	}
 	if err := s.Commit(ctx, tx); err != nil {
@@ -738,7 +738,7 @@ func TestIntegrationReadLedgersGivesUp(t *testing.T) {
 	s.retryBase = time.Microsecond
 	w.On("BatchGetItem", processNothing)
 	_, err := s.ReadLedgers(t.Context(), []string{"a", "b"})
-	if !errors.Is(err, projections.ErrContention) {
+	if !errors.Is(err, driver.ErrContention) {
 		t.Fatalf("ReadLedgers = %v, want ErrContention", err)
 	}
 	if n := len(w.Recorded("BatchGetItem")); n != s.retryAttempts {
@@ -765,10 +765,10 @@ func TestIntegrationQueryAndScanRequests(t *testing.T) {
 	pad := &types.AttributeValueMemberS{Value: strings.Repeat("x", 150_000)}
 	const rows = 15
 	for i := 0; i < rows; i += 5 {
-		tx := &projections.Tx{}
+		tx := &driver.Tx{}
 		for j := i; j < i+5; j++ {
-			tx.Puts = append(tx.Puts, projections.RowPut{
-				Ref:   projections.RowRef{Projection: "big", Partition: "P", Sort: fmt.Sprintf("S%03d", j)},
+			tx.Puts = append(tx.Puts, driver.RowPut{
+				Ref:   driver.RowRef{Projection: "big", Partition: "P", Sort: fmt.Sprintf("S%03d", j)},
 				Attrs: pipeline.Item{"pad": pad},
 			})
 		}
@@ -776,8 +776,8 @@ func TestIntegrationQueryAndScanRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Commit(ctx, &projections.Tx{Adds: []projections.Add{{
-		Ref:    projections.AggregateRef{Projection: "p", Key: "k", Shard: 2},
+	if err := s.Commit(ctx, &driver.Tx{Adds: []driver.Add{{
+		Ref:    driver.AggregateRef{Projection: "p", Key: "k", Shard: 2},
 		Values: map[string]decimal.Decimal{"amount": decimal.MustParse("12.5"), "count": decimal.FromInt(3)},
 	}}}); err != nil {
 		t.Fatal(err)
@@ -792,7 +792,7 @@ func TestIntegrationQueryAndScanRequests(t *testing.T) {
 	if len(got) != 9 || got[0].Ref.Sort != "S014" || got[8].Ref.Sort != "S006" {
 		t.Fatalf("QueryRows limit 9: %d rows", len(got))
 	}
-	if r := got[0]; r.Ref != (projections.RowRef{Projection: "big", Partition: "P", Sort: "S014"}) || len(r.Attrs) != 1 {
+	if r := got[0]; r.Ref != (driver.RowRef{Projection: "big", Partition: "P", Sort: "S014"}) || len(r.Attrs) != 1 {
 		t.Errorf("row = %v %d attributes, want only pad", r.Ref, len(r.Attrs))
 	}
 	calls := w.Recorded()
@@ -838,12 +838,12 @@ func TestIntegrationQueryAndScanRequests(t *testing.T) {
 	}{
 		{"R#", func() (int, error) {
 			n := 0
-			err := s.ScanRows(ctx, func(projections.StoredRow) error { n++; return nil })
+			err := s.ScanRows(ctx, func(driver.StoredRow) error { n++; return nil })
 			return n, err
 		}, rows},
 		{"A#", func() (int, error) {
 			var seen []string
-			err := s.ScanAggregates(ctx, func(ref projections.AggregateRef, v map[string]decimal.Decimal) error {
+			err := s.ScanAggregates(ctx, func(ref driver.AggregateRef, v map[string]decimal.Decimal) error {
 				seen = append(seen, fmt.Sprintf("%s/%s/%d amount=%s count=%s n=%d", ref.Projection, ref.Key, ref.Shard, v["amount"], v["count"], len(v)))
 				return nil
 			})

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // ErrInjected is wrapped by every error that FaultyStore and FlakyInvoke
@@ -74,7 +74,7 @@ func hashStrings(kind string, parts ...string) uint64 {
 // Empty transactions are passed through without faults. FaultyStore is safe
 // for concurrent use, and its faults are deterministic (see Seed).
 type FaultyStore struct {
-	Store                                       projections.Store
+	Store                                       driver.Store
 	CommitFailBefore, CommitFailAfter, ReadFail float64
 	// Seed seeds the faults: the same seed and the same sequence of calls give
 	// the same faults.
@@ -86,8 +86,8 @@ type FaultyStore struct {
 }
 
 var (
-	_ projections.Store              = (*FaultyStore)(nil)
-	_ projections.WriteUnitEstimator = (*FaultyStore)(nil)
+	_ driver.Store              = (*FaultyStore)(nil)
+	_ driver.WriteUnitEstimator = (*FaultyStore)(nil)
 )
 
 // StoreFaults counts calls and injected faults.
@@ -103,7 +103,7 @@ func (f StoreFaults) Total() int {
 
 // NewFaultyStore returns store wrapped with the given seed and no faults;
 // set the rates on the result.
-func NewFaultyStore(store projections.Store, seed uint64) *FaultyStore {
+func NewFaultyStore(store driver.Store, seed uint64) *FaultyStore {
 	return &FaultyStore{Store: store, Seed: seed}
 }
 
@@ -121,7 +121,7 @@ func (f *FaultyStore) count(fn func(*StoreFaults)) {
 }
 
 // ReadLedgers implements projections.Store.
-func (f *FaultyStore) ReadLedgers(ctx context.Context, keys []string) (map[string]projections.LedgerEntry, error) {
+func (f *FaultyStore) ReadLedgers(ctx context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
 	f.count(func(s *StoreFaults) { s.Reads++ })
 	if f.ReadFail > 0 && f.dice.roll(f.Seed, hashStrings("read", keys...)) < f.ReadFail {
 		f.count(func(s *StoreFaults) { s.ReadsFailed++ })
@@ -131,7 +131,7 @@ func (f *FaultyStore) ReadLedgers(ctx context.Context, keys []string) (map[strin
 }
 
 // Commit implements projections.Store.
-func (f *FaultyStore) Commit(ctx context.Context, tx *projections.Tx) error {
+func (f *FaultyStore) Commit(ctx context.Context, tx *driver.Tx) error {
 	if tx == nil || tx.Len() == 0 {
 		return f.Store.Commit(ctx, tx)
 	}
@@ -156,13 +156,13 @@ func (f *FaultyStore) Commit(ctx context.Context, tx *projections.Tx) error {
 
 // WriteUnits passes on the wrapped store's estimate
 // (projections.WriteUnitEstimator), or 0 when it makes none.
-func (f *FaultyStore) WriteUnits(tx *projections.Tx) float64 {
-	return projections.WriteUnitsOf(f.Store, tx)
+func (f *FaultyStore) WriteUnits(tx *driver.Tx) float64 {
+	return driver.WriteUnitsOf(f.Store, tx)
 }
 
 // txHash identifies a transaction by the ledger entries (and revisions) and
 // the aggregates and rows it writes.
-func txHash(tx *projections.Tx) uint64 {
+func txHash(tx *driver.Tx) uint64 {
 	parts := make([]string, 0, tx.Len())
 	for _, l := range tx.Ledgers {
 		parts = append(parts, "L"+l.Key+"\x00"+strconv.FormatInt(l.ExpectRev, 10))

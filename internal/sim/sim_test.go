@@ -19,6 +19,7 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -1139,14 +1140,14 @@ func TestESMWithProcessor(t *testing.T) {
 // memStore is a minimal in-memory projections.Store.
 type memStore struct {
 	mu      sync.Mutex
-	ledgers map[string]projections.LedgerEntry
+	ledgers map[string]driver.LedgerEntry
 	commits int
 }
 
-func (s *memStore) ReadLedgers(_ context.Context, keys []string) (map[string]projections.LedgerEntry, error) {
+func (s *memStore) ReadLedgers(_ context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]projections.LedgerEntry{}
+	out := map[string]driver.LedgerEntry{}
 	for _, k := range keys {
 		if e, ok := s.ledgers[k]; ok {
 			out[k] = e
@@ -1155,11 +1156,11 @@ func (s *memStore) ReadLedgers(_ context.Context, keys []string) (map[string]pro
 	return out, nil
 }
 
-func (s *memStore) Commit(_ context.Context, tx *projections.Tx) error {
+func (s *memStore) Commit(_ context.Context, tx *driver.Tx) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, l := range tx.Ledgers {
-		s.ledgers[l.Key] = projections.LedgerEntry{Rev: l.ExpectRev + 1, Body: l.Body}
+		s.ledgers[l.Key] = driver.LedgerEntry{Rev: l.ExpectRev + 1, Body: l.Body}
 	}
 	if tx.Len() > 0 {
 		s.commits++
@@ -1169,20 +1170,20 @@ func (s *memStore) Commit(_ context.Context, tx *projections.Tx) error {
 
 func TestFaultyStore(t *testing.T) {
 	ctx := context.Background()
-	tx := func(i int) *projections.Tx {
-		return &projections.Tx{Ledgers: []projections.LedgerPut{{Key: fmt.Sprint("k", i)}}}
+	tx := func(i int) *driver.Tx {
+		return &driver.Tx{Ledgers: []driver.LedgerPut{{Key: fmt.Sprint("k", i)}}}
 	}
-	inner := &memStore{ledgers: map[string]projections.LedgerEntry{}}
+	inner := &memStore{ledgers: map[string]driver.LedgerEntry{}}
 	f := NewFaultyStore(inner, 1)
 	f.CommitFailBefore = 1
-	if err := f.Commit(ctx, tx(1)); !errors.Is(err, ErrInjected) || errors.Is(err, projections.ErrContention) || inner.commits != 0 {
+	if err := f.Commit(ctx, tx(1)); !errors.Is(err, ErrInjected) || errors.Is(err, driver.ErrContention) || inner.commits != 0 {
 		t.Fatalf("fail before: %v, %d commits", err, inner.commits)
 	}
 	f.CommitFailBefore, f.CommitFailAfter = 0, 1
 	if err := f.Commit(ctx, tx(1)); !errors.Is(err, ErrInjected) || inner.commits != 1 {
 		t.Fatalf("fail after: %v, %d commits", err, inner.commits)
 	}
-	if err := f.Commit(ctx, &projections.Tx{}); err != nil {
+	if err := f.Commit(ctx, &driver.Tx{}); err != nil {
 		t.Fatalf("empty tx: %v", err)
 	}
 	f.CommitFailAfter, f.ReadFail = 0, 1
@@ -1201,7 +1202,7 @@ func TestFaultyStore(t *testing.T) {
 	// Rates: deterministic whatever the goroutines' order, and a retry of
 	// the same transaction gets a fresh roll.
 	counts := func() StoreFaults {
-		f := &FaultyStore{Store: &memStore{ledgers: map[string]projections.LedgerEntry{}}, Seed: 9, CommitFailBefore: 0.2, CommitFailAfter: 0.1, ReadFail: 0.1}
+		f := &FaultyStore{Store: &memStore{ledgers: map[string]driver.LedgerEntry{}}, Seed: 9, CommitFailBefore: 0.2, CommitFailAfter: 0.1, ReadFail: 0.1}
 		var wg sync.WaitGroup
 		for g := range 8 {
 			wg.Add(1)
@@ -1229,24 +1230,24 @@ func TestFaultyStore(t *testing.T) {
 // billedStore is a memStore that estimates every commit at 3 write units.
 type billedStore struct{ *memStore }
 
-func (billedStore) WriteUnits(*projections.Tx) float64 { return 3 }
+func (billedStore) WriteUnits(*driver.Tx) float64 { return 3 }
 
 // TestFaultyStorePassesOnWriteUnits: FaultyStore passes on its store's
 // write-unit estimate, so that the demo and the exactly-once tests still
 // count what the commits cost; over a store without one, it has none.
 func TestFaultyStorePassesOnWriteUnits(t *testing.T) {
-	tx := &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "k"}}}
+	tx := &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "k"}}}
 	tests := []struct {
 		name  string
-		store projections.Store
+		store driver.Store
 		want  float64
 	}{
-		{"estimating store", billedStore{&memStore{ledgers: map[string]projections.LedgerEntry{}}}, 3},
-		{"store without an estimate", &memStore{ledgers: map[string]projections.LedgerEntry{}}, 0},
+		{"estimating store", billedStore{&memStore{ledgers: map[string]driver.LedgerEntry{}}}, 3},
+		{"store without an estimate", &memStore{ledgers: map[string]driver.LedgerEntry{}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := projections.WriteUnitsOf(NewFaultyStore(tt.store, 1), tx); got != tt.want {
+			if got := driver.WriteUnitsOf(NewFaultyStore(tt.store, 1), tx); got != tt.want {
 				t.Errorf("WriteUnitsOf(FaultyStore) = %v, want %v", got, tt.want)
 			}
 		})

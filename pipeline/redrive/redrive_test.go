@@ -22,16 +22,17 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func engine(st projections.Store) *projections.Engine {
+func engine(st driver.Store) *projections.Engine {
 	return projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
 }
 
-func view(t *testing.T, r projections.Reader) *projections.View {
+func view(t *testing.T, r driver.Reader) *projections.View {
 	t.Helper()
 	v, err := projections.ReadView(context.Background(), r)
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -103,8 +104,8 @@ func TestIntegrationReplayKinesis(t *testing.T) {
 
 			var (
 				st interface {
-					projections.Store
-					projections.Reader
+					driver.Store
+					driver.Reader
 				}
 				cps checkpoint.Store
 			)

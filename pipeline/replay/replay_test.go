@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/pipeline/shardread/shardreadtest"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -27,7 +28,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 var ignored = []string{"User", "Workspace", "Cart"}
 
-func newEngine(st projections.Store, ps ...projections.Projection) *projections.Engine {
+func newEngine(st driver.Store, ps ...projections.Projection) *projections.Engine {
 	if ps == nil {
 		ps = seed.All()
 	}
@@ -57,7 +58,7 @@ func kinesisMem(recs []sim.KinesisRecord, shards int) *shardreadtest.Mem {
 	return m
 }
 
-func mustView(t testing.TB, r projections.Reader) *projections.View {
+func mustView(t testing.TB, r driver.Reader) *projections.View {
 	t.Helper()
 	v, err := projections.ReadView(context.Background(), r)
 	if err != nil {
@@ -66,7 +67,7 @@ func mustView(t testing.TB, r projections.Reader) *projections.View {
 	return v
 }
 
-func checkExact(t *testing.T, stage string, st projections.Reader, want *projections.View) {
+func checkExact(t *testing.T, stage string, st driver.Reader, want *projections.View) {
 	t.Helper()
 	if d := projections.Diff(mustView(t, st), want); len(d) > 0 {
 		t.Fatalf("%s: %d differences from the recomputation:\n%s", stage, len(d), strings.Join(d[:min(len(d), 15)], "\n"))
@@ -90,11 +91,11 @@ func run(t *testing.T, cfg replay.Config) replay.Summary {
 
 // counting counts the aggregate and row writes that reach a store.
 type counting struct {
-	projections.Store
+	driver.Store
 	writes atomic.Int64
 }
 
-func (c *counting) Commit(ctx context.Context, tx *projections.Tx) error {
+func (c *counting) Commit(ctx context.Context, tx *driver.Tx) error {
 	err := c.Store.Commit(ctx, tx)
 	if err == nil {
 		c.writes.Add(int64(len(tx.Adds) + len(tx.Puts) + len(tx.Deletes)))
@@ -221,7 +222,7 @@ func TestInterruptedReplayResumes(t *testing.T) {
 
 // outage fails every commit while down is set.
 type outage struct {
-	projections.Store
+	driver.Store
 	down    atomic.Bool
 	commits atomic.Int64
 	after   int64 // goes down at this commit
@@ -229,7 +230,7 @@ type outage struct {
 
 var errOutage = errors.New("store unavailable")
 
-func (o *outage) Commit(ctx context.Context, tx *projections.Tx) error {
+func (o *outage) Commit(ctx context.Context, tx *driver.Tx) error {
 	if o.commits.Add(1) == o.after {
 		o.down.Store(true)
 	}
@@ -372,12 +373,12 @@ func TestDryRunWritesNothing(t *testing.T) {
 // limited refuses transactions over DynamoDB's 100 actions, as
 // TransactWriteItems does.
 type limited struct {
-	projections.Store
+	driver.Store
 	refused atomic.Int64
 }
 
-func (l *limited) Commit(ctx context.Context, tx *projections.Tx) error {
-	if tx.Len() > projections.MaxTxActions {
+func (l *limited) Commit(ctx context.Context, tx *driver.Tx) error {
+	if tx.Len() > driver.MaxTxActions {
 		l.refused.Add(1)
 		return errors.New("transaction over 100 actions refused")
 	}

@@ -44,6 +44,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // MarkerKey is the ledger key of a store's backfill marker.
@@ -107,7 +108,7 @@ func WindowGap(m *Marker, start time.Time, retention time.Duration, now time.Tim
 // MarkCaughtUp records in st's marker that the stream has been applied
 // from at or before the backfill's time (a replay that began there
 // completed).
-func MarkCaughtUp(ctx context.Context, st projections.Store, now time.Time) error {
+func MarkCaughtUp(ctx context.Context, st driver.Store, now time.Time) error {
 	for range 3 {
 		m, rev, err := ReadMarker(ctx, st)
 		if err != nil || m == nil || !m.CaughtUp.IsZero() {
@@ -118,8 +119,8 @@ func MarkCaughtUp(ctx context.Context, st projections.Store, now time.Time) erro
 		if err != nil {
 			return fmt.Errorf("encoding the backfill marker: %w", err)
 		}
-		err = st.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}})
-		if errors.As(err, new(*projections.ConflictError)) {
+		err = st.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}})
+		if errors.As(err, new(*driver.ConflictError)) {
 			continue
 		}
 		if err != nil {
@@ -132,7 +133,7 @@ func MarkCaughtUp(ctx context.Context, st projections.Store, now time.Time) erro
 
 // ReadMarker returns the store's backfill marker, or nil when no backfill
 // wrote to it.
-func ReadMarker(ctx context.Context, st projections.Store) (*Marker, int64, error) {
+func ReadMarker(ctx context.Context, st driver.Store) (*Marker, int64, error) {
 	got, err := st.ReadLedgers(ctx, []string{MarkerKey})
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the backfill marker: %w", err)
@@ -208,7 +209,7 @@ type Job struct {
 	full    *export.Export
 	overlay *export.Overlay
 	engine  *projections.Engine
-	store   projections.Store
+	store   driver.Store
 	opts    Options
 	id      string
 	asOf    time.Time
@@ -225,7 +226,7 @@ type Job struct {
 // overlay on top, or nil) through engine, an engine of the store's set
 // (projections.Open), writing to store. The export's point in time must be
 // known (its manifest's exportTime, or Options.AsOf).
-func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engine, store projections.Store, set *projections.Set, opts Options) (*Job, error) {
+func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engine, store driver.Store, set *projections.Set, opts Options) (*Job, error) {
 	if full.Summary.Incremental() {
 		return nil, fmt.Errorf("backfill: %s is an incremental export; give the full export, and this one as an incremental", full)
 	}
@@ -328,7 +329,7 @@ func (j *Job) Begin(ctx context.Context) error {
 		m.Started = time.Now().UTC()
 		m.Completed = time.Time{}
 		if err := j.writeMarker(ctx, m, rev); err != nil {
-			if errors.As(err, new(*projections.ConflictError)) {
+			if errors.As(err, new(*driver.ConflictError)) {
 				continue
 			}
 			return err
@@ -357,7 +358,7 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 	if !since.After(j.asOf) {
 		return nil
 	}
-	if r, ok := j.store.(projections.Reader); ok {
+	if r, ok := j.store.(driver.Reader); ok {
 		empty, err := projections.Empty(ctx, r)
 		if err != nil || empty {
 			return err
@@ -372,7 +373,7 @@ func (j *Job) writeMarker(ctx context.Context, m Marker, rev int64) error {
 	if err != nil {
 		return fmt.Errorf("encoding the backfill marker: %w", err)
 	}
-	if err := j.store.Commit(ctx, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}}); err != nil {
+	if err := j.store.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}}); err != nil {
 		return fmt.Errorf("writing the backfill marker: %w", err)
 	}
 	return nil
@@ -618,7 +619,7 @@ func (j *Job) Finish(ctx context.Context) (bool, error) {
 		m := *cur
 		m.Completed = time.Now().UTC()
 		if err := j.writeMarker(ctx, m, rev); err != nil {
-			if errors.As(err, new(*projections.ConflictError)) {
+			if errors.As(err, new(*driver.ConflictError)) {
 				continue
 			}
 			return false, err

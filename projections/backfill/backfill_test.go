@@ -19,6 +19,7 @@ import (
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -172,7 +173,7 @@ func exercised(t *testing.T, stats ...sim.Stats) {
 // backfillUntilDone runs the backfill until it completes: store faults
 // fail some runs, and each rerun resumes (as a retried Lambda child, or
 // an operator running the command again, would).
-func backfillUntilDone(ctx context.Context, t *testing.T, hs *history, e *projections.Engine, st projections.Store, opts backfill.Options) backfill.Summary {
+func backfillUntilDone(ctx context.Context, t *testing.T, hs *history, e *projections.Engine, st driver.Store, opts backfill.Options) backfill.Summary {
 	t.Helper()
 	full, err := export.OpenExport(ctx, objstore.NewDir(filepath.Dir(filepath.Dir(hs.dir))), "AWSDynamoDB/"+filepath.Base(hs.dir), export.OpenOptions{})
 	if err != nil {
@@ -196,7 +197,7 @@ func backfillUntilDone(ctx context.Context, t *testing.T, hs *history, e *projec
 	}
 }
 
-func check(t *testing.T, stage string, st projections.Reader, want *projections.View) {
+func check(t *testing.T, stage string, st driver.Reader, want *projections.View) {
 	t.Helper()
 	got, err := projections.ReadView(context.Background(), st)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/verify"
 )
@@ -147,12 +148,12 @@ func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) int64 {
 	line := func(it pipeline.Item) { n += int64(len(`{"Item":}`) + len(pipeline.AppendItem(nil, it)) + 1) }
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	num := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
-	err := st.ScanLedgers(ctx, func(key string, e projections.LedgerEntry) error {
+	err := st.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
 		line(pipeline.Item{"PK": s("L#" + key), "SK": s("L"), "rev": num("1"), "ledger": s(base64.StdEncoding.EncodeToString(e.Body))})
 		return nil
 	})
 	if err == nil {
-		err = st.ScanAggregates(ctx, func(ref projections.AggregateRef, values map[string]decimal.Decimal) error {
+		err = st.ScanAggregates(ctx, func(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
 			it := pipeline.Item{"PK": s("A#" + ref.Projection + "#" + ref.Key + "#0"), "SK": s("A"), "projection": s(ref.Projection), "key": s(ref.Key), "shard": num("0")}
 			for k, v := range values {
 				it[k] = num(v.String())
@@ -162,7 +163,7 @@ func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) int64 {
 		})
 	}
 	if err == nil {
-		err = st.ScanRows(ctx, func(r projections.StoredRow) error {
+		err = st.ScanRows(ctx, func(r driver.StoredRow) error {
 			it := pipeline.Item{"PK": s("R#" + r.Ref.Projection + "#" + r.Ref.Partition), "SK": s(r.Ref.Sort), "projection": s(r.Ref.Projection), "partition": s(r.Ref.Partition), "sort": s(r.Ref.Sort)}
 			for k, v := range r.Attrs {
 				it[k] = v

@@ -14,6 +14,7 @@ import (
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/verify"
 )
@@ -68,15 +69,15 @@ func TestGateWhileWritesGoOn(t *testing.T) {
 	}
 
 	// A delta that no ledger entry accounts for.
-	ref := projections.AggregateRef{Projection: "order-totals", Key: "ORDERS#PAID#DAY#2026-11-30"}
-	if err := st.Commit(ctx, &projections.Tx{Adds: []projections.Add{{Ref: ref, Values: map[string]decimal.Decimal{"orders": decimal.FromInt(1)}}}}); err != nil {
+	ref := driver.AggregateRef{Projection: "order-totals", Key: "ORDERS#PAID#DAY#2026-11-30"}
+	if err := st.Commit(ctx, &driver.Tx{Adds: []driver.Add{{Ref: ref, Values: map[string]decimal.Decimal{"orders": decimal.FromInt(1)}}}}); err != nil {
 		t.Fatal(err)
 	}
 	res = gate()
 	if len(res.Differences) != 1 || !strings.HasPrefix(res.Differences[0], "order-totals ORDERS#PAID#DAY#2026-11-30 orders: got") {
 		t.Errorf("a lost or doubled delta: %v", res.Differences)
 	}
-	if err := st.Commit(ctx, &projections.Tx{Adds: []projections.Add{{Ref: ref, Values: map[string]decimal.Decimal{"orders": decimal.FromInt(-1)}}}}); err != nil {
+	if err := st.Commit(ctx, &driver.Tx{Adds: []driver.Add{{Ref: ref, Values: map[string]decimal.Decimal{"orders": decimal.FromInt(-1)}}}}); err != nil {
 		t.Fatal(err)
 	}
 

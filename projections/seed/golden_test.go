@@ -15,6 +15,7 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 var update = flag.Bool("update", false, "rewrite the *.golden.json files under testdata")
@@ -121,7 +122,7 @@ func checkContribution(t *testing.T, c projections.Contribution) {
 			t.Errorf("bad counter %+v", ctr)
 		}
 		for name := range ctr.Values {
-			if projections.ReservedName(name) {
+			if driver.ReservedName(name) {
 				t.Errorf("counter %s: reserved value name %q", ctr.Key, name)
 			}
 		}
@@ -131,7 +132,7 @@ func checkContribution(t *testing.T, c projections.Contribution) {
 			t.Errorf("bad row %+v", row)
 		}
 		for name := range row.Attrs {
-			if projections.ReservedName(name) {
+			if driver.ReservedName(name) {
 				t.Errorf("row %s/%s: reserved attribute name %q", row.Partition, row.Sort, name)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // FuzzLoad checks that loading never panics and that an invalid spec is an
@@ -160,7 +161,7 @@ func checkContribute(t *testing.T, p *Projection, item, fresh pipeline.Item) {
 			t.Fatalf("%s: bad counter %+v", p.name, ctr)
 		}
 		for name := range ctr.Values {
-			if projections.ReservedName(name) {
+			if driver.ReservedName(name) {
 				t.Fatalf("%s: reserved value name %q", p.name, name)
 			}
 		}
@@ -170,7 +171,7 @@ func checkContribute(t *testing.T, p *Projection, item, fresh pipeline.Item) {
 			t.Fatalf("%s: bad row %+v", p.name, r)
 		}
 		for name := range r.Attrs {
-			if projections.ReservedName(name) {
+			if driver.ReservedName(name) {
 				t.Fatalf("%s: reserved row attribute %q", p.name, name)
 			}
 		}

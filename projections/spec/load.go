@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // loader turns a document into a Spec, collecting every problem.
@@ -581,7 +581,7 @@ func (l *loader) outputs(n *node, path, what string, read func(name string, v *n
 	for i, name := range n.keys {
 		p := join(path, name)
 		switch {
-		case projections.ReservedName(name):
+		case driver.ReservedName(name):
 			l.problem(n.kline[i], p, "%q is reserved: the stores use it for their own bookkeeping", name)
 		case len(name) > maxAttrName:
 			l.problem(n.kline[i], p, "an attribute name is at most %d bytes", maxAttrName)

@@ -16,6 +16,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Recompute builds every projection's view from an export (with an overlay
@@ -60,7 +61,7 @@ type Result struct {
 // those, the others against their recomputation from the export. An
 // export whose point in time is not known (no manifest) is taken as newer
 // than every change: every item is checked against the export.
-func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, table projections.Reader, opts pipeline.Options, skipMD5 bool, ps ...projections.Projection) (*Result, error) {
+func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, table driver.Reader, opts pipeline.Options, skipMD5 bool, ps ...projections.Projection) (*Result, error) {
 	res := &Result{AsOf: full.Time()}
 	if overlay != nil {
 		for _, e := range overlay.Exports {

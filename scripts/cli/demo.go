@@ -23,6 +23,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -198,7 +199,7 @@ func runDemo(ctx context.Context, e *Env, args []string) (err error) {
 
 // showLeaderboard prints the top 10 of the season with the most players.
 func showLeaderboard(w *bufio.Writer, v *projections.View) {
-	bySeason := map[string][]projections.RowRef{}
+	bySeason := map[string][]driver.RowRef{}
 	for r := range v.Rows {
 		if r.Projection == "season-leaderboard" {
 			bySeason[r.Partition] = append(bySeason[r.Partition], r)
@@ -385,5 +386,5 @@ func versionOf(item pipeline.Item) string {
 // through the fault injector, scans straight to the store.
 type faultyTable struct {
 	*sim.FaultyStore
-	projections.Reader
+	driver.Reader
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 const redriveUsage = `--from s3://BUCKET/PREFIX|DIR (--store DIR | --table NAME) [--endpoint URL] [--dry-run]
@@ -63,7 +64,7 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 		logw = e.Stderr
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
-	var writeTo projections.Table = st
+	var writeTo driver.Table = st
 	var dry *projections.DryRun
 	if *dryRun {
 		dry = projections.NewDryRun(st)

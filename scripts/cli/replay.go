@@ -28,6 +28,7 @@ import (
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 const replayUsage = `--from kinesis://STREAM|streams://TABLE [--start TRIM_HORIZON|<RFC3339>|SHARD:SEQ,...] [--until <RFC3339>]
@@ -131,7 +132,7 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 		names = selected.Names()
 	}
 	var (
-		writeTo projections.Table = st
+		writeTo driver.Table = st
 		dry     *projections.DryRun
 	)
 	if f.dryRun {

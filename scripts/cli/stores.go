@@ -17,10 +17,11 @@ import (
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // store is an aggregate store a command works on.
-type store = projections.Table
+type store = driver.Table
 
 // storeFlags are the flags that choose an aggregate store: an embedded one
 // under a directory (the default for local runs) or a DynamoDB table.
@@ -48,7 +49,7 @@ func (s *storeFlags) String() string {
 // openEngine makes an engine of set over t with projections.Open (which
 // refuses a store another projection set built), naming the store in its
 // error.
-func openEngine(ctx context.Context, t projections.Table, where string, set *projections.Set, cfg projections.Config) (*projections.Engine, error) {
+func openEngine(ctx context.Context, t driver.Table, where string, set *projections.Set, cfg projections.Config) (*projections.Engine, error) {
 	e, err := projections.Open(ctx, t, set, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)

@@ -1,4 +1,16 @@
-package projections
+// Package driver is the contract between the projection engine and the
+// stores that keep an aggregate table: Store (ledger reads and atomic
+// commits with DynamoDB's transactional semantics), Reader (scans and
+// queries), the errors a commit reports (ConflictError, ClaimError,
+// RangeError, ErrContention, KeyError) and the optional capabilities a
+// store may have (WriteUnitEstimator, KeyLimiter). It also holds DynamoDB's
+// side of the contract that both stores keep: the aggregate table's layout
+// (docs/engine.md), its key limits and its write-unit model.
+//
+// infra/boltstore (embedded, on disk) and infra/dynamostore (DynamoDB)
+// implement it, and both pass the conformance suite in
+// projections/driver/drivertest, as a store of a team's own would.
+package driver
 
 import (
 	"context"
@@ -12,6 +24,19 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
 )
+
+// Limits of one DynamoDB transaction (TransactWriteItems).
+const (
+	MaxTxActions = 100
+	MaxTxBytes   = 4 << 20
+)
+
+// Table is an aggregate table as an engine's entry point needs it: what the
+// engine writes to (Store) and what readers read (Reader).
+type Table interface {
+	Store
+	Reader
+}
 
 // Store persists ledger entries, aggregates and rows with the transactional
 // semantics of DynamoDB's TransactWriteItems. Implementations must be safe for

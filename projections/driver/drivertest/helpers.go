@@ -1,4 +1,4 @@
-package storetest
+package drivertest
 
 import (
 	"bytes"
@@ -14,16 +14,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
-func aggRef(projection, key string, shard int) projections.AggregateRef {
-	return projections.AggregateRef{Projection: projection, Key: key, Shard: shard}
+func aggRef(projection, key string, shard int) driver.AggregateRef {
+	return driver.AggregateRef{Projection: projection, Key: key, Shard: shard}
 }
 
-func rowRef(projection, partition, sort string) projections.RowRef {
-	return projections.RowRef{Projection: projection, Partition: partition, Sort: sort}
+func rowRef(projection, partition, sort string) driver.RowRef {
+	return driver.RowRef{Projection: projection, Partition: partition, Sort: sort}
 }
 
 // values builds a value map from name, decimal string pairs.
@@ -38,14 +38,14 @@ func values(kv ...string) map[string]decimal.Decimal {
 func avS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func avN(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 
-func commit(t *testing.T, s Store, tx *projections.Tx) {
+func commit(t *testing.T, s Store, tx *driver.Tx) {
 	t.Helper()
 	if err := s.Commit(t.Context(), tx); err != nil {
 		t.Fatalf("Commit(%d actions): %v", tx.Len(), err)
 	}
 }
 
-func readLedgers(t *testing.T, s Store, keys ...string) map[string]projections.LedgerEntry {
+func readLedgers(t *testing.T, s Store, keys ...string) map[string]driver.LedgerEntry {
 	t.Helper()
 	got, err := s.ReadLedgers(t.Context(), keys)
 	if err != nil {
@@ -54,7 +54,7 @@ func readLedgers(t *testing.T, s Store, keys ...string) map[string]projections.L
 	return got
 }
 
-func wantLedger(t *testing.T, got map[string]projections.LedgerEntry, key string, rev int64, body string) {
+func wantLedger(t *testing.T, got map[string]driver.LedgerEntry, key string, rev int64, body string) {
 	t.Helper()
 	e, ok := got[key]
 	switch {
@@ -65,10 +65,10 @@ func wantLedger(t *testing.T, got map[string]projections.LedgerEntry, key string
 	}
 }
 
-func scanAggregates(t *testing.T, s Store) map[projections.AggregateRef]map[string]decimal.Decimal {
+func scanAggregates(t *testing.T, s Store) map[driver.AggregateRef]map[string]decimal.Decimal {
 	t.Helper()
-	got := map[projections.AggregateRef]map[string]decimal.Decimal{}
-	err := s.ScanAggregates(t.Context(), func(ref projections.AggregateRef, values map[string]decimal.Decimal) error {
+	got := map[driver.AggregateRef]map[string]decimal.Decimal{}
+	err := s.ScanAggregates(t.Context(), func(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
 		if _, dup := got[ref]; dup {
 			return fmt.Errorf("aggregate %+v scanned twice", ref)
 		}
@@ -83,7 +83,7 @@ func scanAggregates(t *testing.T, s Store) map[projections.AggregateRef]map[stri
 
 // wantAggregates checks that the store holds exactly the given aggregates,
 // with exactly the given values (compared as numbers, whatever their scale).
-func wantAggregates(t *testing.T, s Store, want map[projections.AggregateRef]map[string]string) {
+func wantAggregates(t *testing.T, s Store, want map[driver.AggregateRef]map[string]string) {
 	t.Helper()
 	got := scanAggregates(t, s)
 	for ref, wv := range want {
@@ -124,10 +124,10 @@ func formatValues(v map[string]decimal.Decimal) string {
 	return "map[" + strings.Join(parts, " ") + "]"
 }
 
-func scanRows(t *testing.T, s Store) []projections.StoredRow {
+func scanRows(t *testing.T, s Store) []driver.StoredRow {
 	t.Helper()
-	var got []projections.StoredRow
-	if err := s.ScanRows(t.Context(), func(row projections.StoredRow) error {
+	var got []driver.StoredRow
+	if err := s.ScanRows(t.Context(), func(row driver.StoredRow) error {
 		got = append(got, row)
 		return nil
 	}); err != nil {
@@ -136,7 +136,7 @@ func scanRows(t *testing.T, s Store) []projections.StoredRow {
 	return got
 }
 
-func queryRows(t *testing.T, s Store, projection, partition string, limit int) []projections.StoredRow {
+func queryRows(t *testing.T, s Store, projection, partition string, limit int) []driver.StoredRow {
 	t.Helper()
 	rows, err := s.QueryRows(t.Context(), projection, partition, limit)
 	if err != nil {
@@ -146,7 +146,7 @@ func queryRows(t *testing.T, s Store, projection, partition string, limit int) [
 }
 
 // wantRows compares rows in order; attributes compare as DynamoDB values.
-func wantRows(t *testing.T, got, want []projections.StoredRow) {
+func wantRows(t *testing.T, got, want []driver.StoredRow) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("got %d rows %v, want %d %v", len(got), rowRefs(got), len(want), rowRefs(want))
@@ -162,16 +162,16 @@ func wantRows(t *testing.T, got, want []projections.StoredRow) {
 	}
 }
 
-func rowRefs(rows []projections.StoredRow) []projections.RowRef {
-	refs := make([]projections.RowRef, len(rows))
+func rowRefs(rows []driver.StoredRow) []driver.RowRef {
+	refs := make([]driver.RowRef, len(rows))
 	for i, r := range rows {
 		refs[i] = r.Ref
 	}
 	return refs
 }
 
-func sortRows(rows []projections.StoredRow) {
-	slices.SortFunc(rows, func(a, b projections.StoredRow) int {
+func sortRows(rows []driver.StoredRow) {
+	slices.SortFunc(rows, func(a, b driver.StoredRow) int {
 		return cmp.Or(
 			compareStrings(a.Ref.Projection, b.Ref.Projection),
 			compareStrings(a.Ref.Partition, b.Ref.Partition),
@@ -186,13 +186,13 @@ func compareStrings(a, b string) int { return strings.Compare(a, b) }
 // every row, in a canonical form that compares with ==.
 type storeState struct {
 	ledgers map[string]string
-	aggs    map[projections.AggregateRef]string
-	rows    map[projections.RowRef]string
+	aggs    map[driver.AggregateRef]string
+	rows    map[driver.RowRef]string
 }
 
 func snapshot(t *testing.T, s Store, ledgerKeys ...string) storeState {
 	t.Helper()
-	snap := storeState{ledgers: map[string]string{}, aggs: map[projections.AggregateRef]string{}, rows: map[projections.RowRef]string{}}
+	snap := storeState{ledgers: map[string]string{}, aggs: map[driver.AggregateRef]string{}, rows: map[driver.RowRef]string{}}
 	for k, e := range readLedgers(t, s, ledgerKeys...) {
 		snap.ledgers[k] = fmt.Sprintf("rev %d body %q", e.Rev, e.Body)
 	}

@@ -1,11 +1,11 @@
-// Package storetest is the conformance suite for projections.Store and
-// projections.Reader implementations.
+// Package drivertest is the conformance suite for driver.Store and
+// driver.Reader implementations.
 //
 // Every store (the embedded infra/boltstore, the DynamoDB infra/dynamostore)
 // runs the same suite from its own tests:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) storetest.Store {
+//		drivertest.Run(t, func(t *testing.T) drivertest.Store {
 //			s, err := boltstore.Open(filepath.Join(t.TempDir(), "store.db"))
 //			if err != nil {
 //				t.Fatal(err)
@@ -20,7 +20,7 @@
 // additions, rows read back in descending sort-key order, and cancelled
 // contexts honoured. It is deterministic in its outcome and takes well under a
 // second against an embedded store that skips fsync.
-package storetest
+package drivertest
 
 import (
 	"context"
@@ -36,14 +36,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Store is what the suite tests: a store that writes and reads.
 type Store interface {
-	projections.Store
-	projections.Reader
+	driver.Store
+	driver.Reader
 }
 
 // Run runs the conformance suite. open must return a fresh, empty store each
@@ -109,7 +109,7 @@ func testReadMissing(t *testing.T, s Store) {
 	if len(got) != 0 {
 		t.Fatalf("ReadLedgers on an empty store = %v, want an empty map", got)
 	}
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "present", Body: []byte("b")}}})
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "present", Body: []byte("b")}}})
 	got, err := s.ReadLedgers(ctx, []string{"present", "missing#1"})
 	if err != nil {
 		t.Fatalf("ReadLedgers: %v", err)
@@ -133,7 +133,7 @@ func testReadNoKeys(t *testing.T, s Store) {
 }
 
 func testReadDuplicateKeys(t *testing.T, s Store) {
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "a", Body: []byte("A")}}})
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "a", Body: []byte("A")}}})
 	got := readLedgers(t, s, "a", "b", "a", "b", "a")
 	if len(got) != 1 {
 		t.Fatalf("ReadLedgers(a, b, a, b, a) = %v, want only a", got)
@@ -150,9 +150,9 @@ func testReadManyKeys(t *testing.T, s Store) {
 		keys = append(keys, fmt.Sprintf("item#%04d", i))
 	}
 	for chunk := range slices.Chunk(keys, 100) {
-		tx := &projections.Tx{}
+		tx := &driver.Tx{}
 		for _, k := range chunk {
-			tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: k, Body: []byte("body of " + k)})
+			tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: k, Body: []byte("body of " + k)})
 		}
 		commit(t, s, tx)
 	}
@@ -168,23 +168,23 @@ func testReadManyKeys(t *testing.T, s Store) {
 
 func testLedgerCreate(t *testing.T, s Store) {
 	body := []byte{0x00, 0x01, 0xfe, 0xff, 'x'} // binary, not text
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "ORDER#1", ExpectRev: 0, Body: body}}})
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "ORDER#1", ExpectRev: 0, Body: body}}})
 	wantLedger(t, readLedgers(t, s, "ORDER#1"), "ORDER#1", 1, string(body))
 }
 
 func testLedgerUpdate(t *testing.T, s Store) {
 	for rev := int64(0); rev < 3; rev++ {
 		body := fmt.Sprintf("version %d", rev+1)
-		commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "k", ExpectRev: rev, Body: []byte(body)}}})
+		commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "k", ExpectRev: rev, Body: []byte(body)}}})
 		wantLedger(t, readLedgers(t, s, "k"), "k", rev+1, body)
 	}
 }
 
 func testLedgerExpiresAt(t *testing.T, s Store) {
 	future := time.Now().Add(365 * 24 * time.Hour).Unix()
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "tomb", Body: []byte("t"), ExpiresAt: future}}})
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "tomb", Body: []byte("t"), ExpiresAt: future}}})
 	wantLedger(t, readLedgers(t, s, "tomb"), "tomb", 1, "t")
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "tomb", ExpectRev: 1, Body: []byte("u")}}})
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "tomb", ExpectRev: 1, Body: []byte("u")}}})
 	wantLedger(t, readLedgers(t, s, "tomb"), "tomb", 2, "u")
 }
 
@@ -193,81 +193,81 @@ func testLedgerExpiresAt(t *testing.T, s Store) {
 // conflictSetup writes the state every conflict case starts from: ledger
 // "stored" at rev 2, an aggregate and two rows.
 func conflictSetup(t *testing.T, s Store) {
-	commit(t, s, &projections.Tx{
-		Ledgers: []projections.LedgerPut{{Key: "stored", Body: []byte("v1")}},
-		Adds:    []projections.Add{{Ref: aggRef("p", "TOTAL", 0), Values: values("count", "1", "sum", "10.50")}},
-		Puts: []projections.RowPut{
+	commit(t, s, &driver.Tx{
+		Ledgers: []driver.LedgerPut{{Key: "stored", Body: []byte("v1")}},
+		Adds:    []driver.Add{{Ref: aggRef("p", "TOTAL", 0), Values: values("count", "1", "sum", "10.50")}},
+		Puts: []driver.RowPut{
 			{Ref: rowRef("p", "P", "keep"), Attrs: pipeline.Item{"v": avS("keep")}},
 			{Ref: rowRef("p", "P", "doomed"), Attrs: pipeline.Item{"v": avS("doomed")}},
 		},
 	})
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "stored", ExpectRev: 1, Body: []byte("v2")}}})
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "stored", ExpectRev: 1, Body: []byte("v2")}}})
 }
 
 // conflictTx is a transaction whose ledger puts are the given failing ones
 // plus one that would succeed, with adds, puts and deletes that must not be
 // applied when it fails.
-func conflictTx(failing ...projections.LedgerPut) *projections.Tx {
-	return &projections.Tx{
-		Ledgers: append([]projections.LedgerPut{{Key: "fresh", ExpectRev: 0, Body: []byte("fresh")}}, failing...),
-		Adds: []projections.Add{
+func conflictTx(failing ...driver.LedgerPut) *driver.Tx {
+	return &driver.Tx{
+		Ledgers: append([]driver.LedgerPut{{Key: "fresh", ExpectRev: 0, Body: []byte("fresh")}}, failing...),
+		Adds: []driver.Add{
 			{Ref: aggRef("p", "TOTAL", 0), Values: values("count", "1", "sum", "0.25")},
 			{Ref: aggRef("p", "NEW", 0), Values: values("count", "1")},
 		},
-		Puts: []projections.RowPut{
+		Puts: []driver.RowPut{
 			{Ref: rowRef("p", "P", "keep"), Attrs: pipeline.Item{"v": avS("replaced")}},
 			{Ref: rowRef("p", "P", "new"), Attrs: pipeline.Item{"v": avS("new")}},
 		},
-		Deletes: []projections.RowDelete{{Ref: rowRef("p", "P", "doomed")}},
+		Deletes: []driver.RowDelete{{Ref: rowRef("p", "P", "doomed")}},
 	}
 }
 
 var conflictCases = []struct {
 	name    string
-	failing []projections.LedgerPut
-	want    map[string]projections.LedgerEntry
+	failing []driver.LedgerPut
+	want    map[string]driver.LedgerEntry
 }{
 	{
 		name:    "CreateExisting",
-		failing: []projections.LedgerPut{{Key: "stored", ExpectRev: 0, Body: []byte("x")}},
-		want:    map[string]projections.LedgerEntry{"stored": {Rev: 2, Body: []byte("v2")}},
+		failing: []driver.LedgerPut{{Key: "stored", ExpectRev: 0, Body: []byte("x")}},
+		want:    map[string]driver.LedgerEntry{"stored": {Rev: 2, Body: []byte("v2")}},
 	},
 	{
 		name:    "StaleRev",
-		failing: []projections.LedgerPut{{Key: "stored", ExpectRev: 1, Body: []byte("x")}},
-		want:    map[string]projections.LedgerEntry{"stored": {Rev: 2, Body: []byte("v2")}},
+		failing: []driver.LedgerPut{{Key: "stored", ExpectRev: 1, Body: []byte("x")}},
+		want:    map[string]driver.LedgerEntry{"stored": {Rev: 2, Body: []byte("v2")}},
 	},
 	{
 		name:    "RevAhead",
-		failing: []projections.LedgerPut{{Key: "stored", ExpectRev: 3, Body: []byte("x")}},
-		want:    map[string]projections.LedgerEntry{"stored": {Rev: 2, Body: []byte("v2")}},
+		failing: []driver.LedgerPut{{Key: "stored", ExpectRev: 3, Body: []byte("x")}},
+		want:    map[string]driver.LedgerEntry{"stored": {Rev: 2, Body: []byte("v2")}},
 	},
 	{
 		name:    "UpdateMissing",
-		failing: []projections.LedgerPut{{Key: "absent", ExpectRev: 4, Body: []byte("x")}},
-		want:    map[string]projections.LedgerEntry{"absent": {Rev: 0}},
+		failing: []driver.LedgerPut{{Key: "absent", ExpectRev: 4, Body: []byte("x")}},
+		want:    map[string]driver.LedgerEntry{"absent": {Rev: 0}},
 	},
 	{
 		name: "TwoFailures",
-		failing: []projections.LedgerPut{
+		failing: []driver.LedgerPut{
 			{Key: "stored", ExpectRev: 1, Body: []byte("x")},
 			{Key: "absent", ExpectRev: 1, Body: []byte("y")},
 		},
-		want: map[string]projections.LedgerEntry{"stored": {Rev: 2, Body: []byte("v2")}, "absent": {Rev: 0}},
+		want: map[string]driver.LedgerEntry{"stored": {Rev: 2, Body: []byte("v2")}, "absent": {Rev: 0}},
 	},
 }
 
-func runConflictCase(t *testing.T, s Store, failing []projections.LedgerPut, want map[string]projections.LedgerEntry) {
+func runConflictCase(t *testing.T, s Store, failing []driver.LedgerPut, want map[string]driver.LedgerEntry) {
 	conflictSetup(t, s)
 	keys := []string{"stored", "fresh", "absent"}
 	before := snapshot(t, s, keys...)
 
 	err := s.Commit(t.Context(), conflictTx(failing...))
-	var ce *projections.ConflictError
+	var ce *driver.ConflictError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Commit = %v, want a *projections.ConflictError", err)
 	}
-	if errors.Is(err, projections.ErrContention) {
+	if errors.Is(err, driver.ErrContention) {
 		t.Errorf("a failed ledger condition also matches ErrContention: %v", err)
 	}
 	if len(ce.Current) != len(want) {
@@ -283,9 +283,9 @@ func runConflictCase(t *testing.T, s Store, failing []projections.LedgerPut, wan
 
 func testConflictRetry(t *testing.T, s Store) {
 	conflictSetup(t, s)
-	tx := conflictTx(projections.LedgerPut{Key: "stored", ExpectRev: 0, Body: []byte("v3")})
+	tx := conflictTx(driver.LedgerPut{Key: "stored", ExpectRev: 0, Body: []byte("v3")})
 	err := s.Commit(t.Context(), tx)
-	var ce *projections.ConflictError
+	var ce *driver.ConflictError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Commit = %v, want a *projections.ConflictError", err)
 	}
@@ -298,11 +298,11 @@ func testConflictRetry(t *testing.T, s Store) {
 	got := readLedgers(t, s, "stored", "fresh")
 	wantLedger(t, got, "stored", 3, "v3")
 	wantLedger(t, got, "fresh", 1, "fresh")
-	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{
+	wantAggregates(t, s, map[driver.AggregateRef]map[string]string{
 		aggRef("p", "TOTAL", 0): {"count": "2", "sum": "10.75"},
 		aggRef("p", "NEW", 0):   {"count": "1"},
 	})
-	wantRows(t, queryRows(t, s, "p", "P", 0), []projections.StoredRow{
+	wantRows(t, queryRows(t, s, "p", "P", 0), []driver.StoredRow{
 		{Ref: rowRef("p", "P", "new"), Attrs: pipeline.Item{"v": avS("new")}},
 		{Ref: rowRef("p", "P", "keep"), Attrs: pipeline.Item{"v": avS("replaced")}},
 	})
@@ -313,7 +313,7 @@ func testConflictRetry(t *testing.T, s Store) {
 func testEmptyTx(t *testing.T, s Store) {
 	conflictSetup(t, s)
 	before := snapshot(t, s, "stored")
-	for _, tx := range []*projections.Tx{{}, {Ledgers: []projections.LedgerPut{}, Adds: []projections.Add{}, Puts: []projections.RowPut{}, Deletes: []projections.RowDelete{}}} {
+	for _, tx := range []*driver.Tx{{}, {Ledgers: []driver.LedgerPut{}, Adds: []driver.Add{}, Puts: []driver.RowPut{}, Deletes: []driver.RowDelete{}}} {
 		if err := s.Commit(t.Context(), tx); err != nil {
 			t.Fatalf("Commit of an empty Tx: %v", err)
 		}
@@ -326,24 +326,24 @@ func testEmptyTx(t *testing.T, s Store) {
 // testHundredOneActions: a transaction over DynamoDB's limit is refused,
 // and nothing of it is written.
 func testHundredOneActions(t *testing.T, s Store) {
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for i := range 101 {
-		tx.Adds = append(tx.Adds, projections.Add{Ref: aggRef("over", fmt.Sprintf("A#%03d", i), 0), Values: values("n", "1")})
+		tx.Adds = append(tx.Adds, driver.Add{Ref: aggRef("over", fmt.Sprintf("A#%03d", i), 0), Values: values("n", "1")})
 	}
 	if err := s.Commit(context.Background(), tx); err == nil {
 		t.Fatal("a 101-action transaction was accepted")
 	}
-	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{})
+	wantAggregates(t, s, map[driver.AggregateRef]map[string]string{})
 }
 
 // testReservedNames: a value or row attribute with a name of
 // projections.ReservedNames (or the empty name) is refused, with nothing of
 // the Tx written, ledger entry included.
 func testReservedNames(t *testing.T, s Store) {
-	for _, name := range append(projections.ReservedNames(), "") {
-		for _, tx := range []*projections.Tx{
-			{Ledgers: []projections.LedgerPut{{Key: "L#value " + name}}, Adds: []projections.Add{{Ref: aggRef("p", "K", 0), Values: values("n", "1", name, "1")}}},
-			{Ledgers: []projections.LedgerPut{{Key: "L#row " + name}}, Puts: []projections.RowPut{{Ref: rowRef("p", "P", "S"), Attrs: pipeline.Item{"a": avS("x"), name: avS("y")}}}},
+	for _, name := range append(driver.ReservedNames(), "") {
+		for _, tx := range []*driver.Tx{
+			{Ledgers: []driver.LedgerPut{{Key: "L#value " + name}}, Adds: []driver.Add{{Ref: aggRef("p", "K", 0), Values: values("n", "1", name, "1")}}},
+			{Ledgers: []driver.LedgerPut{{Key: "L#row " + name}}, Puts: []driver.RowPut{{Ref: rowRef("p", "P", "S"), Attrs: pipeline.Item{"a": avS("x"), name: avS("y")}}}},
 		} {
 			if err := s.Commit(t.Context(), tx); err == nil {
 				t.Errorf("a Tx naming %q was accepted: %+v", name, tx)
@@ -353,7 +353,7 @@ func testReservedNames(t *testing.T, s Store) {
 			}
 		}
 	}
-	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{})
+	wantAggregates(t, s, map[driver.AggregateRef]map[string]string{})
 	if rows := scanRows(t, s); len(rows) != 0 {
 		t.Errorf("refused Txs wrote rows: %v", rows)
 	}
@@ -361,18 +361,18 @@ func testReservedNames(t *testing.T, s Store) {
 
 func testHundredActions(t *testing.T, s Store) {
 	// 25 rows to delete later, written first.
-	setup := &projections.Tx{}
+	setup := &driver.Tx{}
 	for i := range 25 {
-		setup.Puts = append(setup.Puts, projections.RowPut{Ref: rowRef("big", "OLD", fmt.Sprintf("%02d", i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}})
+		setup.Puts = append(setup.Puts, driver.RowPut{Ref: rowRef("big", "OLD", fmt.Sprintf("%02d", i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}})
 	}
 	commit(t, s, setup)
 
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for i := range 25 {
-		tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: fmt.Sprintf("L#%02d", i), Body: []byte{byte(i)}})
-		tx.Adds = append(tx.Adds, projections.Add{Ref: aggRef("big", fmt.Sprintf("A#%02d", i), 0), Values: values("n", strconv.Itoa(i))})
-		tx.Puts = append(tx.Puts, projections.RowPut{Ref: rowRef("big", "NEW", fmt.Sprintf("%02d", i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}})
-		tx.Deletes = append(tx.Deletes, projections.RowDelete{Ref: rowRef("big", "OLD", fmt.Sprintf("%02d", i))})
+		tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: fmt.Sprintf("L#%02d", i), Body: []byte{byte(i)}})
+		tx.Adds = append(tx.Adds, driver.Add{Ref: aggRef("big", fmt.Sprintf("A#%02d", i), 0), Values: values("n", strconv.Itoa(i))})
+		tx.Puts = append(tx.Puts, driver.RowPut{Ref: rowRef("big", "NEW", fmt.Sprintf("%02d", i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}})
+		tx.Deletes = append(tx.Deletes, driver.RowDelete{Ref: rowRef("big", "OLD", fmt.Sprintf("%02d", i))})
 	}
 	if tx.Len() != 100 {
 		t.Fatalf("test bug: Tx has %d actions", tx.Len())
@@ -387,7 +387,7 @@ func testHundredActions(t *testing.T, s Store) {
 	for i, k := range keys {
 		wantLedger(t, got, k, 1, string([]byte{byte(i)}))
 	}
-	want := map[projections.AggregateRef]map[string]string{}
+	want := map[driver.AggregateRef]map[string]string{}
 	for i, a := range tx.Adds {
 		want[a.Ref] = map[string]string{"n": strconv.Itoa(i)}
 	}
@@ -406,17 +406,17 @@ func testDuplicateItem(t *testing.T, s Store) {
 	// not as a condition failure, and write nothing.
 	cases := []struct {
 		name string
-		tx   *projections.Tx
+		tx   *driver.Tx
 	}{
-		{"LedgerTwice", &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "k", Body: []byte("a")}, {Key: "k", Body: []byte("b")}}}},
-		{"AggregateTwice", &projections.Tx{
-			Ledgers: []projections.LedgerPut{{Key: "k"}},
-			Adds:    []projections.Add{{Ref: aggRef("p", "A", 0), Values: values("n", "1")}, {Ref: aggRef("p", "A", 0), Values: values("n", "2")}},
+		{"LedgerTwice", &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "k", Body: []byte("a")}, {Key: "k", Body: []byte("b")}}}},
+		{"AggregateTwice", &driver.Tx{
+			Ledgers: []driver.LedgerPut{{Key: "k"}},
+			Adds:    []driver.Add{{Ref: aggRef("p", "A", 0), Values: values("n", "1")}, {Ref: aggRef("p", "A", 0), Values: values("n", "2")}},
 		}},
-		{"RowPutAndDelete", &projections.Tx{
-			Ledgers: []projections.LedgerPut{{Key: "k"}},
-			Puts:    []projections.RowPut{{Ref: rowRef("p", "P", "s"), Attrs: pipeline.Item{"v": avS("x")}}},
-			Deletes: []projections.RowDelete{{Ref: rowRef("p", "P", "s")}},
+		{"RowPutAndDelete", &driver.Tx{
+			Ledgers: []driver.LedgerPut{{Key: "k"}},
+			Puts:    []driver.RowPut{{Ref: rowRef("p", "P", "s"), Attrs: pipeline.Item{"v": avS("x")}}},
+			Deletes: []driver.RowDelete{{Ref: rowRef("p", "P", "s")}},
 		}},
 	}
 	for _, c := range cases {
@@ -426,7 +426,7 @@ func testDuplicateItem(t *testing.T, s Store) {
 			if err == nil {
 				t.Fatal("Commit of a Tx touching one item twice succeeded")
 			}
-			var ce *projections.ConflictError
+			var ce *driver.ConflictError
 			if errors.As(err, &ce) {
 				t.Errorf("Commit = %v, a *ConflictError; want a validation error", err)
 			}
@@ -441,8 +441,8 @@ func testDuplicateItem(t *testing.T, s Store) {
 
 func testAddCreates(t *testing.T, s Store) {
 	ref := aggRef("orders", "ORDERS#PAID#DAY#2026-11-30", 0)
-	commit(t, s, &projections.Tx{Adds: []projections.Add{{Ref: ref, Values: values("count", "1", "amount", "9.99")}}})
-	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{ref: {"count": "1", "amount": "9.99"}})
+	commit(t, s, &driver.Tx{Adds: []driver.Add{{Ref: ref, Values: values("count", "1", "amount", "9.99")}}})
+	wantAggregates(t, s, map[driver.AggregateRef]map[string]string{ref: {"count": "1", "amount": "9.99"}})
 }
 
 func testAddExact(t *testing.T, s Store) {
@@ -459,10 +459,10 @@ func testAddExact(t *testing.T, s Store) {
 		{"LargeAndTiny", []string{"12345678901234567890.1234567890123456", "0.0000000000000001"}, "12345678901234567890.1234567890123457"},
 		{"Integers", []string{"1", "2", "3", "4", "5"}, "15"},
 	}
-	ref := func(name string) projections.AggregateRef { return aggRef("exact", name, 0) }
+	ref := func(name string) driver.AggregateRef { return aggRef("exact", name, 0) }
 	for _, c := range cases {
 		for _, v := range c.adds { // one transaction per addition
-			commit(t, s, &projections.Tx{Adds: []projections.Add{{Ref: ref(c.name), Values: values("v", v)}}})
+			commit(t, s, &driver.Tx{Adds: []driver.Add{{Ref: ref(c.name), Values: values("v", v)}}})
 		}
 	}
 	got := scanAggregates(t, s)
@@ -496,10 +496,10 @@ func testAddNormalForm(t *testing.T, s Store) {
 		{"Negative", []string{"-0.0100", "-0.0200"}, "-0.03"},
 		{"Integers", []string{"100", "200"}, "300"},
 	}
-	ref := func(name string) projections.AggregateRef { return aggRef("normal", name, 0) }
+	ref := func(name string) driver.AggregateRef { return aggRef("normal", name, 0) }
 	for _, c := range cases {
 		for _, v := range c.adds { // one transaction per addition
-			commit(t, s, &projections.Tx{Adds: []projections.Add{{Ref: ref(c.name), Values: values("v", v)}}})
+			commit(t, s, &driver.Tx{Adds: []driver.Add{{Ref: ref(c.name), Values: values("v", v)}}})
 		}
 	}
 	got := scanAggregates(t, s)
@@ -525,26 +525,26 @@ func testAddManyValues(t *testing.T, s Store) {
 		first[name] = decimal.FromInt(int64(i))
 		want[name] = strconv.Itoa(i)
 	}
-	commit(t, s, &projections.Tx{Adds: []projections.Add{{Ref: ref, Values: first}}})
+	commit(t, s, &driver.Tx{Adds: []driver.Add{{Ref: ref, Values: first}}})
 	// Only some values, and a new one; the others keep theirs.
-	commit(t, s, &projections.Tx{Adds: []projections.Add{{Ref: ref, Values: values("v03", "0.5", "v07", "-7", "extra", "42")}}})
+	commit(t, s, &driver.Tx{Adds: []driver.Add{{Ref: ref, Values: values("v03", "0.5", "v07", "-7", "extra", "42")}}})
 	want["v03"], want["v07"], want["extra"] = "3.5", "0", "42"
-	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{ref: want})
+	wantAggregates(t, s, map[driver.AggregateRef]map[string]string{ref: want})
 }
 
 func testAddShards(t *testing.T, s Store) {
-	refs := []projections.AggregateRef{
+	refs := []driver.AggregateRef{
 		aggRef("p", "HOT", 0), aggRef("p", "HOT", 1), aggRef("p", "HOT", 2), aggRef("p", "HOT", 15),
 		aggRef("q", "HOT", 1), aggRef("p", "HOT#1", 0),
 	}
-	tx := &projections.Tx{}
-	want := map[projections.AggregateRef]map[string]string{}
+	tx := &driver.Tx{}
+	want := map[driver.AggregateRef]map[string]string{}
 	for i, r := range refs {
-		tx.Adds = append(tx.Adds, projections.Add{Ref: r, Values: values("n", strconv.Itoa(i+1))})
+		tx.Adds = append(tx.Adds, driver.Add{Ref: r, Values: values("n", strconv.Itoa(i+1))})
 		want[r] = map[string]string{"n": strconv.Itoa(i + 1)}
 	}
 	commit(t, s, tx)
-	commit(t, s, &projections.Tx{Adds: []projections.Add{{Ref: refs[1], Values: values("n", "100")}}})
+	commit(t, s, &driver.Tx{Adds: []driver.Add{{Ref: refs[1], Values: values("n", "100")}}})
 	want[refs[1]]["n"] = "102"
 	wantAggregates(t, s, want)
 }
@@ -552,31 +552,31 @@ func testAddShards(t *testing.T, s Store) {
 // --- rows ---
 
 func testRowPut(t *testing.T, s Store) {
-	row := projections.StoredRow{
+	row := driver.StoredRow{
 		Ref:   rowRef("leaderboard", "SEASON#2026-Q2", "RATING#0000001842#PLAYER#u8231"),
 		Attrs: pipeline.Item{"player": avS("u8231"), "rating": avN("1842")},
 	}
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: row.Ref, Attrs: row.Attrs}}})
-	wantRows(t, queryRows(t, s, row.Ref.Projection, row.Ref.Partition, 0), []projections.StoredRow{row})
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: row.Ref, Attrs: row.Attrs}}})
+	wantRows(t, queryRows(t, s, row.Ref.Projection, row.Ref.Partition, 0), []driver.StoredRow{row})
 }
 
 func testRowReplace(t *testing.T, s Store) {
 	ref := rowRef("p", "P", "S")
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: ref, Attrs: pipeline.Item{"a": avS("1"), "b": avS("2")}}}})
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: ref, Attrs: pipeline.Item{"b": avS("3"), "c": avS("4")}}}})
-	wantRows(t, queryRows(t, s, "p", "P", 0), []projections.StoredRow{{Ref: ref, Attrs: pipeline.Item{"b": avS("3"), "c": avS("4")}}})
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: ref, Attrs: pipeline.Item{"a": avS("1"), "b": avS("2")}}}})
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: ref, Attrs: pipeline.Item{"b": avS("3"), "c": avS("4")}}}})
+	wantRows(t, queryRows(t, s, "p", "P", 0), []driver.StoredRow{{Ref: ref, Attrs: pipeline.Item{"b": avS("3"), "c": avS("4")}}})
 }
 
 func testRowDelete(t *testing.T, s Store) {
 	keep, gone := rowRef("p", "P", "keep"), rowRef("p", "P", "gone")
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{
 		{Ref: keep, Attrs: pipeline.Item{"v": avS("k")}},
 		{Ref: gone, Attrs: pipeline.Item{"v": avS("g")}},
 	}})
-	commit(t, s, &projections.Tx{Deletes: []projections.RowDelete{{Ref: gone}, {Ref: rowRef("p", "P", "never-written")}, {Ref: rowRef("other", "X", "Y")}}})
-	wantRows(t, queryRows(t, s, "p", "P", 0), []projections.StoredRow{{Ref: keep, Attrs: pipeline.Item{"v": avS("k")}}})
+	commit(t, s, &driver.Tx{Deletes: []driver.RowDelete{{Ref: gone}, {Ref: rowRef("p", "P", "never-written")}, {Ref: rowRef("other", "X", "Y")}}})
+	wantRows(t, queryRows(t, s, "p", "P", 0), []driver.StoredRow{{Ref: keep, Attrs: pipeline.Item{"v": avS("k")}}})
 	// Deleting it again is fine too.
-	commit(t, s, &projections.Tx{Deletes: []projections.RowDelete{{Ref: gone}}})
+	commit(t, s, &driver.Tx{Deletes: []driver.RowDelete{{Ref: gone}}})
 }
 
 func testRowAttributeTypes(t *testing.T, s Store) {
@@ -610,7 +610,7 @@ func testRowAttributeTypes(t *testing.T, s Store) {
 		attrs[c.name] = c.av
 	}
 	ref := rowRef("types", "P", "S")
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: ref, Attrs: attrs}}})
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: ref, Attrs: attrs}}})
 
 	queried := queryRows(t, s, "types", "P", 0)
 	scanned := scanRows(t, s)
@@ -619,7 +619,7 @@ func testRowAttributeTypes(t *testing.T, s Store) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for how, row := range map[string]projections.StoredRow{"QueryRows": queried[0], "ScanRows": scanned[0]} {
+			for how, row := range map[string]driver.StoredRow{"QueryRows": queried[0], "ScanRows": scanned[0]} {
 				got, ok := row.Attrs[c.name]
 				if !ok {
 					t.Fatalf("%s: attribute %s is missing", how, c.name)
@@ -641,9 +641,9 @@ func testQueryOrder(t *testing.T, s Store) {
 	// Sort keys compare as UTF-8 bytes, as DynamoDB compares S keys: "AB"
 	// after "A", lower case after upper case, "é" after "z".
 	sorts := []string{"B", "A", "a", "AB", "#", "z", "é", "RATING#0000001842", "RATING#0000000099", "A#"}
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for _, so := range sorts {
-		tx.Puts = append(tx.Puts, projections.RowPut{Ref: rowRef("p", "P", so), Attrs: pipeline.Item{"sortKey": avS(so)}})
+		tx.Puts = append(tx.Puts, driver.RowPut{Ref: rowRef("p", "P", so), Attrs: pipeline.Item{"sortKey": avS(so)}})
 	}
 	commit(t, s, tx)
 	want := slices.Clone(sorts)
@@ -660,9 +660,9 @@ func testQueryOrder(t *testing.T, s Store) {
 }
 
 func testQueryLimit(t *testing.T, s Store) {
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for i := range 7 {
-		tx.Puts = append(tx.Puts, projections.RowPut{Ref: rowRef("p", "P", fmt.Sprintf("S%d", i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}})
+		tx.Puts = append(tx.Puts, driver.RowPut{Ref: rowRef("p", "P", fmt.Sprintf("S%d", i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}})
 	}
 	commit(t, s, tx)
 	cases := []struct {
@@ -693,25 +693,25 @@ func testQueryIsolation(t *testing.T, s Store) {
 	// Neighbours that a careless key layout would mix up: a partition that
 	// is a prefix of another, a projection that is a prefix of another, and
 	// partition and sort strings that run into each other when concatenated.
-	refs := []projections.RowRef{
+	refs := []driver.RowRef{
 		rowRef("p", "P", "1"), rowRef("p", "P", "2"),
 		rowRef("p", "P1", "0"), rowRef("p", "PP", "0"), rowRef("pP", "x", "0"),
 		rowRef("p1", "P", "0"), rowRef("q", "P", "0"), rowRef("p", "Px", "0"),
 		rowRef("p#P", "x", "0"), rowRef("p", "P#x", "0"),
 	}
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for _, r := range refs {
-		tx.Puts = append(tx.Puts, projections.RowPut{Ref: r, Attrs: pipeline.Item{"at": avS(r.Projection + "|" + r.Partition + "|" + r.Sort)}})
+		tx.Puts = append(tx.Puts, driver.RowPut{Ref: r, Attrs: pipeline.Item{"at": avS(r.Projection + "|" + r.Partition + "|" + r.Sort)}})
 	}
 	commit(t, s, tx)
 	for _, q := range []struct{ projection, partition string }{{"p", "P"}, {"p", "P1"}, {"p1", "P"}, {"p", "P#x"}, {"p#P", "x"}} {
-		var want []projections.StoredRow
+		var want []driver.StoredRow
 		for _, p := range tx.Puts {
 			if p.Ref.Projection == q.projection && p.Ref.Partition == q.partition {
-				want = append(want, projections.StoredRow{Ref: p.Ref, Attrs: p.Attrs})
+				want = append(want, driver.StoredRow{Ref: p.Ref, Attrs: p.Attrs})
 			}
 		}
-		slices.SortFunc(want, func(a, b projections.StoredRow) int { return -compareStrings(a.Ref.Sort, b.Ref.Sort) })
+		slices.SortFunc(want, func(a, b driver.StoredRow) int { return -compareStrings(a.Ref.Sort, b.Ref.Sort) })
 		t.Run(q.projection+"/"+q.partition, func(t *testing.T) {
 			wantRows(t, queryRows(t, s, q.projection, q.partition, 0), want)
 		})
@@ -719,7 +719,7 @@ func testQueryIsolation(t *testing.T, s Store) {
 }
 
 func testQueryEmpty(t *testing.T, s Store) {
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: rowRef("p", "P", "S"), Attrs: pipeline.Item{"v": avS("x")}}}})
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: rowRef("p", "P", "S"), Attrs: pipeline.Item{"v": avS("x")}}}})
 	for _, q := range [][2]string{{"p", "Q"}, {"none", "P"}} {
 		if rows := queryRows(t, s, q[0], q[1], 0); len(rows) != 0 {
 			t.Errorf("QueryRows(%s, %s) = %d rows, want none", q[0], q[1], len(rows))
@@ -736,16 +736,16 @@ func testScanAll(t *testing.T, s Store) {
 	if n := len(scanRows(t, s)); n != 0 {
 		t.Fatalf("a fresh store has %d rows", n)
 	}
-	wantAggs := map[projections.AggregateRef]map[string]string{}
-	var wantRowsList []projections.StoredRow
+	wantAggs := map[driver.AggregateRef]map[string]string{}
+	var wantRowsList []driver.StoredRow
 	for b := range 3 {
-		tx := &projections.Tx{}
+		tx := &driver.Tx{}
 		for i := range 30 {
 			ref := aggRef(fmt.Sprintf("proj%d", i%3), fmt.Sprintf("KEY#%d#%d", b, i), i%4)
-			tx.Adds = append(tx.Adds, projections.Add{Ref: ref, Values: values("n", strconv.Itoa(i), "m", "0.5")})
+			tx.Adds = append(tx.Adds, driver.Add{Ref: ref, Values: values("n", strconv.Itoa(i), "m", "0.5")})
 			wantAggs[ref] = map[string]string{"n": strconv.Itoa(i), "m": "0.5"}
-			row := projections.StoredRow{Ref: rowRef(fmt.Sprintf("proj%d", i%3), fmt.Sprintf("PART#%d", i%5), fmt.Sprintf("SORT#%d#%d", b, i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}}
-			tx.Puts = append(tx.Puts, projections.RowPut{Ref: row.Ref, Attrs: row.Attrs})
+			row := driver.StoredRow{Ref: rowRef(fmt.Sprintf("proj%d", i%3), fmt.Sprintf("PART#%d", i%5), fmt.Sprintf("SORT#%d#%d", b, i)), Attrs: pipeline.Item{"i": avN(strconv.Itoa(i))}}
+			tx.Puts = append(tx.Puts, driver.RowPut{Ref: row.Ref, Attrs: row.Attrs})
 			wantRowsList = append(wantRowsList, row)
 		}
 		commit(t, s, tx)
@@ -761,21 +761,21 @@ func testScanAll(t *testing.T, s Store) {
 // with its revision and body, and no aggregate or row.
 func testScanLedgers(t *testing.T, s Store) {
 	ctx := context.Background()
-	want := map[string]projections.LedgerEntry{}
+	want := map[string]driver.LedgerEntry{}
 	for b := range 3 {
-		tx := &projections.Tx{Adds: []projections.Add{{Ref: aggRef("p", fmt.Sprintf("K%d", b), 0), Values: values("n", "1")}}}
+		tx := &driver.Tx{Adds: []driver.Add{{Ref: aggRef("p", fmt.Sprintf("K%d", b), 0), Values: values("n", "1")}}}
 		for i := range 40 {
 			key := fmt.Sprintf(`{"PK":{"S":"ITEM#%d#%d"}}`, b, i)
-			tx.Ledgers = append(tx.Ledgers, projections.LedgerPut{Key: key, Body: []byte(key)})
-			want[key] = projections.LedgerEntry{Rev: 1, Body: []byte(key)}
+			tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: key, Body: []byte(key)})
+			want[key] = driver.LedgerEntry{Rev: 1, Body: []byte(key)}
 		}
 		commit(t, s, tx)
 	}
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "#marker", Body: []byte("m")}}})
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "#marker", ExpectRev: 1, Body: []byte("m2")}}})
-	want["#marker"] = projections.LedgerEntry{Rev: 2, Body: []byte("m2")}
-	got := map[string]projections.LedgerEntry{}
-	err := s.ScanLedgers(ctx, func(key string, e projections.LedgerEntry) error {
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "#marker", Body: []byte("m")}}})
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "#marker", ExpectRev: 1, Body: []byte("m2")}}})
+	want["#marker"] = driver.LedgerEntry{Rev: 2, Body: []byte("m2")}
+	got := map[string]driver.LedgerEntry{}
+	err := s.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
 		if _, dup := got[key]; dup {
 			t.Errorf("ScanLedgers gave %s twice", key)
 		}
@@ -804,20 +804,20 @@ func testRowOwners(t *testing.T, s Store) {
 	ctx := context.Background()
 	r := rowRef("p", "BOARD", "R#00100")
 	attrs := pipeline.Item{"player": avS("a")}
-	commit(t, s, &projections.Tx{Ledgers: []projections.LedgerPut{{Key: "A", Body: []byte("a")}}, Puts: []projections.RowPut{{Ref: r, Attrs: attrs, Owner: "A"}}})
-	refused := func(what string, tx *projections.Tx, owner, claimant string) {
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "A", Body: []byte("a")}}, Puts: []driver.RowPut{{Ref: r, Attrs: attrs, Owner: "A"}}})
+	refused := func(what string, tx *driver.Tx, owner, claimant string) {
 		t.Helper()
 		err := s.Commit(ctx, tx)
-		var ce *projections.ClaimError
+		var ce *driver.ClaimError
 		if !errors.As(err, &ce) || ce.Ref != r || ce.Owner != owner || ce.Claimant != claimant {
 			t.Fatalf("%s: %v, want a *ClaimError of %v owned by %s, claimed by %s", what, err, r, owner, claimant)
 		}
 	}
-	refused("another owner's put", &projections.Tx{
-		Ledgers: []projections.LedgerPut{{Key: "B", Body: []byte("b")}},
-		Puts:    []projections.RowPut{{Ref: r, Attrs: pipeline.Item{"player": avS("b")}, Owner: "B"}},
+	refused("another owner's put", &driver.Tx{
+		Ledgers: []driver.LedgerPut{{Key: "B", Body: []byte("b")}},
+		Puts:    []driver.RowPut{{Ref: r, Attrs: pipeline.Item{"player": avS("b")}, Owner: "B"}},
 	}, "A", "B")
-	refused("another owner's delete", &projections.Tx{Deletes: []projections.RowDelete{{Ref: r, Owner: "B"}}}, "A", "B")
+	refused("another owner's delete", &driver.Tx{Deletes: []driver.RowDelete{{Ref: r, Owner: "B"}}}, "A", "B")
 	if got := readLedgers(t, s, "B"); len(got) != 0 {
 		t.Fatalf("a refused transaction wrote its ledger entry: %v", got)
 	}
@@ -826,34 +826,34 @@ func testRowOwners(t *testing.T, s Store) {
 		t.Fatalf("after the refusals: %+v %v, want A's row, owner A", rows, err)
 	}
 	// A row released and claimed in one transaction: taken over.
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: r, Attrs: pipeline.Item{"player": avS("b")}, Owner: "B", From: "A"}}})
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: r, Attrs: pipeline.Item{"player": avS("b")}, Owner: "B", From: "A"}}})
 	got := scanRows(t, s)
 	if len(got) != 1 || got[0].Owner != "B" {
 		t.Fatalf("taken over: %+v", got)
 	}
-	refused("the former owner's delete", &projections.Tx{Deletes: []projections.RowDelete{{Ref: r, Owner: "A"}}}, "B", "A")
-	commit(t, s, &projections.Tx{Deletes: []projections.RowDelete{{Ref: r, Owner: "B"}, {Ref: rowRef("p", "BOARD", "missing"), Owner: "B"}}})
+	refused("the former owner's delete", &driver.Tx{Deletes: []driver.RowDelete{{Ref: r, Owner: "A"}}}, "B", "A")
+	commit(t, s, &driver.Tx{Deletes: []driver.RowDelete{{Ref: r, Owner: "B"}, {Ref: rowRef("p", "BOARD", "missing"), Owner: "B"}}})
 	if got := scanRows(t, s); len(got) != 0 {
 		t.Fatalf("deleted by its owner: %+v", got)
 	}
 	// A row stored without an owner (before rows had owners) is anybody's.
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: r, Attrs: attrs}}})
-	commit(t, s, &projections.Tx{Puts: []projections.RowPut{{Ref: r, Attrs: attrs, Owner: "C"}}})
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: r, Attrs: attrs}}})
+	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: r, Attrs: attrs, Owner: "C"}}})
 	if got := scanRows(t, s); len(got) != 1 || got[0].Owner != "C" {
 		t.Fatalf("an ownerless row claimed: %+v", got)
 	}
 }
 
 func testScanCallbackError(t *testing.T, s Store) {
-	tx := &projections.Tx{}
+	tx := &driver.Tx{}
 	for i := range 5 {
-		tx.Adds = append(tx.Adds, projections.Add{Ref: aggRef("p", strconv.Itoa(i), 0), Values: values("n", "1")})
-		tx.Puts = append(tx.Puts, projections.RowPut{Ref: rowRef("p", "P", strconv.Itoa(i)), Attrs: pipeline.Item{"v": avS("x")}})
+		tx.Adds = append(tx.Adds, driver.Add{Ref: aggRef("p", strconv.Itoa(i), 0), Values: values("n", "1")})
+		tx.Puts = append(tx.Puts, driver.RowPut{Ref: rowRef("p", "P", strconv.Itoa(i)), Attrs: pipeline.Item{"v": avS("x")}})
 	}
 	commit(t, s, tx)
 	stop := errors.New("stop here")
 	calls := 0
-	err := s.ScanAggregates(t.Context(), func(projections.AggregateRef, map[string]decimal.Decimal) error {
+	err := s.ScanAggregates(t.Context(), func(driver.AggregateRef, map[string]decimal.Decimal) error {
 		calls++
 		return stop
 	})
@@ -861,7 +861,7 @@ func testScanCallbackError(t *testing.T, s Store) {
 		t.Errorf("ScanAggregates with a failing callback = %v after %d calls, want the callback's error after 1", err, calls)
 	}
 	calls = 0
-	err = s.ScanRows(t.Context(), func(projections.StoredRow) error {
+	err = s.ScanRows(t.Context(), func(driver.StoredRow) error {
 		calls++
 		return stop
 	})
@@ -901,19 +901,19 @@ func testConcurrentIncrements(t *testing.T, s Store) {
 						return
 					}
 				}
-				err = s.Commit(ctx, &projections.Tx{
-					Ledgers: []projections.LedgerPut{
+				err = s.Commit(ctx, &driver.Tx{
+					Ledgers: []driver.LedgerPut{
 						{Key: shared, ExpectRev: got[shared].Rev, Body: []byte(strconv.FormatInt(n+1, 10))},
 						{Key: own, ExpectRev: got[own].Rev, Body: []byte(strconv.Itoa(done + 1))},
 					},
-					Adds: []projections.Add{{Ref: ref, Values: values("count", "1", "amount", "0.01")}},
+					Adds: []driver.Add{{Ref: ref, Values: values("count", "1", "amount", "0.01")}},
 				})
-				var ce *projections.ConflictError
+				var ce *driver.ConflictError
 				switch {
 				case err == nil:
 					done++
 					attempts = 0
-				case errors.As(err, &ce) || errors.Is(err, projections.ErrContention):
+				case errors.As(err, &ce) || errors.Is(err, driver.ErrContention):
 					attempts++
 					if attempts > maxAttempts {
 						errs <- fmt.Errorf("worker %d: still failing after %d attempts: %w", w, attempts, err)
@@ -944,7 +944,7 @@ func testConcurrentIncrements(t *testing.T, s Store) {
 	for _, k := range keys[1:] {
 		wantLedger(t, got, k, increments, strconv.Itoa(increments))
 	}
-	wantAggregates(t, s, map[projections.AggregateRef]map[string]string{ref: {"count": "200", "amount": "2.00"}})
+	wantAggregates(t, s, map[driver.AggregateRef]map[string]string{ref: {"count": "200", "amount": "2.00"}})
 }
 
 // --- contexts ---
@@ -964,19 +964,19 @@ func testCancelled(t *testing.T, s Store) {
 			return err
 		}},
 		{"Commit", func() error {
-			return s.Commit(ctx, &projections.Tx{
-				Ledgers: []projections.LedgerPut{{Key: "new", Body: []byte("x")}},
-				Adds:    []projections.Add{{Ref: aggRef("p", "TOTAL", 0), Values: values("count", "1")}},
+			return s.Commit(ctx, &driver.Tx{
+				Ledgers: []driver.LedgerPut{{Key: "new", Body: []byte("x")}},
+				Adds:    []driver.Add{{Ref: aggRef("p", "TOTAL", 0), Values: values("count", "1")}},
 			})
 		}},
 		{"ScanAggregates", func() error {
-			return s.ScanAggregates(ctx, func(projections.AggregateRef, map[string]decimal.Decimal) error {
+			return s.ScanAggregates(ctx, func(driver.AggregateRef, map[string]decimal.Decimal) error {
 				called = true
 				return nil
 			})
 		}},
 		{"ScanRows", func() error {
-			return s.ScanRows(ctx, func(projections.StoredRow) error {
+			return s.ScanRows(ctx, func(driver.StoredRow) error {
 				called = true
 				return nil
 			})
