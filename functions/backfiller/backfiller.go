@@ -159,19 +159,31 @@ type Response struct {
 	// time's second on must reach the table.
 	Job  string    `json:"job"`
 	AsOf time.Time `json:"asOf"`
-	// plan: the files to map over next (pending ones, up to PlanBytes of
-	// names), how many are pending in all and how many the job has.
-	Files   []string `json:"files,omitempty"`
-	Pending int      `json:"pending,omitempty"`
-	Total   int      `json:"total,omitempty"`
+	// Plan is the plan's answer (plan only).
+	Plan *Plan `json:"plan,omitempty"`
 	// file: the file, the items read, those the projections could not take,
 	// and whether it had been done before (nothing was read).
 	File   string `json:"file,omitempty"`
 	Items  int64  `json:"items,omitempty"`
 	Failed int64  `json:"failed,omitempty"`
 	Done   bool   `json:"done,omitempty"`
-	// finish: the job is complete (plan: it was already).
+	// finish: the job is complete, and how many files it has.
 	Complete bool `json:"complete,omitempty"`
+	Files    int  `json:"files,omitempty"`
+}
+
+// Plan is what a plan step returns: the files to map over next, and how
+// far the job is.
+type Plan struct {
+	// Files are the next pending files (up to Config.PlanBytes of their
+	// names; empty when none is pending): the state machine maps over
+	// them, then plans again.
+	Files []string `json:"files"`
+	// Pending is how many files are not done, Total how many the job has.
+	Pending int `json:"pending"`
+	Total   int `json:"total"`
+	// Complete: the table's marker records the job complete.
+	Complete bool `json:"complete"`
 }
 
 // Handler is the backfiller's handler. It serves one invocation at a time
@@ -371,26 +383,27 @@ func (h *Handler) plan(ctx context.Context, job *backfill.Job, ev Event, resp Re
 	if err != nil {
 		return resp, err
 	}
-	resp.Pending, resp.Total = len(pending), len(job.Files())
+	p := &Plan{Files: []string{}, Pending: len(pending), Total: len(job.Files())}
+	resp.Plan = p
 	if ev.PendingBefore > 0 && len(pending) >= ev.PendingBefore {
 		return resp, fmt.Errorf("backfiller: job %s: %d files pending after a round of file steps that began with %d: the round did nothing, so the execution stops instead of looping", job.ID(), len(pending), ev.PendingBefore)
 	}
 	size := 0
 	for _, f := range pending {
 		size += len(f) + 3 // quotes and a comma
-		if size > h.cfg.PlanBytes && len(resp.Files) > 0 {
+		if size > h.cfg.PlanBytes && len(p.Files) > 0 {
 			break
 		}
-		resp.Files = append(resp.Files, f)
+		p.Files = append(p.Files, f)
 	}
 	if len(pending) == 0 {
 		m, _, err := backfill.ReadMarker(ctx, h.table)
 		if err != nil {
 			return resp, err
 		}
-		resp.Complete = m != nil && m.Job == job.ID() && !m.Completed.IsZero()
+		p.Complete = m != nil && m.Job == job.ID() && !m.Completed.IsZero()
 	}
-	h.log.Info("plan", "export", ev.Export, "job", job.ID(), "asOf", job.AsOf(), "files", resp.Total, "pending", resp.Pending, "thisRound", len(resp.Files), "complete", resp.Complete)
+	h.log.Info("plan", "export", ev.Export, "job", job.ID(), "asOf", job.AsOf(), "files", p.Total, "pending", p.Pending, "thisRound", len(p.Files), "complete", p.Complete)
 	return resp, nil
 }
 
@@ -441,8 +454,8 @@ func (h *Handler) finish(ctx context.Context, job *backfill.Job, resp Response) 
 		}
 		return resp, &FilesPending{Job: job.ID(), Pending: pending}
 	}
-	resp.Complete, resp.Total = true, len(job.Files())
-	h.log.Info("finish", "job", job.ID(), "asOf", job.AsOf(), "files", resp.Total,
+	resp.Complete, resp.Files = true, len(job.Files())
+	h.log.Info("finish", "job", job.ID(), "asOf", job.AsOf(), "files", resp.Files,
 		"streamFrom", job.AsOf().Truncate(time.Second).Format(time.RFC3339))
 	return resp, nil
 }

@@ -2,6 +2,7 @@ package backfiller_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -130,10 +131,10 @@ func TestStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.Total != 6 || plan.Pending != 6 || len(plan.Files) != 2 || plan.Complete || plan.Job == "" || plan.AsOf.IsZero() {
+	if p := plan.Plan; p == nil || p.Total != 6 || p.Pending != 6 || len(p.Files) != 2 || p.Complete || plan.Job == "" || plan.AsOf.IsZero() {
 		t.Fatalf("first plan: %+v; want 6 files (five data files and the incremental exports'), two of them this round", plan)
 	}
-	broken := plan.Files[0]
+	broken := plan.Plan.Files[0]
 	_, err = step(hf, "file", func(ev *backfiller.Event) { ev.DataFileS3Key = broken })
 	if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), broken) {
 		t.Fatalf("the file step over the failing store: %v, want the injected failure naming %s", err, broken)
@@ -155,12 +156,12 @@ func TestStateMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(plan.Files) == 0 {
+		if len(plan.Plan.Files) == 0 {
 			break
 		}
 		rounds++
-		pendingBefore = plan.Pending
-		files := plan.Files
+		pendingBefore = plan.Plan.Pending
+		files := plan.Plan.Files
 		if twice == "" && !slices.Contains(files, broken) {
 			twice = files[0]
 			files = append(files, twice) // the same file twice, at once
@@ -191,7 +192,7 @@ func TestStateMachine(t *testing.T) {
 		t.Errorf("a finished file's step again: %+v, %v; want it passed over", again, err)
 	}
 	fin, err := step(h, "finish", nil)
-	if err != nil || !fin.Complete || fin.Total != 6 {
+	if err != nil || !fin.Complete || fin.Files != 6 {
 		t.Fatalf("finish: %+v, %v", fin, err)
 	}
 	check(t, "after the state machine", st)
@@ -201,8 +202,12 @@ func TestStateMachine(t *testing.T) {
 		t.Errorf("marker %+v, %v", m, err)
 	}
 	last, err := step(h, "plan", nil)
-	if err != nil || !last.Complete || len(last.Files) != 0 || last.Pending != 0 {
+	if err != nil || last.Plan == nil || !last.Plan.Complete || len(last.Plan.Files) != 0 || last.Plan.Pending != 0 {
 		t.Errorf("plan after finish: %+v, %v", last, err)
+	}
+	// The state machine counts the plan's files: an empty list, not none.
+	if b, _ := json.Marshal(last); !strings.Contains(string(b), `"plan":{"files":[],"pending":0,"total":6,"complete":true}`) {
+		t.Errorf("plan after finish, as the state machine reads it: %s", b)
 	}
 	check(t, "after a finished file and a plan again", st)
 }
@@ -218,7 +223,7 @@ func TestPlanWithoutProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan, err := h.Handle(ctx, backfiller.Event{Action: "plan"})
-	if err != nil || plan.Total != 5 || len(plan.Files) != 5 {
+	if err != nil || plan.Plan.Total != 5 || len(plan.Plan.Files) != 5 {
 		t.Fatalf("plan: %+v, %v", plan, err)
 	}
 	if _, err := h.Handle(ctx, backfiller.Event{Action: "plan", PendingBefore: 5}); err == nil || !strings.Contains(err.Error(), "the round did nothing") {
