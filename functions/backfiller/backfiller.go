@@ -186,9 +186,9 @@ type Plan struct {
 	Complete bool `json:"complete"`
 }
 
-// Handler is the backfiller's handler. It serves one invocation at a time
-// (Lambda's model), and keeps the engine and the last job it opened for
-// the next invocation of the same job.
+// Handler is the backfiller's handler. It keeps the engine and the last
+// job it opened for the next invocations of the same job, and is safe for
+// concurrent invocations.
 type Handler struct {
 	cfg    Config
 	s3     objstore.S3API
@@ -284,8 +284,6 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	if ev.Export == "" {
 		return resp, errors.New("backfiller: the event names no export, and EXPORT_LOCATION is not set")
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	job, err := h.open(ctx, ev)
 	if err != nil {
 		return resp, err
@@ -305,6 +303,8 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 // and incrementals, or a new one.
 func (h *Handler) open(ctx context.Context, ev Event) (*backfill.Job, error) {
 	key := strings.Join(append([]string{ev.Export, strconv.FormatBool(ev.SkipMD5)}, ev.Incrementals...), "\n")
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.job != nil && h.jobKey == key {
 		return h.job, nil
 	}
@@ -413,6 +413,8 @@ func (h *Handler) file(ctx context.Context, job *backfill.Job, ev Event, resp Re
 		return resp, fmt.Errorf("backfiller: %q is not a data file of job %s (%d files; the export's manifest-files.json names them, and %q stands for the incremental exports)",
 			ev.DataFileS3Key, job.ID(), len(job.Files()), backfill.OverlayFile)
 	}
+	// The engine's counts are the handler's: a concurrent invocation's
+	// would be in them too (Lambda runs one at a time).
 	start, before, failedBefore := time.Now(), h.engine.Stats(), len(job.Failures())
 	fctx := ctx
 	if d, ok := ctx.Deadline(); ok {

@@ -90,7 +90,8 @@ func check(t *testing.T, stage string, st projections.Reader) {
 // TestStateMachine runs the steps the Backfill state machine runs, in
 // process, against S3 (gofakes3) and an embedded aggregate store: plan,
 // a round of file steps in parallel over the files the plan returned
-// (bounded here to two names a round), plan again, … until no file is
+// (bounded here to two names a round), each child in a handler of its own
+// as in an execution environment of its own, plan again, … until no file is
 // pending, then finish. One file step stops half-way (its store fails
 // from its fourth commit, which it writes and reports failed) and runs
 // again, over the healthy store, in the first round; one file runs twice at once and a third time at the
@@ -108,15 +109,18 @@ func TestStateMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.PlanBytes = 200 // two data file names a round
-	h, err := backfiller.New(cfg, client, st, seed.Environment(), quiet())
-	if err != nil {
-		t.Fatal(err)
+	// A handler is a Lambda execution environment: each child of a round
+	// gets its own, as children run in environments of their own.
+	newHandler := func(t *testing.T, table projections.Table) *backfiller.Handler {
+		h, err := backfiller.New(cfg, client, table, seed.Environment(), quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
 	}
+	h := newHandler(t, st)
 	failing := &failingStore{Table: st, failAt: 4}
-	hf, err := backfiller.New(cfg, client, failing, seed.Environment(), quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	hf := newHandler(t, failing)
 	job := backfiller.Event{Incrementals: []string{inc}} // the export is the configured one
 	step := func(h *backfiller.Handler, action string, mod func(*backfiller.Event)) (backfiller.Response, error) {
 		ev := job
@@ -168,8 +172,9 @@ func TestStateMachine(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		for _, f := range files {
+			hc := newHandler(t, st)
 			wg.Go(func() {
-				r, err := step(h, "file", func(ev *backfiller.Event) { ev.DataFileS3Key = f })
+				r, err := step(hc, "file", func(ev *backfiller.Event) { ev.DataFileS3Key = f })
 				if err != nil {
 					t.Errorf("file %s: %v", f, err)
 					return
