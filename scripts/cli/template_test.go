@@ -1089,10 +1089,13 @@ func TestTemplateBackfill(t *testing.T) {
 		!reflect.DeepEqual(ev, backfiller.Event{Action: "file", Export: "s3://b/e", Incrementals: []string{"s3://b/i"}, SkipMD5: true, DataFileS3Key: "k", PendingBefore: 3}) {
 		t.Errorf("the event's fields: %+v, %v", ev, err)
 	}
-	for _, field := range []string{"'pendingBefore'", "'dataFileS3Key'", "$states.result.Payload.plan.pending", "$states.result.Payload.plan.files"} {
+	for _, field := range []string{"'pendingBefore'", "'dataFileS3Key'", "$states.result.Payload.plan.pending"} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("the definition does not name %s", field)
 		}
+	}
+	if out := state("Plan")["Output"]; out != "{% $states.result.Payload.plan %}" {
+		t.Errorf("Plan's output is %v, want the plan (whose files the next states read)", out)
 	}
 	out, _ := json.Marshal(backfiller.Response{Action: "plan", Plan: &backfiller.Plan{Files: []string{}}})
 	if !strings.Contains(string(out), `"plan":{"files":[],"pending":0,`) {
