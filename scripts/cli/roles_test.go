@@ -88,6 +88,13 @@ func TestRuntimeEmulatorRolesCoverCalls(t *testing.T) {
 // tableActions returns the dynamodb actions a role's Allow statements grant.
 func tableActions(t *testing.T, tp tmpl, role string) []string {
 	t.Helper()
+	return roleActions(t, tp, role, "dynamodb:")
+}
+
+// roleActions returns the actions of one service (its prefix, "s3:") that a
+// role's Allow statements grant.
+func roleActions(t *testing.T, tp tmpl, role, service string) []string {
+	t.Helper()
 	r := tp.resources()[role]
 	if r == nil {
 		t.Fatalf("no role %s", role)
@@ -111,7 +118,7 @@ func tableActions(t *testing.T, tp tmpl, role string) []string {
 					actions = a
 				}
 				for _, a := range actions {
-					if s, _ := a.(string); strings.HasPrefix(s, "dynamodb:") {
+					if s, _ := a.(string); strings.HasPrefix(s, service) {
 						out = append(out, s)
 					}
 				}

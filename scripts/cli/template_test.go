@@ -24,6 +24,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
@@ -506,7 +507,7 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 		if f, _ := vars["TRIBUTARY_MAIN"].(obj)["Fn::If"].([]any); len(f) != 3 || f[0] != "MainsInLayer" || f[1] != "/opt/bin/"+main {
 			t.Errorf("%s: TRIBUTARY_MAIN %v, want /opt/bin/%s if MainsInLayer", name, vars["TRIBUTARY_MAIN"], main)
 		}
-		if name != "Projector" && name != "KinesisProjector" {
+		if name != "Projector" && name != "KinesisProjector" && name != "Backfiller" {
 			continue
 		}
 		pf, _ := vars["PROJECTIONS_FILE"].(obj)["Fn::If"].([]any)
@@ -519,14 +520,15 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 	}
 	// Each function reads the table's attributes it needs from the
 	// parameters: a table whose attributes have other names deploys the
-	// stock template unchanged. The projectors, which load a spec, get all
-	// four, to check them against the spec's at init.
+	// stock template unchanged. The projectors and the backfiller, which
+	// load a spec, get all four, to check them against the spec's at init.
 	all := map[string]string{"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute", "KEY_ATTRIBUTES": "KeyAttributes", "TTL_ATTRIBUTE": "TTLAttribute"}
 	reads := map[string]map[string]string{
 		"Projector":        all,
 		"KinesisProjector": all,
 		"Archiver":         {"TYPE_ATTRIBUTE": "TypeAttribute", "TTL_ATTRIBUTE": "TTLAttribute"},
 		"Repartitioner":    {"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute", "KEY_ATTRIBUTES": "KeyAttributes"},
+		"Backfiller":       all,
 	}
 	for name, want := range reads {
 		fn, ok := fns[name]
@@ -803,10 +805,10 @@ func TestTemplateOperations(t *testing.T) {
 func TestTemplateRepartition(t *testing.T) {
 	tp := loadTemplate(t)
 	sms := tp.ofType("AWS::Serverless::StateMachine")
-	if len(sms) != 1 {
-		t.Fatalf("%d state machines, want 1", len(sms))
+	if !sameSet(slices.Collect(maps.Keys(sms)), []string{"Repartition", "Backfill"}) {
+		t.Fatalf("state machines %v, want Repartition and Backfill", slices.Sorted(maps.Keys(sms)))
 	}
-	for name, sm := range sms {
+	for name, sm := range map[string]obj{"Repartition": sms["Repartition"]} {
 		def, _ := props(sm)["Definition"].(obj)
 		states, _ := def["States"].(obj)
 		var maps []obj
@@ -992,5 +994,117 @@ func TestTemplateLogDeliveryPolicy(t *testing.T) {
 	}
 	if !found {
 		t.Error("no role may set up the state machine's log delivery")
+	}
+}
+
+// TestTemplateBackfill: the Backfill state machine, the backfiller and
+// their roles, log groups and alarm exist only when BackfillMaxConcurrency
+// is not 0 (its default); the state machine begins, plans, maps a
+// Distributed Map over the plan's files (one backfiller invocation each,
+// retried, at most BackfillMaxConcurrency at once, no failure tolerated),
+// plans again after each round and finishes when none is pending; and the
+// names it reads and writes are the backfiller's event and response
+// fields.
+func TestTemplateBackfill(t *testing.T) {
+	tp := loadTemplate(t)
+	res := tp.resources()
+	p := tp.parameter(t, "BackfillMaxConcurrency")
+	if p["Default"] != float64(0) || p["MinValue"] != float64(0) {
+		t.Errorf("BackfillMaxConcurrency: default %v, minimum %v; want 0 and 0 (no backfill unless asked)", p["Default"], p["MinValue"])
+	}
+	conds, _ := tp.obj["Conditions"].(obj)
+	if c, _ := json.Marshal(conds["Backfill"]); string(c) != `{"Fn::Not":[{"Fn::Equals":[{"Ref":"BackfillMaxConcurrency"},0]}]}` {
+		t.Errorf("condition Backfill is %s, want BackfillMaxConcurrency != 0", c)
+	}
+	for _, name := range []string{"Backfill", "Backfiller", "BackfillerRole", "BackfillerLogGroup", "BackfillRole", "BackfillLogGroup", "BackfillFailedAlarm"} {
+		if r := res[name]; r == nil || r["Condition"] != "Backfill" {
+			t.Errorf("%s: %v, want a resource under the Backfill condition", name, r["Condition"])
+		}
+	}
+	alarm := props(res["BackfillFailedAlarm"])
+	dims, _ := alarm["Dimensions"].([]any)
+	if alarm["MetricName"] != "ExecutionsFailed" || len(dims) != 1 || refName(dims[0].(obj)["Value"]) != "Backfill" {
+		t.Errorf("BackfillFailedAlarm: %v, want ExecutionsFailed of Backfill", alarm)
+	}
+
+	sm := props(res["Backfill"])
+	subs, _ := sm["DefinitionSubstitutions"].(obj)
+	if refName(subs["BackfillerArn"]) != "Backfiller" || refName(subs["MaxConcurrency"]) != "BackfillMaxConcurrency" {
+		t.Errorf("substitutions %v, want the Backfiller's ARN and BackfillMaxConcurrency", subs)
+	}
+	if refName(sm["Role"]) != "BackfillRole" {
+		t.Errorf("the state machine's role is %v", sm["Role"])
+	}
+	def, _ := sm["Definition"].(obj)
+	states, _ := def["States"].(obj)
+	state := func(name string) obj {
+		s, _ := states[name].(obj)
+		if s == nil {
+			t.Fatalf("no state %s", name)
+		}
+		return s
+	}
+	if def["StartAt"] != "Begin" || state("Begin")["Next"] != "Plan" || state("Plan")["Next"] != "AnyPending" {
+		t.Errorf("the state machine does not begin Begin → Plan → AnyPending")
+	}
+	choice := state("AnyPending")
+	choices, _ := choice["Choices"].([]any)
+	if len(choices) != 1 || choices[0].(obj)["Next"] != "Files" || choices[0].(obj)["Condition"] != "{% $count($states.input.files) > 0 %}" || choice["Default"] != "Finish" {
+		t.Errorf("AnyPending: %v, want Files while the plan returns files, else Finish", choice)
+	}
+	m := state("Files")
+	ip, _ := m["ItemProcessor"].(obj)
+	pc, _ := ip["ProcessorConfig"].(obj)
+	if m["Type"] != "Map" || pc["Mode"] != "DISTRIBUTED" || m["Items"] != "{% $states.input.files %}" || m["Next"] != "Plan" ||
+		m["ToleratedFailurePercentage"] != float64(0) || m["MaxConcurrency"] != "{% ${MaxConcurrency} %}" {
+		t.Errorf("Files: %v, want a Distributed Map over the plan's files, no failure tolerated, at most MaxConcurrency at once, then Plan", m)
+	}
+	file, _ := ip["States"].(obj)["File"].(obj)
+	var retried []string
+	retries, _ := file["Retry"].([]any)
+	for _, r := range retries {
+		retried = append(retried, strs(r.(obj)["ErrorEquals"])...)
+	}
+	for _, want := range []string{"Lambda.ServiceException", "Lambda.TooManyRequestsException", "OutOfTime", "States.TaskFailed"} {
+		if !slices.Contains(retried, want) {
+			t.Errorf("the file step does not retry %s (it retries %v)", want, retried)
+		}
+	}
+	if state("Finish")["End"] != true {
+		t.Errorf("Finish does not end the execution")
+	}
+
+	// What the definition says of the backfiller's events and responses
+	// is what the backfiller reads and writes.
+	b, _ := json.Marshal(def)
+	var actions []string
+	for _, a := range regexp.MustCompile(`'action': '(\w+)'`).FindAllStringSubmatch(string(b), -1) {
+		actions = append(actions, a[1])
+	}
+	if !sameSet(actions, []string{"plan", "file", "finish"}) {
+		t.Errorf("backfiller actions %v, want plan, file and finish", actions)
+	}
+	var ev backfiller.Event
+	if err := json.Unmarshal([]byte(`{"action":"file","export":"s3://b/e","incrementals":["s3://b/i"],"skipMd5":true,"dataFileS3Key":"k","pendingBefore":3}`), &ev); err != nil ||
+		!reflect.DeepEqual(ev, backfiller.Event{Action: "file", Export: "s3://b/e", Incrementals: []string{"s3://b/i"}, SkipMD5: true, DataFileS3Key: "k", PendingBefore: 3}) {
+		t.Errorf("the event's fields: %+v, %v", ev, err)
+	}
+	for _, field := range []string{"'pendingBefore'", "'dataFileS3Key'", "$states.result.Payload.plan.pending"} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("the definition does not name %s", field)
+		}
+	}
+	if out := state("Plan")["Output"]; out != "{% $states.result.Payload.plan %}" {
+		t.Errorf("Plan's output is %v, want the plan (whose files the next states read)", out)
+	}
+	out, _ := json.Marshal(backfiller.Response{Action: "plan", Plan: &backfiller.Plan{Files: []string{}}})
+	if !strings.Contains(string(out), `"plan":{"files":[],"pending":0,`) {
+		t.Errorf("a plan's response is %s, without the plan's files and pending count the state machine reads", out)
+	}
+
+	// The state machine's role invokes the backfiller and nothing else.
+	role, _ := json.Marshal(res["BackfillRole"])
+	if strings.Contains(string(role), "Repartitioner") || !strings.Contains(string(role), `"Fn::GetAtt":["Backfiller","Arn"]`) {
+		t.Errorf("BackfillRole does not invoke exactly the backfiller: %s", role)
 	}
 }
