@@ -38,6 +38,7 @@ import (
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // DefaultPlanBytes bounds the data file names one plan returns (the state
@@ -192,7 +193,7 @@ type Plan struct {
 type Handler struct {
 	cfg    Config
 	s3     objstore.S3API
-	table  projections.Table
+	table  driver.Table
 	set    *projections.Set
 	schema pipeline.Schema
 	log    *slog.Logger
@@ -207,7 +208,7 @@ type Handler struct {
 // cfg.Projections names) into the aggregate table t, the exports read from
 // S3 through client. It checks the configuration against env; the table is
 // opened (projections.Open) by the first invocation.
-func New(cfg Config, client objstore.S3API, t projections.Table, env *projections.Environment, log *slog.Logger) (*Handler, error) {
+func New(cfg Config, client objstore.S3API, t driver.Table, env *projections.Environment, log *slog.Logger) (*Handler, error) {
 	schema, err := entry.Schema(env, cfg.Schema)
 	if err != nil {
 		return nil, err

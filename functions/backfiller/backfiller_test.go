@@ -19,6 +19,7 @@ import (
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/seed"
 )
 
@@ -31,12 +32,12 @@ var errInjected = errors.New("injected: the store stopped answering")
 // one is written and then reported failed (a lost acknowledgement), the
 // later ones write nothing. So a file step over it stops half-way.
 type failingStore struct {
-	projections.Table
+	driver.Table
 	failAt  int64
 	commits atomic.Int64
 }
 
-func (s *failingStore) Commit(ctx context.Context, tx *projections.Tx) error {
+func (s *failingStore) Commit(ctx context.Context, tx *driver.Tx) error {
 	n := s.commits.Add(1)
 	switch {
 	case n < s.failAt:
@@ -66,7 +67,7 @@ func fixtureInS3(t *testing.T) (client objstore.S3API, full, incremental string)
 
 // check fails the test unless the table holds what a recomputation of the
 // seed projections from the table's final items gives.
-func check(t *testing.T, stage string, st projections.Reader) {
+func check(t *testing.T, stage string, st driver.Reader) {
 	t.Helper()
 	want, err := projections.Recompute(exportgen.FixtureItems(t).FinalItems, "", seed.All()...)
 	if err != nil {
@@ -111,7 +112,7 @@ func TestStateMachine(t *testing.T) {
 	cfg.PlanBytes = 200 // two data file names a round
 	// A handler is a Lambda execution environment: each child of a round
 	// gets its own, as children run in environments of their own.
-	newHandler := func(t *testing.T, table projections.Table) *backfiller.Handler {
+	newHandler := func(t *testing.T, table driver.Table) *backfiller.Handler {
 		h, err := backfiller.New(cfg, client, table, seed.Environment(), quiet())
 		if err != nil {
 			t.Fatal(err)
