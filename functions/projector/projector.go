@@ -276,7 +276,7 @@ func Build(ctx context.Context, source pipeline.Source, cfg Config, t driver.Tab
 	pc := pipeline.Config{Options: pipeline.Options{Schema: schema}, Permanent: cfg.Permanent, Logger: log, Metrics: metrics}
 	h := &Handler{live: newProcessor(source, e, pc)}
 	if o.shadow != nil {
-		s := &shadow{source: source, keep: o.keep, prefix: "shadow/", table: cfg.ShadowTable, log: log.With("shadowTable", cfg.ShadowTable), metrics: metrics}
+		s := &shadow{source: source, keep: o.keep, table: cfg.ShadowTable, log: log.With("shadowTable", cfg.ShadowTable), metrics: metrics}
 		slog := log.With("shadowTable", cfg.ShadowTable)
 		scfg := ecfg
 		scfg.Logger = slog

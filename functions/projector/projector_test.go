@@ -305,3 +305,36 @@ func TestEnvironmentSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestLayerOfAnotherAccount starts the stock Streams projector (in a child
+// process) with a projections layer of an account the stack does not
+// allow: the init fails, naming the layer and the accounts allowed, before
+// it hands over to a main in the layer or reads a spec from it.
+func TestLayerOfAnotherAccount(t *testing.T) {
+	if os.Getenv("TRIBUTARY_TEST_LAYER") == "1" {
+		projector.Main(seed.Environment())
+		return
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "projector")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho layer code ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	child := func(layer, accounts string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLayerOfAnotherAccount$")
+		cmd.Env = append(os.Environ(), "TRIBUTARY_TEST_LAYER=1", "TRIBUTARY_MAIN="+script, "AGGREGATE_TABLE=t",
+			"PROJECTIONS_LAYER="+layer, "LAYER_ACCOUNTS="+accounts)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	foreign := "arn:aws:lambda:eu-west-1:999999999999:layer:projections:3"
+	out, err := child(foreign, "111122223333,444455556666")
+	if err == nil || strings.Contains(out, "layer code ran") || !strings.Contains(out, "init failed") ||
+		!strings.Contains(out, "is account 999999999999's layer") || !strings.Contains(out, "(111122223333, 444455556666)") {
+		t.Errorf("a foreign layer: %v\n%s", err, out)
+	}
+	own := "arn:aws:lambda:eu-west-1:444455556666:layer:projections:3"
+	if out, err := child(own, "111122223333,444455556666"); err != nil || strings.TrimSpace(out) != "layer code ran" {
+		t.Errorf("a listed account's layer: %v\n%s", err, out)
+	}
+}

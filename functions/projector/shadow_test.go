@@ -294,7 +294,7 @@ func TestShadowNeverFailsLive(t *testing.T) {
 			if h.ShadowFailures() != 2 {
 				t.Errorf("%d shadow failures counted, want 2", h.ShadowFailures())
 			}
-			files, _ := filepath.Glob(filepath.Join(keep, "shadow", "*.json"))
+			files, _ := filepath.Glob(filepath.Join(keep, "*.json"))
 			if len(files) != 1 {
 				t.Fatalf("kept %v, want one record (the same batch twice keeps one)", files)
 			}

@@ -1108,3 +1108,77 @@ func TestTemplateBackfill(t *testing.T) {
 		t.Errorf("BackfillRole does not invoke exactly the backfiller: %s", role)
 	}
 }
+
+// TestTemplateShadowAndSwitch: the projectors' live table and set, and
+// their shadow's, come from the parameters of the road in docs/backfill.md
+// (ProjectorTableName, ProjectorProjections, ShadowTableName,
+// ShadowProjections, KinesisShadowTableName); the roles reach those tables;
+// a shadow's failed batches go to the failure bucket; its failures have an
+// alarm; and every function is told the layer and the accounts it may come
+// from (ProjectionsLayerAccounts), which it checks at init.
+func TestTemplateShadowAndSwitch(t *testing.T) {
+	tp := loadTemplate(t)
+	fns := tp.ofType("AWS::Serverless::Function")
+	ifOf := func(cond string, yes, no any) any { return obj{"Fn::If": []any{cond, yes, no}} }
+	ref := func(name string) any { return obj{"Ref": name} }
+	none := ref("AWS::NoValue")
+	env := func(fn string) obj {
+		vars, _ := props(fns[fn])["Environment"].(obj)["Variables"].(obj)
+		return vars
+	}
+	for fn, want := range map[string]map[string]any{
+		"Projector": {
+			"AGGREGATE_TABLE":    ifOf("HasProjectorTable", ref("ProjectorTableName"), ref("AggregateTable")),
+			"PROJECTIONS":        ifOf("HasProjectorProjections", ref("ProjectorProjections"), none),
+			"SHADOW_TABLE":       ifOf("HasShadow", ref("ShadowTableName"), none),
+			"SHADOW_PROJECTIONS": ifOf("HasShadowProjections", ref("ShadowProjections"), none),
+			"SHADOW_FAILURES":    ifOf("HasShadow", obj{"Fn::Sub": "s3://${FailureBucket}/shadow-failures/projector"}, none),
+		},
+		"KinesisProjector": {
+			"SHADOW_TABLE":       ifOf("HasKinesisShadow", ref("KinesisShadowTableName"), none),
+			"SHADOW_PROJECTIONS": ifOf("HasShadowProjections", ref("ShadowProjections"), none),
+			"SHADOW_FAILURES":    ifOf("HasKinesisShadow", obj{"Fn::Sub": "s3://${FailureBucket}/shadow-failures/kinesis-projector"}, none),
+		},
+	} {
+		vars := env(fn)
+		for name, w := range want {
+			if !reflect.DeepEqual(vars[name], w) {
+				t.Errorf("%s: %s = %v, want %v", fn, name, vars[name], w)
+			}
+		}
+	}
+	for name := range fns {
+		vars := env(name)
+		if !reflect.DeepEqual(vars["PROJECTIONS_LAYER"], ifOf("HasProjectionsLayer", ref("ProjectionsLayerArn"), none)) {
+			t.Errorf("%s: PROJECTIONS_LAYER %v", name, vars["PROJECTIONS_LAYER"])
+		}
+		if got := fmt.Sprint(vars["LAYER_ACCOUNTS"]); !strings.Contains(got, "AWS::AccountId") || !strings.Contains(got, "ProjectionsLayerAccounts") {
+			t.Errorf("%s: LAYER_ACCOUNTS %v, want the stack's account and ProjectionsLayerAccounts", name, vars["LAYER_ACCOUNTS"])
+		}
+	}
+	conds, _ := tp.obj["Conditions"].(obj)
+	want := obj{"Fn::Not": []any{obj{"Fn::Equals": []any{ref("ShadowTableName"), ""}}}}
+	if got := conds["HasShadow"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("HasShadow: %v", got)
+	}
+	// The roles reach the tables the parameters name.
+	roleTables := func(role string) string {
+		doc, _ := props(tp.resources()[role])["Policies"].([]any)
+		return fmt.Sprint(doc)
+	}
+	for role, tables := range map[string][]string{
+		"ProjectorRole":        {"${ProjectorTableName}", "${ShadowTableName}"},
+		"KinesisProjectorRole": {"${KinesisShadowTableName}"},
+		"BackfillerRole":       {"${ProjectorTableName}", "${ShadowTableName}"},
+	} {
+		for _, tab := range tables {
+			if !strings.Contains(roleTables(role), "table/"+tab) {
+				t.Errorf("%s does not reach table/%s", role, tab)
+			}
+		}
+	}
+	alarm := tp.resources()["ShadowFailuresAlarm"]
+	if alarm["Condition"] != "HasShadow" || props(alarm)["MetricName"] != "ShadowFailures" || props(alarm)["Namespace"] != "Tributary" {
+		t.Errorf("ShadowFailuresAlarm: %v", alarm)
+	}
+}

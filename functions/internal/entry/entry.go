@@ -44,6 +44,12 @@ func Start(name string, env *projections.Environment, build Build) {
 		log.Error("init failed", "error", err.Error())
 		os.Exit(1)
 	}
+	// A layer's code runs under the function's role: before handing over
+	// to a main in it, or reading a spec from it, the layer must be one the
+	// stack's account allows.
+	if err := CheckLayer(os.Getenv("PROJECTIONS_LAYER"), os.Getenv("LAYER_ACCOUNTS")); err != nil {
+		fail(err)
+	}
 	if exe := os.Getenv(MainEnv); exe != "" {
 		err := handOver(exe) // returns only on failure
 		fail(fmt.Errorf("%s %s: %w", MainEnv, exe, err))
@@ -58,6 +64,29 @@ func Start(name string, env *projections.Environment, build Build) {
 		fail(err)
 	}
 	lambda.Start(h)
+}
+
+// CheckLayer refuses a layer (its version ARN, PROJECTIONS_LAYER) of an
+// account that accounts (LAYER_ACCOUNTS: the stack's account and the
+// template's ProjectionsLayerAccounts, comma-separated) does not list. No
+// layer, or no list (a function not deployed by the stock template), is
+// no check.
+func CheckLayer(layer, accounts string) error {
+	if layer == "" || strings.TrimSpace(accounts) == "" {
+		return nil
+	}
+	parts := strings.Split(layer, ":")
+	if len(parts) < 7 || parts[2] != "lambda" || parts[5] != "layer" {
+		return fmt.Errorf("PROJECTIONS_LAYER %s is not a Lambda layer version ARN", layer)
+	}
+	account := parts[4]
+	for _, a := range List(accounts) {
+		if a == account {
+			return nil
+		}
+	}
+	return fmt.Errorf("PROJECTIONS_LAYER %s is account %s's layer, and its code would run under this function's role: only the stack's account and those the template's ProjectionsLayerAccounts lists (%s) may provide it (docs/deploy.md)",
+		layer, account, strings.Join(List(accounts), ", "))
 }
 
 // Resolve returns the environment a function runs with: env, or the
