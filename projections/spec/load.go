@@ -285,6 +285,15 @@ func (l *loader) projection(n *node, i int, typeAttr string, keyAttrs []string, 
 	if len(l.probs) > before {
 		return nil
 	}
+	var steps, bytes float64
+	for _, e := range p.expressions() {
+		steps += e.estSteps
+		bytes += e.estBytes
+		if steps > maxSteps || bytes > maxBytes {
+			l.problem(e.line, e.field, "with the projection's expressions before it, it may take %s", describeLimit(steps, bytes))
+			return nil
+		}
+	}
 	for _, v := range p.vars {
 		if v.inExpr {
 			p.inExpr++
@@ -465,6 +474,7 @@ func (l *loader) expression(n *node, path string, vars []variable) *expression {
 		l.problem(n.line, path, "%s: %v", clip(strings.TrimSpace(src)), err)
 		return nil
 	}
+	e.field, e.line = path, n.line
 	return e
 }
 

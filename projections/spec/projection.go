@@ -78,6 +78,32 @@ type rowAttr struct {
 	tmpl template
 }
 
+// expressions returns every expression of the projection.
+func (p *Projection) expressions() []*expression {
+	var out []*expression
+	add := func(es ...*expression) {
+		for _, e := range es {
+			if e != nil {
+				out = append(out, e)
+			}
+		}
+	}
+	add(p.when)
+	for _, c := range p.checks {
+		add(c.when, c.expr)
+	}
+	for _, c := range p.counters {
+		add(c.when)
+		for _, v := range c.values {
+			add(v.when)
+		}
+	}
+	for _, r := range p.rows {
+		add(r.when)
+	}
+	return out
+}
+
 // Name returns the projection's name.
 func (p *Projection) Name() string { return p.name }
 
@@ -108,11 +134,13 @@ func (p *Projection) Contribute(item pipeline.Item) (projections.Contribution, e
 	return c, nil
 }
 
-// run holds one item's values while a Contribute reads it.
+// run holds one item's values while a Contribute reads it, and the meter
+// of its expressions' evaluation.
 type run struct {
 	p    *Projection
 	vals []val
 	env  map[string]any
+	m    meter
 }
 
 func (p *Projection) contribute(item pipeline.Item) (projections.Contribution, error) {
@@ -120,7 +148,8 @@ func (p *Projection) contribute(item pipeline.Item) (projections.Contribution, e
 	if err := p.entityType(item); err != nil {
 		return none, err
 	}
-	r := run{p: p, vals: make([]val, len(p.vars)), env: make(map[string]any, p.inExpr)}
+	r := &run{p: p, vals: make([]val, len(p.vars)), env: make(map[string]any, p.inExpr+1)}
+	r.env[meterName] = &r.m
 	for i := range p.vars {
 		v := &p.vars[i]
 		var err error
@@ -183,7 +212,7 @@ func (r *run) holds(e *expression, field string) (bool, error) {
 	if e == nil {
 		return true, nil
 	}
-	ok, err := e.eval(r.env)
+	ok, err := e.eval(r.env, &r.m)
 	if err != nil {
 		return false, fmt.Errorf("%s: %s: %w", field, clip(e.src), err)
 	}
@@ -195,9 +224,14 @@ func (r *run) check(c *check) error {
 	if err != nil || !ok {
 		return err
 	}
-	pass, evalErr := c.expr.eval(r.env)
+	pass, evalErr := c.expr.eval(r.env, &r.m)
 	if evalErr == nil && pass {
 		return nil
+	}
+	if le := (*limitError)(nil); errors.As(evalErr, &le) {
+		// Not the item failing the check: the evaluation could not
+		// finish.
+		return fmt.Errorf("%s: %s: %w", c.field, clip(c.expr.src), le)
 	}
 	msg := c.message
 	if msg == "" {

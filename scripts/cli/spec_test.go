@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/seed"
@@ -65,5 +70,124 @@ func TestSpecFlag(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "filters", "--projections", ticketsSpec, "--type-attribute", "kind"); code != 2 || !strings.Contains(stderr, "the projection spec "+ticketsSpec+` read the entity type from "EntityType"`) {
 		t.Errorf("filters with another type attribute: exit %d %s", code, stderr)
+	}
+}
+
+// writeFile writes data to name in a new temporary directory and returns
+// its path.
+func writeFile(t *testing.T, name, data string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeEvents writes a Lambda DynamoDB Streams event of one INSERT per
+// image (DynamoDB JSON with PK and SK) and returns its path.
+func writeEvents(t *testing.T, images ...string) string {
+	t.Helper()
+	recs := make([]string, len(images))
+	for i, img := range images {
+		var item map[string]any
+		if err := json.Unmarshal([]byte(img), &item); err != nil {
+			t.Fatal(err)
+		}
+		keys, _ := json.Marshal(map[string]any{"PK": item["PK"], "SK": item["SK"]})
+		recs[i] = fmt.Sprintf(`{"eventID":"e%d","eventName":"INSERT","eventVersion":"1.1","eventSource":"aws:dynamodb","awsRegion":"eu-west-1","eventSourceARN":"arn:aws:dynamodb:eu-west-1:111122223333:table/app/stream/2026-11-01T00:00:00.000","dynamodb":{"ApproximateCreationDateTime":1796033700,"Keys":%s,"NewImage":%s,"SequenceNumber":"44216000000000000000000%05d","StreamViewType":"NEW_AND_OLD_IMAGES"}}`, i, keys, img, i)
+	}
+	return writeFile(t, "event.json", `{"Records":[`+strings.Join(recs, ",")+`]}`)
+}
+
+// whenSpec is a spec of one projection, p, counting the T items whose n
+// (an int) satisfies when.
+func whenSpec(when string) string {
+	return "version: 1\nprojections:\n  - name: p\n    entityTypes: [T]\n    item: {n: int}\n    when: '" + strings.ReplaceAll(when, "'", "''") + "'\n    counters: [{key: T, values: {items: 1}}]\n"
+}
+
+// TestProjectionsCheckUnbounded: check refuses an expression whose loops
+// over ranges of constant bounds would go over an item's budget on any
+// item, naming it; the same loops over a range the item sizes load, as
+// the budget stops them per item (TestProcessEvaluationBudget).
+func TestProjectionsCheckUnbounded(t *testing.T) {
+	const when = "let r = 1..900000; all(r, {all(r, # > 0)})"
+	file := writeFile(t, "spec.yaml", whenSpec(when))
+	code, _, stderr := runCLI(t, "projections", "check", file)
+	want := file + ":6: projection p: when: " + when + ": it may take up to 2.8e+13 steps on any item, more than the 1048576 an item may take"
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, stderr)
+	}
+	if code, _, stderr := runCLI(t, "projections", "check", writeFile(t, "spec.yaml", whenSpec("let r = 1..n; all(r, {all(r, # > 0)})"))); code != 0 {
+		t.Errorf("a range the item sizes: exit %d: %s", code, stderr)
+	}
+}
+
+// TestProcessEvaluationBudget: an item whose expression would loop 8.1e11
+// times (the issue's: a CPU burnt for 847 s on one record) fails at its
+// budget, in milliseconds, as a permanent error naming the projection,
+// the field and the expression; the item before it applies. The command
+// runs in a process of its own, so that a command that loops is killed.
+func TestProcessEvaluationBudget(t *testing.T) {
+	const when = "let r = 1..n; all(r, {all(r, # > 0)})"
+	file := writeFile(t, "spec.yaml", whenSpec(when))
+	events := writeEvents(t,
+		`{"PK":{"S":"T#1"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"3"},"version":{"N":"1"}}`,
+		`{"PK":{"S":"T#2"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"900000"},"version":{"N":"1"}}`)
+	store := t.TempDir()
+	cmd, out, stderr := child(t, "process", "-v", "--store", store, "--projections", file, events)
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // its status is in cmd.ProcessState
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("process still running after a minute")
+	}
+	want := "record 1 (seq 4421600000000000000000000001, entity type T): projection p, item PK=T#2 SK=A: p: item T#2/A: when: " + when +
+		": evaluation stopped: it takes more than the 1048576 steps an item may take"
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(out.String(), "2 records, 1 applied, 0 skipped (no projection reads their entity type), 1 failed") ||
+		!strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), `"permanent":true`) {
+		t.Fatalf("exit %d, want 1 and %q\n%s%s", cmd.ProcessState.ExitCode(), want, out, stderr)
+	}
+	code, aggs, stderr2 := runCLI(t, "aggregates", "--store", store)
+	if code != 0 || !strings.Contains(aggs, "p  T items=1") {
+		t.Errorf("aggregates: exit %d\n%s%s", code, aggs, stderr2)
+	}
+}
+
+// TestProcessCancelled: a command whose context is cancelled (the first
+// SIGINT or SIGTERM: TestSignals) stops at its next store call and writes
+// nothing more.
+func TestProcessCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	store := t.TempDir()
+	var out, errb bytes.Buffer
+	code := Run(ctx, stockOptions, []string{"process", "--store", store, "--events", fixtures + "streams/event.json"}, strings.NewReader(""), &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "context canceled") {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if code, aggs, stderr := runCLI(t, "aggregates", "--store", store); code != 0 || strings.TrimSpace(aggs) != "" {
+		t.Errorf("aggregates of a cancelled process: exit %d\n%s%s", code, aggs, stderr)
+	}
+}
+
+// TestProcessNotFinite: expr's / divides as floats, so 1 / (n - n) is
+// +Inf, and +Inf > 0: the item failed, permanently, naming the
+// expression, rather than counted.
+func TestProcessNotFinite(t *testing.T) {
+	const when = "1 / (n - n) > 0"
+	file := writeFile(t, "spec.yaml", whenSpec(when))
+	events := writeEvents(t, `{"PK":{"S":"T#1"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"7"},"version":{"N":"1"}}`)
+	code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), "--projections", file, events)
+	want := "record 0 (seq 4421600000000000000000000000, entity type T): projection p, item PK=T#1 SK=A: p: item T#1/A: when: " + when +
+		": not a finite number: 1 / (n - n) gives +Inf"
+	if code != 1 || !strings.Contains(out, "1 records, 0 applied, 0 skipped (no projection reads their entity type), 1 failed") || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want 1 and %q\n%s%s", code, want, out, stderr)
 	}
 }
