@@ -104,6 +104,7 @@ func TestContributeMisfits(t *testing.T) {
 			"tier": s("gold"), "limits": &types.AttributeValueMemberL{Value: []types.AttributeValue{n("1"), n("x")}},
 		}}), attr: "customer-info.limits[1]", want: at + `customer-info.limits[1]: decimal: "x" is not a number`},
 		{name: "failed check with attribute", item: edit(invoice(), "pk", s("USER#a1")), attr: "pk", want: `invoices: item USER#a1/INVOICE#i1: pk: want ACCOUNT#<account>, got "USER#a1"`},
+		{name: "failed check where the projection's condition is false", item: edit(invoice(), "status", s("DRAFT"), "lines", n("0")), attr: "lines", want: at + "lines: want at least one line, got 0"},
 		{name: "failed check of an int", item: edit(invoice(), "lines", n("0")), attr: "lines", want: at + "lines: want at least one line, got 0"},
 		{name: "failed check without attribute or message", item: edit(invoice(), "amount", n("2e9")), want: at + "check failed: amount < 1e9"},
 		{name: "conditional check", item: edit(invoice(), "paid", &types.AttributeValueMemberBOOL{Value: true}), attr: "status", want: at + `status: a paid invoice is PAID or REFUNDED, got "OPEN"`},

@@ -160,13 +160,16 @@ func (p *Projection) contribute(item pipeline.Item) (projections.Contribution, e
 			r.env[v.name] = r.vals[i].native
 		}
 	}
-	if ok, err := r.holds(p.when, "when"); err != nil || !ok {
-		return none, err
-	}
+	// The checks first: an item the projection's condition leaves out is
+	// still checked, so that a value written otherwise than the checks
+	// want ("SETTLED" for "settled") is an error, not left out silently.
 	for i := range p.checks {
 		if err := r.check(&p.checks[i]); err != nil {
 			return none, err
 		}
+	}
+	if ok, err := r.holds(p.when, "when"); err != nil || !ok {
+		return none, err
 	}
 	var c projections.Contribution
 	for i := range p.counters {

@@ -191,3 +191,31 @@ func TestProcessNotFinite(t *testing.T) {
 		t.Errorf("exit %d, want 1 and %q\n%s%s", code, want, out, stderr)
 	}
 }
+
+// TestChecksBeforeWhen: a projection's checks hold on every item of its
+// types, where its when is false too: a status written "SETTLED" where
+// the checks want "settled" fails the record rather than contributing
+// nothing, silently.
+func TestChecksBeforeWhen(t *testing.T) {
+	file := writeFile(t, "spec.yaml", `version: 1
+projections:
+  - name: settlements
+    entityTypes: [Payment]
+    item: {status: S, amount: N}
+    checks:
+      - expr: status in ["settled", "pending"]
+        attribute: status
+        message: want settled or pending
+    when: status == "settled"
+    counters: [{key: SETTLED, values: {payments: 1, amount: amount}}]
+`)
+	events := writeEvents(t,
+		`{"PK":{"S":"PAY#1"},"SK":{"S":"A"},"EntityType":{"S":"Payment"},"status":{"S":"settled"},"amount":{"N":"10"},"version":{"N":"1"}}`,
+		`{"PK":{"S":"PAY#2"},"SK":{"S":"A"},"EntityType":{"S":"Payment"},"status":{"S":"pending"},"amount":{"N":"20"},"version":{"N":"1"}}`,
+		`{"PK":{"S":"PAY#3"},"SK":{"S":"A"},"EntityType":{"S":"Payment"},"status":{"S":"SETTLED"},"amount":{"N":"30"},"version":{"N":"1"}}`)
+	code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), "--projections", file, events)
+	want := `projection settlements, item PK=PAY#3 SK=A: settlements: item PAY#3/A: status: want settled or pending, got "SETTLED"`
+	if code != 1 || !strings.Contains(out, "3 records, 2 applied, 0 skipped (no projection reads their entity type), 1 failed") || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want 1 and %q\n%s%s", code, want, out, stderr)
+	}
+}
