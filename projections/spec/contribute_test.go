@@ -251,3 +251,33 @@ func render(c projections.Contribution) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestSortablePlaceholder: {name:sortable} renders an N or an int in the
+// sortable encoding (decimal.Decimal.Sortable), however the item writes
+// it, and the Definition names the format.
+func TestSortablePlaceholder(t *testing.T) {
+	sp, err := spec.Parse("sortable.yaml", []byte(`version: 1
+projections:
+  - name: p
+    entityTypes: [T]
+    item: {x: N, i: int}
+    counters: [{key: "X#{x:sortable}#I#{i:sortable}", values: {c: 1}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sp.Projections()[0]
+	for _, tc := range []struct{ x, i, want string }{
+		{"120.50", "3.00", "X#P1321205" + strings.Repeat("0", 34) + "#I#P1303" + strings.Repeat("0", 37)},
+		{"-15E-1", "-1", "X#M12584" + strings.Repeat("9", 36) + "#I#M1258" + strings.Repeat("9", 37)},
+		{"0.000", "0", "X#N" + strings.Repeat("0", 41) + "#I#N" + strings.Repeat("0", 41)},
+	} {
+		c := mustContribute(t, p, pipeline.Item{"EntityType": s("T"), "x": n(tc.x), "i": n(tc.i)})
+		if len(c.Counters) != 1 || c.Counters[0].Key != tc.want {
+			t.Errorf("x %s, i %s: %+v, want key %s", tc.x, tc.i, c.Counters, tc.want)
+		}
+	}
+	if !strings.Contains(p.(projections.Definer).Definition(), `"key":"X#{x:sortable}#I#{i:sortable}"`) {
+		t.Errorf("Definition %s", p.(projections.Definer).Definition())
+	}
+}

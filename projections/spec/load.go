@@ -509,8 +509,9 @@ func (l *loader) check(n *node, path string, vars []variable) (check, bool) {
 }
 
 // template reads a template field; an empty one is a problem unless
-// allowEmpty.
-func (l *loader) template(n *node, path string, vars []variable, allowEmpty bool) (template, bool) {
+// allowEmpty. number is true for an {N: template}, which must render a
+// number.
+func (l *loader) template(n *node, path string, vars []variable, allowEmpty, number bool) (template, bool) {
 	src, ok := l.text(n, path)
 	if !ok {
 		return template{}, false
@@ -545,11 +546,17 @@ func (l *loader) template(n *node, path string, vars []variable, allowEmpty bool
 		case rp.width > 0 && typ != typeN && typ != typeInt:
 			l.problem(n.line, path, "placeholder %s: zero-padding takes an N or int attribute; %s is %s", clip(rp.src), rp.name, typ)
 			ok = false
+		case rp.sortable && typ != typeN && typ != typeInt:
+			l.problem(n.line, path, "placeholder %s: the sortable encoding takes an N or int attribute; %s is %s", clip(rp.src), rp.name, typ)
+			ok = false
+		case rp.sortable && number:
+			l.problem(n.line, path, "placeholder %s: the sortable encoding is text, not a number: write {%s} in an N", clip(rp.src), rp.name)
+			ok = false
 		case typ != typeS && typ != typeN && typ != typeInt:
 			l.problem(n.line, path, "placeholder %s: a placeholder takes an S, N or int attribute; %s is %s", clip(rp.src), rp.name, typ)
 			ok = false
 		}
-		t.parts = append(t.parts, part{v: i, seg: rp.seg, width: rp.width})
+		t.parts = append(t.parts, part{v: i, seg: rp.seg, width: rp.width, sortable: rp.sortable})
 	}
 	return t, ok
 }
@@ -585,7 +592,7 @@ func (l *loader) counter(n *node, path string, vars []variable) (counter, bool) 
 		return c, false
 	}
 	if kn, ok := f["key"]; ok {
-		c.key, _ = l.template(kn, join(path, "key"), vars, false)
+		c.key, _ = l.template(kn, join(path, "key"), vars, false, false)
 	} else {
 		l.problem(n.line, join(path, "key"), "missing")
 	}
@@ -696,7 +703,7 @@ func (l *loader) row(n *node, path string, vars []variable) (row, bool) {
 			l.problem(n.line, join(path, k), "missing")
 			continue
 		}
-		t, _ := l.template(kn, join(path, k), vars, false)
+		t, _ := l.template(kn, join(path, k), vars, false, false)
 		if k == "partition" {
 			r.partition = t
 		} else {
@@ -732,7 +739,7 @@ func (l *loader) rowAttr(name string, n *node, path string, vars []variable) (ro
 		if n.keys[0] == "N" {
 			a.typ = typeN
 		}
-		t, ok := l.template(n.vals[0], join(path, n.keys[0]), vars, a.typ == typeS)
+		t, ok := l.template(n.vals[0], join(path, n.keys[0]), vars, a.typ == typeS, a.typ == typeN)
 		a.tmpl = t
 		return a, ok
 	}

@@ -368,6 +368,12 @@ func (r *run) substitute(p part) (string, error) {
 			return "", attrErr(v.attr, fmt.Errorf("segment %d of %s is empty", p.seg, strconv.Quote(clip(x.s))))
 		}
 		return s, nil
+	case p.sortable:
+		s, err := x.d.Sortable()
+		if err != nil {
+			return "", attrErr(v.attr, err)
+		}
+		return s, nil
 	case p.width > 0:
 		s = canonicalNumber(x.d)
 		if strings.ContainsAny(s, "-.") || len(s) > p.width {

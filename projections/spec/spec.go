@@ -138,7 +138,7 @@ type Problem struct {
 
 // String returns e.g. "projections.yaml:14: projection order-totals:
 // counters[0].key: placeholder {sttus[x]}: want {attribute},
-// {attribute[N]} or {attribute:0W}".
+// {attribute[N]}, {attribute:0W} or {attribute:sortable}".
 func (p Problem) String() string {
 	var b strings.Builder
 	b.WriteString(p.File)

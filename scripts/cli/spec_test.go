@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +218,50 @@ projections:
 	want := `projection settlements, item PK=PAY#3 SK=A: settlements: item PAY#3/A: status: want settled or pending, got "SETTLED"`
 	if code != 1 || !strings.Contains(out, "3 records, 2 applied, 0 skipped (no projection reads their entity type), 1 failed") || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, want 1 and %q\n%s%s", code, want, out, stderr)
+	}
+}
+
+// TestSortableKeys: a row sorted by {amount:sortable} — any number, in
+// text whose byte order is the numbers' order — lists a day's transfers by
+// amount, decimals and negative amounts included, as one descending Query
+// (rows) reads them; the row's amount is the number, as the item wrote it.
+func TestSortableKeys(t *testing.T) {
+	file := writeFile(t, "spec.yaml", `version: 1
+projections:
+  - name: transfers-by-amount
+    entityTypes: [Transfer]
+    item: {PK: S, day: S, amount: N}
+    rows:
+      - partition: "DAY#{day}"
+        sort: "AMOUNT#{amount:sortable}#{PK[1]}"
+        attributes: {amount: amount}
+`)
+	amounts := []string{"120.50", "-5", "0", "1E+3", "99.999", "-1000.25", "0.05", "120.5", "-0.05", "12345678901234567890123456789012345678"}
+	var images []string
+	for i, a := range amounts {
+		images = append(images, fmt.Sprintf(`{"PK":{"S":"TR#t%d"},"SK":{"S":"A"},"EntityType":{"S":"Transfer"},"day":{"S":"2026-11-30"},"amount":{"N":%q},"version":{"N":"1"}}`, i, a))
+	}
+	store := t.TempDir()
+	if code, out, stderr := runCLI(t, "process", "--store", store, "--projections", file, writeEvents(t, images...)); code != 0 {
+		t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr := runCLI(t, "rows", "--store", store, "--projection", "transfers-by-amount", "--partition", "DAY#2026-11-30", "--top", "0")
+	if code != 0 {
+		t.Fatalf("rows: exit %d: %s", code, stderr)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		_, attrs, _ := strings.Cut(line, "  ")
+		got = append(got, attrs)
+	}
+	want := []string{"12345678901234567890123456789012345678", "1E+3", "120.5", "120.50", "99.999", "0.05", "0", "-0.05", "-5", "-1000.25"}
+	for i := range want {
+		want[i] = `{"amount":{"N":"` + want[i] + `"}}`
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows by amount, descending:\n%s\nwant the amounts\n%s", out, strings.Join(want, "\n"))
+	}
+	if !strings.Contains(out, "AMOUNT#P1321205"+strings.Repeat("0", 34)+"#t0  ") {
+		t.Errorf("120.50 is not encoded as documented:\n%s", out)
 	}
 }
