@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"regexp/syntax"
 	"strconv"
 	"strings"
 
@@ -100,7 +99,7 @@ func exprType(v *variable) exprtypes.Type {
 // what makes the expression impure or unbounded. The compiled program is
 // instrumented (see instrument.go): evaluated with a meter, it stops at
 // the budget.
-func compileExpr(src string, vars []variable) (e *expression, err error) {
+func compileExpr(src string, vars []variable, index map[string]int, b *loadBudget) (e *expression, err error) {
 	defer func() {
 		// expr reports errors as errors; this is a guard, so that no
 		// spec can make loading panic.
@@ -111,9 +110,28 @@ func compileExpr(src string, vars []variable) (e *expression, err error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("empty")
 	}
+	// The environment holds the variables the expression names, so that
+	// compiling it costs what it is, however many the projection
+	// declares.
+	toks, err := lexer.Lex(file.NewSource(src))
+	if err != nil {
+		return nil, exprError(err)
+	}
 	env := exprtypes.Map{meterName: exprtypes.Any}
-	for i := range vars {
-		env[vars[i].name] = exprType(&vars[i])
+	var read []int // the variables it reads
+	for _, t := range toks {
+		if t.Kind != lexer.Identifier {
+			continue
+		}
+		if t.Value == "$env" {
+			return nil, errors.New("$env is not available in a spec: name the declared attributes")
+		}
+		if i, ok := index[t.Value]; ok {
+			if _, seen := env[t.Value]; !seen {
+				env[t.Value] = exprType(&vars[i])
+				read = append(read, i)
+			}
+		}
 	}
 	config := conf.CreateNew()
 	opts := []expr.Option{expr.Env(env), expr.AsBool(), expr.MaxNodes(maxExprNodes), expr.Function(meterFunc, meterCall)}
@@ -129,6 +147,10 @@ func compileExpr(src string, vars []variable) (e *expression, err error) {
 	tree, err := parser.ParseWithConfig(src, config)
 	if err != nil {
 		return nil, exprError(err)
+	}
+	// What compiling it costs, before anything compiles its patterns.
+	if err := b.charge(tree.Node); err != nil {
+		return nil, err
 	}
 	// Before the checker and the optimiser rewrite anything.
 	impure := &impurity{}
@@ -148,11 +170,12 @@ func compileExpr(src string, vars []variable) (e *expression, err error) {
 	if estSteps > maxSteps || estBytes > maxBytes {
 		return nil, fmt.Errorf("it may take %s", describeLimit(estSteps, estBytes))
 	}
-	texts := texter{}
+	texts := newTexter(src)
 	ast.Walk(&tree.Node, texts)
-	inst := &instrumenter{texts: texts}
+	inst := &instrumenter{texts: texts.texts}
 	for _, p := range sh.patterns {
-		inst.insts = append(inst.insts, patternSize(p))
+		_, insts := patternCost(p)
+		inst.insts = append(inst.insts, insts)
 	}
 	ast.Walk(&tree.Node, inst)
 	if _, err := checker.Check(tree, config); err != nil {
@@ -173,9 +196,8 @@ func compileExpr(src string, vars []variable) (e *expression, err error) {
 		return nil, exprError(err)
 	}
 	steps, bytes := weight(tree.Node)
-	toks, err := lexer.Lex(file.NewSource(src))
-	if err != nil {
-		return nil, exprError(err)
+	for _, i := range read {
+		vars[i].inExpr = true
 	}
 	canon := make([]string, 0, len(toks))
 	for _, t := range toks {
@@ -187,12 +209,6 @@ func compileExpr(src string, vars []variable) (e *expression, err error) {
 		case lexer.Bytes:
 			canon = append(canon, "b"+strconv.Quote(t.Value))
 		case lexer.Identifier:
-			for i := range vars {
-				// $env reaches every variable by name.
-				if vars[i].name == t.Value || t.Value == "$env" {
-					vars[i].inExpr = true
-				}
-			}
 			canon = append(canon, t.Value)
 		default:
 			canon = append(canon, t.Value)
@@ -223,20 +239,6 @@ func (v *notFinite) Visit(node *ast.Node) {
 		fe := &file.Error{Location: (*node).Location(), Message: fmt.Sprintf("an operation on literals gives %v, %v", f, errNotFinite)}
 		v.err = exprError(fe.Bind(file.NewSource(v.src)))
 	}
-}
-
-// patternSize is the size of the program of regexp p: what matching it
-// costs per byte of text, at most.
-func patternSize(p string) int {
-	re, err := syntax.Parse(p, syntax.Perl)
-	if err != nil {
-		return 1
-	}
-	prog, err := syntax.Compile(re.Simplify())
-	if err != nil {
-		return 1
-	}
-	return len(prog.Inst)
 }
 
 var errDateZone = errors.New("date() with a time zone depends on the machine's time zone database: write times with their offset, or in UTC")

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"time"
 
 	"github.com/expr-lang/expr/ast"
@@ -163,7 +164,7 @@ func (s *shape) Visit(node *ast.Node) {
 // meter (see above). It visits children before their parent (ast.Walk),
 // so that a loop's body is instrumented before its weight is taken.
 type instrumenter struct {
-	texts  map[ast.Node]string // the nodes' texts as written, for messages
+	texts  map[ast.Node]string // the operations' texts as written, for messages
 	lets   int                 // let names issued
 	arith  []string            // the text of each arithmetic node checked finite
 	insts  []int               // the program size of each pattern, in the order of shape.patterns
@@ -251,15 +252,93 @@ func (v *instrumenter) finite(node *ast.Node, n ast.Node) {
 	v.after(node, opFinite, &ast.IntegerNode{Value: len(v.arith) - 1})
 }
 
-// texter records the text of every node before the instrumentation
-// rewrites its children.
-type texter map[ast.Node]string
+// texter records, before the instrumentation rewrites their children,
+// the text of the operations it may check finite: of those of at most
+// maxTextNodes nodes (expr renders a node by rendering its children, so
+// that rendering every node of a long chain would be cubic), else their
+// operator and position.
+type texter struct {
+	texts map[ast.Node]string
+	sizes map[ast.Node]int // nodes in each subtree
+	lines []int            // the rune offset of each line's start
+}
 
-func (t texter) Visit(node *ast.Node) {
-	switch (*node).(type) {
-	case *ast.BinaryNode, *ast.BuiltinNode:
-		t[*node] = (*node).String()
+const maxTextNodes = 32
+
+func newTexter(src string) *texter {
+	t := &texter{texts: map[ast.Node]string{}, sizes: map[ast.Node]int{}, lines: []int{0}}
+	i := 0
+	for _, r := range src {
+		i++
+		if r == '\n' {
+			t.lines = append(t.lines, i)
+		}
 	}
+	return t
+}
+
+// position renders a rune offset as expr does: (line:column), from 1.
+func (t *texter) position(from int) string {
+	line := sort.SearchInts(t.lines, from+1) - 1
+	return fmt.Sprintf("(%d:%d)", line+1, from-t.lines[line]+1)
+}
+
+func (t *texter) Visit(node *ast.Node) {
+	n := *node
+	size := 1
+	for _, c := range children(n) {
+		size += t.sizes[c]
+	}
+	t.sizes[n] = size
+	var op string
+	switch n := n.(type) {
+	case *ast.BinaryNode:
+		op = n.Operator
+	case *ast.BuiltinNode:
+		op = n.Name + "()"
+	default:
+		return
+	}
+	if size <= maxTextNodes {
+		t.texts[n] = n.String()
+		return
+	}
+	t.texts[n] = "the " + op + " " + t.position(n.Location().From)
+}
+
+// children returns n's children, as ast.Walk visits them.
+func children(n ast.Node) []ast.Node {
+	switch n := n.(type) {
+	case *ast.UnaryNode:
+		return []ast.Node{n.Node}
+	case *ast.BinaryNode:
+		return []ast.Node{n.Left, n.Right}
+	case *ast.ChainNode:
+		return []ast.Node{n.Node}
+	case *ast.MemberNode:
+		return []ast.Node{n.Node, n.Property}
+	case *ast.SliceNode:
+		return []ast.Node{n.Node, n.From, n.To}
+	case *ast.CallNode:
+		return append([]ast.Node{n.Callee}, n.Arguments...)
+	case *ast.BuiltinNode:
+		return n.Arguments
+	case *ast.PredicateNode:
+		return []ast.Node{n.Node}
+	case *ast.VariableDeclaratorNode:
+		return []ast.Node{n.Value, n.Expr}
+	case *ast.SequenceNode:
+		return n.Nodes
+	case *ast.ConditionalNode:
+		return []ast.Node{n.Cond, n.Exp1, n.Exp2}
+	case *ast.ArrayNode:
+		return n.Nodes
+	case *ast.MapNode:
+		return n.Pairs
+	case *ast.PairNode:
+		return []ast.Node{n.Key, n.Value}
+	}
+	return nil
 }
 
 func (v *instrumenter) Visit(node *ast.Node) {

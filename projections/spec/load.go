@@ -14,9 +14,13 @@ import (
 
 // loader turns a document into a Spec, collecting every problem.
 type loader struct {
-	file  string
-	probs []Problem
-	proj  string // the projection being read: its name, or "projections[N]"
+	file   string
+	probs  []Problem
+	proj   string     // the projection being read: its name, or "projections[N]"
+	budget loadBudget // what the spec's expressions cost to load so far
+	// vars indexes the declared variables of the projection being read
+	// by name.
+	vars map[string]int
 }
 
 // Limits from DynamoDB's.
@@ -250,6 +254,10 @@ func (l *loader) projection(n *node, i int, typeAttr string, keyAttrs []string, 
 	if in, ok := f["item"]; ok {
 		p.vars = l.item(in, typeAttr)
 	}
+	l.vars = make(map[string]int, len(p.vars))
+	for i, v := range p.vars {
+		l.vars[v.name] = i
+	}
 	p.when = l.when(f, "", p.vars)
 	if cn, ok := f["checks"]; ok {
 		if items, ok := l.list(cn, "checks"); ok {
@@ -442,11 +450,11 @@ func parseType(s string) (attrType, bool, bool) {
 	return 0, false, false
 }
 
-func varIndex(vars []variable, name string) int {
-	for i := range vars {
-		if vars[i].name == name {
-			return i
-		}
+// varIndex returns the index of the declared variable called name in the
+// projection being read, or -1.
+func (l *loader) varIndex(name string) int {
+	if i, ok := l.vars[name]; ok {
+		return i
 	}
 	return -1
 }
@@ -469,7 +477,7 @@ func (l *loader) expression(n *node, path string, vars []variable) *expression {
 		l.problem(n.line, path, "empty")
 		return nil
 	}
-	e, err := compileExpr(src, vars)
+	e, err := compileExpr(src, vars, l.vars, &l.budget)
 	if err != nil {
 		l.problem(n.line, path, "%s: %v", clip(strings.TrimSpace(src)), err)
 		return nil
@@ -497,7 +505,7 @@ func (l *loader) check(n *node, path string, vars []variable) (check, bool) {
 	c.when = l.when(f, path, vars)
 	if an, ok := f["attribute"]; ok {
 		if name, ok := l.text(an, join(path, "attribute")); ok {
-			if c.attr = varIndex(vars, name); c.attr < 0 {
+			if c.attr = l.varIndex(name); c.attr < 0 {
 				l.problem(an.line, join(path, "attribute"), "%s is not declared in item", clip(name))
 			}
 		}
@@ -531,7 +539,7 @@ func (l *loader) template(n *node, path string, vars []variable, allowEmpty, num
 			t.parts = append(t.parts, part{lit: rp.lit, v: -1, seg: -1})
 			continue
 		}
-		i := varIndex(vars, rp.name)
+		i := l.varIndex(rp.name)
 		if i < 0 {
 			l.problem(n.line, path, "placeholder %s: %s is not declared in item", clip(rp.src), rp.name)
 			ok = false
@@ -653,7 +661,7 @@ func (l *loader) value(name string, n *node, path string, vars []variable) (valu
 	case add.kind == scalarNode && (add.tag == "int" || add.tag == "float"):
 		v.lit, _ = l.number(add, addPath)
 	case add.kind == scalarNode && add.tag == "str":
-		v.v = varIndex(vars, add.text)
+		v.v = l.varIndex(add.text)
 		switch {
 		case v.v < 0:
 			hint := ""
@@ -729,7 +737,7 @@ func (l *loader) rowAttr(name string, n *node, path string, vars []variable) (ro
 	const want = "want a declared attribute to copy, {S: template} or {N: template}"
 	switch {
 	case n.kind == scalarNode && n.tag == "str":
-		if a.copy = varIndex(vars, n.text); a.copy < 0 {
+		if a.copy = l.varIndex(n.text); a.copy < 0 {
 			l.problem(n.line, path, "%s is not declared in item (%s)", clip(n.text), want)
 			return a, false
 		}

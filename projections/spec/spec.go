@@ -27,6 +27,7 @@ package spec
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +48,16 @@ type Spec struct {
 
 // LoadFile reads and loads the spec file at path (see Parse).
 func LoadFile(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the projection spec: %w", err)
+	}
+	// No more than one byte over the limit: Parse says the file is too
+	// large.
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the projection spec: %w", err)
 	}
@@ -73,6 +83,11 @@ func LoadSet(path string) (*projections.Set, string, error) {
 // problem, and a name ending in .json is read as JSON, any other as YAML.
 // An invalid spec is an *Error listing every problem found.
 func Parse(name string, data []byte) (*Spec, error) {
+	if len(data) > maxFileBytes {
+		l := &loader{file: name}
+		l.problem(0, "", "the file has more than %d bytes (256 KiB): a spec is at most that", maxFileBytes)
+		return nil, l.errors()
+	}
 	var (
 		root *node
 		dups []*syntaxError

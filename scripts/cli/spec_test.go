@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -263,5 +264,69 @@ projections:
 	}
 	if !strings.Contains(out, "AMOUNT#P1321205"+strings.Repeat("0", 34)+"#t0  ") {
 		t.Errorf("120.50 is not encoded as documented:\n%s", out)
+	}
+}
+
+// TestProjectionsCheckCosts: what a spec may cost to load is bounded: its
+// size, its values with aliases expanded, its expressions and their
+// nodes, and compiling its patterns. A spec over a limit is refused,
+// saying which, quickly and in little memory (the issue's: an alias bomb
+// refused after 185 MB, 49 KB of patterns loading in 5.3 s, 3 MB of
+// projections in 99 s and 3.9 GB).
+func TestProjectionsCheckCosts(t *testing.T) {
+	var projs strings.Builder
+	projs.WriteString("version: 1\nprojections:\n")
+	for i := 0; projs.Len() <= 300<<10; i++ {
+		fmt.Fprintf(&projs, "  - name: p%d\n    entityTypes: [T%d]\n    item: {PK: S, a: N}\n    counters: [{key: \"K#{PK}\", values: {n: 1, s: a}}]\n", i, i)
+	}
+	var bomb strings.Builder
+	bomb.WriteString("version: 1\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for k := 1; k <= 8; k++ {
+		fmt.Fprintf(&bomb, "a%d: &a%d [%s]\n", k, k, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", k-1), 10), ", "))
+	}
+	bomb.WriteString("projections: []\n")
+	var patterns strings.Builder
+	patterns.WriteString("version: 1\nprojections:\n  - name: r\n    entityTypes: [T]\n    item: {s: S}\n    counters: [{key: K, values: {n: 1}}]\n    checks:\n")
+	for i := 0; patterns.Len() < 49_000; i++ {
+		fmt.Fprintf(&patterns, "      - s matches \"[\\\\p{L}\\\\p{N}]{1000}x%d\"\n", i)
+	}
+	var exprs strings.Builder
+	exprs.WriteString("version: 1\nprojections:\n  - name: e\n    entityTypes: [T]\n    item: {n: int}\n    counters: [{key: K, values: {n: 1}}]\n    checks:\n")
+	for i := range 2001 {
+		fmt.Fprintf(&exprs, "      - n != %d\n", i)
+	}
+	long := strings.Repeat("n + ", 4998) + "n > 0"
+	var nodes strings.Builder
+	nodes.WriteString("version: 1\nprojections:\n  - name: e\n    entityTypes: [T]\n    item: {n: int}\n    counters: [{key: K, values: {n: 1}}]\n    checks:\n")
+	for range 6 {
+		fmt.Fprintf(&nodes, "      - %s\n", long)
+	}
+	cases := []struct {
+		name, data, want string
+	}{
+		{"larger than 256 KiB", projs.String(), "spec.yaml: the file has more than 262144 bytes (256 KiB): a spec is at most that"},
+		{"an alias bomb", bomb.String(), "spec.yaml:6: more than 65536 values, aliases counting the values they stand for (are aliases expanding without end?)"},
+		{"costly patterns", patterns.String(), `spec.yaml:13: projection r: checks[5]: s matches "[\\p{L}\\p{N}]{1000}x5": with those before it, the spec's patterns cost more than 2000000 to compile`},
+		{"many expressions", exprs.String(), "spec.yaml:2008: projection e: checks[2000]: n != 2000: the spec has more than 2000 expressions, aliases counting those they stand for"},
+		{"many expression nodes", nodes.String(), "spec.yaml:13: projection e: checks[5]: " + strings.Repeat("n + ", 15) + "…: with the expressions before it, the spec's expressions have more than 50000 nodes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, "spec.yaml", tc.data)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			code, _, stderr := runCLI(t, "projections", "check", file)
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if code != 1 || !strings.Contains(stderr, filepath.Dir(file)+"/"+tc.want) {
+				t.Errorf("exit %d, stderr lacks %q:\n%.2000s", code, tc.want, stderr)
+			}
+			// Far more than the figures docs/projections-spec.md gives
+			// (under load, with the race detector).
+			if alloc := after.TotalAlloc - before.TotalAlloc; took > 10*time.Second || alloc > 128<<20 {
+				t.Errorf("refused after %v and %d MB allocated", took, alloc>>20)
+			}
+		})
 	}
 }
