@@ -104,6 +104,7 @@ func TestContributeMisfits(t *testing.T) {
 			"tier": s("gold"), "limits": &types.AttributeValueMemberL{Value: []types.AttributeValue{n("1"), n("x")}},
 		}}), attr: "customer-info.limits[1]", want: at + `customer-info.limits[1]: decimal: "x" is not a number`},
 		{name: "failed check with attribute", item: edit(invoice(), "pk", s("USER#a1")), attr: "pk", want: `invoices: item USER#a1/INVOICE#i1: pk: want ACCOUNT#<account>, got "USER#a1"`},
+		{name: "failed check where the projection's condition is false", item: edit(invoice(), "status", s("DRAFT"), "lines", n("0")), attr: "lines", want: at + "lines: want at least one line, got 0"},
 		{name: "failed check of an int", item: edit(invoice(), "lines", n("0")), attr: "lines", want: at + "lines: want at least one line, got 0"},
 		{name: "failed check without attribute or message", item: edit(invoice(), "amount", n("2e9")), want: at + "check failed: amount < 1e9"},
 		{name: "conditional check", item: edit(invoice(), "paid", &types.AttributeValueMemberBOOL{Value: true}), attr: "status", want: at + `status: a paid invoice is PAID or REFUNDED, got "OPEN"`},
@@ -250,3 +251,33 @@ func render(c projections.Contribution) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestSortablePlaceholder: {name:sortable} renders an N or an int in the
+// sortable encoding (decimal.Decimal.Sortable), however the item writes
+// it, and the Definition names the format.
+func TestSortablePlaceholder(t *testing.T) {
+	sp, err := spec.Parse("sortable.yaml", []byte(`version: 1
+projections:
+  - name: p
+    entityTypes: [T]
+    item: {x: N, i: int}
+    counters: [{key: "X#{x:sortable}#I#{i:sortable}", values: {c: 1}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sp.Projections()[0]
+	for _, tc := range []struct{ x, i, want string }{
+		{"120.50", "3.00", "X#P1321205" + strings.Repeat("0", 34) + "#I#P1303" + strings.Repeat("0", 37)},
+		{"-15E-1", "-1", "X#M12584" + strings.Repeat("9", 36) + "#I#M1258" + strings.Repeat("9", 37)},
+		{"0.000", "0", "X#N" + strings.Repeat("0", 41) + "#I#N" + strings.Repeat("0", 41)},
+	} {
+		c := mustContribute(t, p, pipeline.Item{"EntityType": s("T"), "x": n(tc.x), "i": n(tc.i)})
+		if len(c.Counters) != 1 || c.Counters[0].Key != tc.want {
+			t.Errorf("x %s, i %s: %+v, want key %s", tc.x, tc.i, c.Counters, tc.want)
+		}
+	}
+	if !strings.Contains(p.(projections.Definer).Definition(), `"key":"X#{x:sortable}#I#{i:sortable}"`) {
+		t.Errorf("Definition %s", p.(projections.Definer).Definition())
+	}
+}

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -10,7 +11,12 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/parser/lexer"
 	exprtypes "github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
@@ -22,6 +28,18 @@ type expression struct {
 	src   string // as written
 	canon string // its tokens, one space apart: the form fingerprints hash
 	prg   *vm.Program
+	// steps and bytes are what evaluating it costs the meter, loops
+	// aside (they charge their own).
+	steps, bytes int64
+	// arith are the texts of its arithmetic operations checked finite,
+	// by the index the program passes.
+	arith []string
+	// estSteps and estBytes are what it may cost whatever the item
+	// (estimate).
+	estSteps, estBytes float64
+	// field and line are where the spec writes it.
+	field string
+	line  int
 }
 
 // disabledBuiltins are expr functions a projection may not call: they
@@ -77,8 +95,11 @@ func exprType(v *variable) exprtypes.Type {
 }
 
 // compileExpr compiles src against the declared variables, marking the
-// ones it reads. The error is expr's own message with its position.
-func compileExpr(src string, vars []variable) (e *expression, err error) {
+// ones it reads. The error is expr's own message with its position, or
+// what makes the expression impure or unbounded. The compiled program is
+// instrumented (see instrument.go): evaluated with a meter, it stops at
+// the budget.
+func compileExpr(src string, vars []variable, index map[string]int, b *loadBudget) (e *expression, err error) {
 	defer func() {
 		// expr reports errors as errors; this is a guard, so that no
 		// spec can make loading panic.
@@ -89,25 +110,94 @@ func compileExpr(src string, vars []variable) (e *expression, err error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("empty")
 	}
-	env := exprtypes.Map{}
-	for i := range vars {
-		env[vars[i].name] = exprType(&vars[i])
-	}
-	impure := &impurity{}
-	opts := []expr.Option{expr.Env(env), expr.AsBool(), expr.MaxNodes(maxExprNodes), expr.Patch(impure)}
-	for _, b := range disabledBuiltins {
-		opts = append(opts, expr.DisableBuiltin(b))
-	}
-	prg, err := expr.Compile(src, opts...)
-	if err != nil {
-		return nil, exprError(err)
-	}
-	if impure.err != nil {
-		return nil, impure.err
-	}
+	// The environment holds the variables the expression names, so that
+	// compiling it costs what it is, however many the projection
+	// declares.
 	toks, err := lexer.Lex(file.NewSource(src))
 	if err != nil {
 		return nil, exprError(err)
+	}
+	env := exprtypes.Map{meterName: exprtypes.Any}
+	var read []int // the variables it reads
+	for _, t := range toks {
+		if t.Kind != lexer.Identifier {
+			continue
+		}
+		if t.Value == "$env" {
+			return nil, errors.New("$env is not available in a spec: name the declared attributes")
+		}
+		if i, ok := index[t.Value]; ok {
+			if _, seen := env[t.Value]; !seen {
+				env[t.Value] = exprType(&vars[i])
+				read = append(read, i)
+			}
+		}
+	}
+	config := conf.CreateNew()
+	opts := []expr.Option{expr.Env(env), expr.AsBool(), expr.MaxNodes(maxExprNodes), expr.Function(meterFunc, meterCall)}
+	for _, b := range disabledBuiltins {
+		opts = append(opts, expr.DisableBuiltin(b))
+	}
+	for _, o := range opts {
+		o(config)
+	}
+	for name := range config.Disabled {
+		delete(config.Builtins, name)
+	}
+	tree, err := parser.ParseWithConfig(src, config)
+	if err != nil {
+		return nil, exprError(err)
+	}
+	// What compiling it costs, before anything compiles its patterns.
+	if err := b.charge(tree.Node); err != nil {
+		return nil, err
+	}
+	// Before the checker and the optimiser rewrite anything.
+	impure := &impurity{}
+	ast.Walk(&tree.Node, impure)
+	if impure.err != nil {
+		return nil, impure.err
+	}
+	if _, err := checker.Check(tree, config); err != nil {
+		return nil, exprError(err)
+	}
+	sh := &shape{src: src}
+	ast.Walk(&tree.Node, sh)
+	if sh.err != nil {
+		return nil, sh.err
+	}
+	estSteps, estBytes := estimate(tree.Node)
+	if estSteps > maxSteps || estBytes > maxBytes {
+		return nil, fmt.Errorf("it may take %s", describeLimit(estSteps, estBytes))
+	}
+	texts := newTexter(src)
+	ast.Walk(&tree.Node, texts)
+	inst := &instrumenter{texts: texts.texts}
+	for _, p := range sh.patterns {
+		_, insts := patternCost(p)
+		inst.insts = append(inst.insts, insts)
+	}
+	ast.Walk(&tree.Node, inst)
+	if _, err := checker.Check(tree, config); err != nil {
+		return nil, fmt.Errorf("the expression cannot be metered: %v", exprError(err))
+	}
+	if err := optimizer.Optimize(&tree.Node, config); err != nil {
+		return nil, exprError(err)
+	}
+	// The optimiser computes operations on literals: 1 / 0 is +Inf
+	// before any item comes.
+	nf := &notFinite{src: src}
+	ast.Walk(&tree.Node, nf)
+	if nf.err != nil {
+		return nil, nf.err
+	}
+	prg, err := compiler.Compile(tree, config)
+	if err != nil {
+		return nil, exprError(err)
+	}
+	steps, bytes := weight(tree.Node)
+	for _, i := range read {
+		vars[i].inExpr = true
 	}
 	canon := make([]string, 0, len(toks))
 	for _, t := range toks {
@@ -119,18 +209,36 @@ func compileExpr(src string, vars []variable) (e *expression, err error) {
 		case lexer.Bytes:
 			canon = append(canon, "b"+strconv.Quote(t.Value))
 		case lexer.Identifier:
-			for i := range vars {
-				// $env reaches every variable by name.
-				if vars[i].name == t.Value || t.Value == "$env" {
-					vars[i].inExpr = true
-				}
-			}
 			canon = append(canon, t.Value)
 		default:
 			canon = append(canon, t.Value)
 		}
 	}
-	return &expression{src: src, canon: strings.Join(canon, " "), prg: prg}, nil
+	return &expression{src: src, canon: strings.Join(canon, " "), prg: prg, steps: steps, bytes: bytes, arith: inst.arith,
+		estSteps: estSteps, estBytes: estBytes}, nil
+}
+
+// notFinite finds a literal number that is not finite, as the optimiser
+// computes 1 / 0 or 10 ** 400.
+type notFinite struct {
+	src string
+	err error
+}
+
+func (v *notFinite) Visit(node *ast.Node) {
+	var f float64
+	switch n := (*node).(type) {
+	case *ast.FloatNode:
+		f = n.Value
+	case *ast.ConstantNode:
+		f, _ = n.Value.(float64)
+	default:
+		return
+	}
+	if v.err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		fe := &file.Error{Location: (*node).Location(), Message: fmt.Sprintf("an operation on literals gives %v, %v", f, errNotFinite)}
+		v.err = exprError(fe.Bind(file.NewSource(v.src)))
+	}
 }
 
 var errDateZone = errors.New("date() with a time zone depends on the machine's time zone database: write times with their offset, or in UTC")
@@ -177,12 +285,21 @@ func exprError(err error) error {
 	return err
 }
 
-// eval runs e over env. A result that is not a bool is an error. An
-// error's message is expr's, without the position: the caller shows the
-// expression.
-func (e *expression) eval(env map[string]any) (bool, error) {
+// eval runs e over env, charging m (which env holds as meterName). A
+// result that is not a bool is an error. An error's message is expr's,
+// without the position: the caller shows the expression. An evaluation
+// the meter stops is a *limitError.
+func (e *expression) eval(env map[string]any, m *meter) (bool, error) {
+	m.e = e
+	if err := m.charge(e.steps, e.bytes); err != nil {
+		return false, err
+	}
 	out, err := expr.Run(e.prg, env)
 	if err != nil {
+		var le *limitError
+		if errors.As(err, &le) {
+			return false, le
+		}
 		var fe *file.Error
 		if errors.As(err, &fe) {
 			return false, errors.New(fe.Message)

@@ -45,6 +45,7 @@ var loadCases = []struct {
 	{file: "projection-fields.yaml", wantErr: true},
 	{file: "projections.yaml", wantErr: true},
 	{file: "expressions.yaml", wantErr: true},
+	{file: "budget.yaml", wantErr: true},
 	{file: "values.yaml", wantErr: true},
 	{file: "rows.yaml", wantErr: true},
 }

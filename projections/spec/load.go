@@ -14,9 +14,13 @@ import (
 
 // loader turns a document into a Spec, collecting every problem.
 type loader struct {
-	file  string
-	probs []Problem
-	proj  string // the projection being read: its name, or "projections[N]"
+	file   string
+	probs  []Problem
+	proj   string     // the projection being read: its name, or "projections[N]"
+	budget loadBudget // what the spec's expressions cost to load so far
+	// vars indexes the declared variables of the projection being read
+	// by name.
+	vars map[string]int
 }
 
 // Limits from DynamoDB's.
@@ -275,6 +279,10 @@ func (l *loader) projection(n *node, i int, typeAttr string, keyAttrs []string, 
 	if in, ok := f["item"]; ok {
 		p.vars = l.item(in, typeAttr)
 	}
+	l.vars = make(map[string]int, len(p.vars))
+	for i, v := range p.vars {
+		l.vars[v.name] = i
+	}
 	p.when = l.when(f, "", p.vars)
 	if cn, ok := f["checks"]; ok {
 		if items, ok := l.list(cn, "checks"); ok {
@@ -309,6 +317,15 @@ func (l *loader) projection(n *node, i int, typeAttr string, keyAttrs []string, 
 	}
 	if len(l.probs) > before {
 		return nil
+	}
+	var steps, bytes float64
+	for _, e := range p.expressions() {
+		steps += e.estSteps
+		bytes += e.estBytes
+		if steps > maxSteps || bytes > maxBytes {
+			l.problem(e.line, e.field, "with the projection's expressions before it, it may take %s", describeLimit(steps, bytes))
+			return nil
+		}
 	}
 	for _, v := range p.vars {
 		if v.inExpr {
@@ -458,11 +475,11 @@ func parseType(s string) (attrType, bool, bool) {
 	return 0, false, false
 }
 
-func varIndex(vars []variable, name string) int {
-	for i := range vars {
-		if vars[i].name == name {
-			return i
-		}
+// varIndex returns the index of the declared variable called name in the
+// projection being read, or -1.
+func (l *loader) varIndex(name string) int {
+	if i, ok := l.vars[name]; ok {
+		return i
 	}
 	return -1
 }
@@ -485,11 +502,12 @@ func (l *loader) expression(n *node, path string, vars []variable) *expression {
 		l.problem(n.line, path, "empty")
 		return nil
 	}
-	e, err := compileExpr(src, vars)
+	e, err := compileExpr(src, vars, l.vars, &l.budget)
 	if err != nil {
 		l.problem(n.line, path, "%s: %v", clip(strings.TrimSpace(src)), err)
 		return nil
 	}
+	e.field, e.line = path, n.line
 	return e
 }
 
@@ -512,7 +530,7 @@ func (l *loader) check(n *node, path string, vars []variable) (check, bool) {
 	c.when = l.when(f, path, vars)
 	if an, ok := f["attribute"]; ok {
 		if name, ok := l.text(an, join(path, "attribute")); ok {
-			if c.attr = varIndex(vars, name); c.attr < 0 {
+			if c.attr = l.varIndex(name); c.attr < 0 {
 				l.problem(an.line, join(path, "attribute"), "%s is not declared in item", clip(name))
 			}
 		}
@@ -524,8 +542,9 @@ func (l *loader) check(n *node, path string, vars []variable) (check, bool) {
 }
 
 // template reads a template field; an empty one is a problem unless
-// allowEmpty.
-func (l *loader) template(n *node, path string, vars []variable, allowEmpty bool) (template, bool) {
+// allowEmpty. number is true for an {N: template}, which must render a
+// number.
+func (l *loader) template(n *node, path string, vars []variable, allowEmpty, number bool) (template, bool) {
 	src, ok := l.text(n, path)
 	if !ok {
 		return template{}, false
@@ -545,7 +564,7 @@ func (l *loader) template(n *node, path string, vars []variable, allowEmpty bool
 			t.parts = append(t.parts, part{lit: rp.lit, v: -1, seg: -1})
 			continue
 		}
-		i := varIndex(vars, rp.name)
+		i := l.varIndex(rp.name)
 		if i < 0 {
 			l.problem(n.line, path, "placeholder %s: %s is not declared in item", clip(rp.src), rp.name)
 			ok = false
@@ -560,11 +579,17 @@ func (l *loader) template(n *node, path string, vars []variable, allowEmpty bool
 		case rp.width > 0 && typ != typeN && typ != typeInt:
 			l.problem(n.line, path, "placeholder %s: zero-padding takes an N or int attribute; %s is %s", clip(rp.src), rp.name, typ)
 			ok = false
+		case rp.sortable && typ != typeN && typ != typeInt:
+			l.problem(n.line, path, "placeholder %s: the sortable encoding takes an N or int attribute; %s is %s", clip(rp.src), rp.name, typ)
+			ok = false
+		case rp.sortable && number:
+			l.problem(n.line, path, "placeholder %s: the sortable encoding is text, not a number: write {%s} in an N", clip(rp.src), rp.name)
+			ok = false
 		case typ != typeS && typ != typeN && typ != typeInt:
 			l.problem(n.line, path, "placeholder %s: a placeholder takes an S, N or int attribute; %s is %s", clip(rp.src), rp.name, typ)
 			ok = false
 		}
-		t.parts = append(t.parts, part{v: i, seg: rp.seg, width: rp.width})
+		t.parts = append(t.parts, part{v: i, seg: rp.seg, width: rp.width, sortable: rp.sortable})
 	}
 	return t, ok
 }
@@ -600,7 +625,7 @@ func (l *loader) counter(n *node, path string, vars []variable) (counter, bool) 
 		return c, false
 	}
 	if kn, ok := f["key"]; ok {
-		c.key, _ = l.template(kn, join(path, "key"), vars, false)
+		c.key, _ = l.template(kn, join(path, "key"), vars, false, false)
 	} else {
 		l.problem(n.line, join(path, "key"), "missing")
 	}
@@ -661,7 +686,7 @@ func (l *loader) value(name string, n *node, path string, vars []variable) (valu
 	case add.kind == scalarNode && (add.tag == "int" || add.tag == "float"):
 		v.lit, _ = l.number(add, addPath)
 	case add.kind == scalarNode && add.tag == "str":
-		v.v = varIndex(vars, add.text)
+		v.v = l.varIndex(add.text)
 		switch {
 		case v.v < 0:
 			hint := ""
@@ -711,7 +736,7 @@ func (l *loader) row(n *node, path string, vars []variable) (row, bool) {
 			l.problem(n.line, join(path, k), "missing")
 			continue
 		}
-		t, _ := l.template(kn, join(path, k), vars, false)
+		t, _ := l.template(kn, join(path, k), vars, false, false)
 		if k == "partition" {
 			r.partition = t
 		} else {
@@ -737,7 +762,7 @@ func (l *loader) rowAttr(name string, n *node, path string, vars []variable) (ro
 	const want = "want a declared attribute to copy, {S: template} or {N: template}"
 	switch {
 	case n.kind == scalarNode && n.tag == "str":
-		if a.copy = varIndex(vars, n.text); a.copy < 0 {
+		if a.copy = l.varIndex(n.text); a.copy < 0 {
 			l.problem(n.line, path, "%s is not declared in item (%s)", clip(n.text), want)
 			return a, false
 		}
@@ -747,7 +772,7 @@ func (l *loader) rowAttr(name string, n *node, path string, vars []variable) (ro
 		if n.keys[0] == "N" {
 			a.typ = typeN
 		}
-		t, ok := l.template(n.vals[0], join(path, n.keys[0]), vars, a.typ == typeS)
+		t, ok := l.template(n.vals[0], join(path, n.keys[0]), vars, a.typ == typeS, a.typ == typeN)
 		a.tmpl = t
 		return a, ok
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -26,6 +27,9 @@ type node struct {
 	kline []int // the line of each key
 	vals  []*node
 	items []*node // a sequence's items
+	// index is the position of each key, once a mapping has many: while
+	// it is read, so that a mapping of many keys is not quadratic.
+	index map[string]int
 }
 
 type nodeKind uint8
@@ -60,10 +64,16 @@ func (n *node) describe() string {
 	return fmt.Sprintf("%s %s", n.tag, clip(n.text))
 }
 
-// Limits on a document, far beyond any real spec, so that a hostile file
-// (a "billion laughs" of YAML aliases, a deeply nested list) costs little.
+// Limits on a document, far beyond any real spec (the stock spec has 5 KB
+// and 300 values), so that a hostile file (a "billion laughs" of YAML
+// aliases, a deeply nested list) costs little: docs/projections-spec.md,
+// "Cost", gives what the largest accepted costs to load.
 const (
-	maxNodes = 1 << 20
+	// maxFileBytes is the largest spec file, in bytes.
+	maxFileBytes = 256 << 10
+	// maxNodes bounds the values of a document, each alias counting the
+	// values it stands for.
+	maxNodes = 1 << 16
 	maxDepth = 64
 )
 
@@ -98,9 +108,17 @@ func parseYAML(data []byte) (root *node, dups []*syntaxError, err error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, nil, &syntaxError{line: doc.Line, msg: "not a YAML document"}
 	}
-	c := yamlConv{}
+	c := yamlConv{anchors: map[*yaml.Node]anchored{}}
 	root, err = c.conv(doc.Content[0], 0, "")
 	return root, c.dups, err
+}
+
+// anchored is a value with an anchor, converted once: every alias to it
+// shares it (the loader never changes a node), and counts its values and
+// depth without converting it again.
+type anchored struct {
+	n             *node
+	values, depth int
 }
 
 // yamlError turns the library's error, "yaml: line 3: did not find
@@ -115,28 +133,49 @@ func yamlError(err error) error {
 }
 
 type yamlConv struct {
-	count int
-	dups  []*syntaxError
+	count   int // values converted, or stood for by an alias
+	deepest int // the deepest depth reached
+	dups    []*syntaxError
+	anchors map[*yaml.Node]anchored
 }
 
 func (c *yamlConv) conv(y *yaml.Node, depth int, path string) (*node, error) {
-	c.count++
-	if c.count > maxNodes {
-		return nil, &syntaxError{line: y.Line, msg: fmt.Sprintf("more than %d values (are aliases expanding without end?)", maxNodes)}
+	if y.Anchor == "" || y.Kind == yaml.AliasNode {
+		return c.convert(y, depth, path)
 	}
-	if depth > maxDepth {
-		return nil, &syntaxError{line: y.Line, msg: fmt.Sprintf("nested deeper than %d levels", maxDepth)}
+	count, deepest := c.count, c.deepest
+	c.deepest = depth
+	n, err := c.convert(y, depth, path)
+	if err != nil {
+		return nil, err
+	}
+	c.anchors[y] = anchored{n: n, values: c.count - count, depth: c.deepest - depth}
+	c.deepest = max(c.deepest, deepest)
+	return n, nil
+}
+
+func (c *yamlConv) convert(y *yaml.Node, depth int, path string) (*node, error) {
+	c.count++
+	if err := c.limits(y, depth); err != nil {
+		return nil, err
 	}
 	switch y.Kind {
 	case yaml.AliasNode:
 		if y.Alias == nil {
 			return nil, &syntaxError{line: y.Line, msg: "an alias without its anchor"}
 		}
-		n, err := c.conv(y.Alias, depth+1, path)
-		if err != nil {
+		a, ok := c.anchors[y.Alias]
+		if !ok {
+			// An alias to a value not converted yet: there is none in a
+			// document the YAML library accepts (an alias follows its
+			// anchor, and an anchor within itself is an error).
+			return nil, &syntaxError{line: y.Line, msg: "an alias to a value that does not precede it"}
+		}
+		c.count += a.values - 1
+		if err := c.limits(y, depth+a.depth); err != nil {
 			return nil, err
 		}
-		cp := *n
+		cp := *a.n
 		cp.line = y.Line
 		return &cp, nil
 	case yaml.ScalarNode:
@@ -180,13 +219,41 @@ func (c *yamlConv) conv(y *yaml.Node, depth int, path string) (*node, error) {
 	return nil, &syntaxError{line: y.Line, msg: "unexpected YAML node"}
 }
 
+// limits reports a document that goes over maxNodes or maxDepth.
+func (c *yamlConv) limits(y *yaml.Node, depth int) error {
+	c.deepest = max(c.deepest, depth)
+	if c.count > maxNodes {
+		return &syntaxError{line: y.Line, msg: fmt.Sprintf("more than %d values, aliases counting the values they stand for (are aliases expanding without end?)", maxNodes)}
+	}
+	if depth > maxDepth {
+		return &syntaxError{line: y.Line, msg: fmt.Sprintf("nested deeper than %d levels", maxDepth)}
+	}
+	return nil
+}
+
 // add appends an entry to mapping n. A key given twice is not added: the
 // problem is returned.
 func (n *node) add(path, key string, line int, val *node) *syntaxError {
-	for i, k := range n.keys {
-		if k == key {
-			return &syntaxError{line: line, path: join(path, key), msg: fmt.Sprintf("given twice (first on line %d)", n.kline[i])}
+	const indexFrom = 16
+	if n.index == nil && len(n.keys) >= indexFrom {
+		n.index = make(map[string]int, 2*len(n.keys))
+		for i, k := range n.keys {
+			n.index[k] = i
 		}
+	}
+	first := -1
+	if n.index != nil {
+		if i, ok := n.index[key]; ok {
+			first = i
+		}
+	} else {
+		first = slices.Index(n.keys, key)
+	}
+	if first >= 0 {
+		return &syntaxError{line: line, path: join(path, key), msg: fmt.Sprintf("given twice (first on line %d)", n.kline[first])}
+	}
+	if n.index != nil {
+		n.index[key] = len(n.keys)
 	}
 	n.keys = append(n.keys, key)
 	n.kline = append(n.kline, line)

@@ -78,6 +78,32 @@ type rowAttr struct {
 	tmpl template
 }
 
+// expressions returns every expression of the projection.
+func (p *Projection) expressions() []*expression {
+	var out []*expression
+	add := func(es ...*expression) {
+		for _, e := range es {
+			if e != nil {
+				out = append(out, e)
+			}
+		}
+	}
+	add(p.when)
+	for _, c := range p.checks {
+		add(c.when, c.expr)
+	}
+	for _, c := range p.counters {
+		add(c.when)
+		for _, v := range c.values {
+			add(v.when)
+		}
+	}
+	for _, r := range p.rows {
+		add(r.when)
+	}
+	return out
+}
+
 // Name returns the projection's name.
 func (p *Projection) Name() string { return p.name }
 
@@ -108,11 +134,13 @@ func (p *Projection) Contribute(item pipeline.Item) (projections.Contribution, e
 	return c, nil
 }
 
-// run holds one item's values while a Contribute reads it.
+// run holds one item's values while a Contribute reads it, and the meter
+// of its expressions' evaluation.
 type run struct {
 	p    *Projection
 	vals []val
 	env  map[string]any
+	m    meter
 }
 
 func (p *Projection) contribute(item pipeline.Item) (projections.Contribution, error) {
@@ -120,7 +148,8 @@ func (p *Projection) contribute(item pipeline.Item) (projections.Contribution, e
 	if err := p.entityType(item); err != nil {
 		return none, err
 	}
-	r := run{p: p, vals: make([]val, len(p.vars)), env: make(map[string]any, p.inExpr)}
+	r := &run{p: p, vals: make([]val, len(p.vars)), env: make(map[string]any, p.inExpr+1)}
+	r.env[meterName] = &r.m
 	for i := range p.vars {
 		v := &p.vars[i]
 		var err error
@@ -131,13 +160,16 @@ func (p *Projection) contribute(item pipeline.Item) (projections.Contribution, e
 			r.env[v.name] = r.vals[i].native
 		}
 	}
-	if ok, err := r.holds(p.when, "when"); err != nil || !ok {
-		return none, err
-	}
+	// The checks first: an item the projection's condition leaves out is
+	// still checked, so that a value written otherwise than the checks
+	// want ("SETTLED" for "settled") is an error, not left out silently.
 	for i := range p.checks {
 		if err := r.check(&p.checks[i]); err != nil {
 			return none, err
 		}
+	}
+	if ok, err := r.holds(p.when, "when"); err != nil || !ok {
+		return none, err
 	}
 	var c projections.Contribution
 	for i := range p.counters {
@@ -183,7 +215,7 @@ func (r *run) holds(e *expression, field string) (bool, error) {
 	if e == nil {
 		return true, nil
 	}
-	ok, err := e.eval(r.env)
+	ok, err := e.eval(r.env, &r.m)
 	if err != nil {
 		return false, fmt.Errorf("%s: %s: %w", field, clip(e.src), err)
 	}
@@ -195,9 +227,14 @@ func (r *run) check(c *check) error {
 	if err != nil || !ok {
 		return err
 	}
-	pass, evalErr := c.expr.eval(r.env)
+	pass, evalErr := c.expr.eval(r.env, &r.m)
 	if evalErr == nil && pass {
 		return nil
+	}
+	if le := (*limitError)(nil); errors.As(evalErr, &le) {
+		// Not the item failing the check: the evaluation could not
+		// finish.
+		return fmt.Errorf("%s: %s: %w", c.field, clip(c.expr.src), le)
 	}
 	msg := c.message
 	if msg == "" {
@@ -329,6 +366,12 @@ func (r *run) substitute(p part) (string, error) {
 		s = segs[p.seg]
 		if s == "" {
 			return "", attrErr(v.attr, fmt.Errorf("segment %d of %s is empty", p.seg, strconv.Quote(clip(x.s))))
+		}
+		return s, nil
+	case p.sortable:
+		s, err := x.d.Sortable()
+		if err != nil {
+			return "", attrErr(v.attr, err)
 		}
 		return s, nil
 	case p.width > 0:

@@ -27,6 +27,7 @@ package spec
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,7 +52,16 @@ type Spec struct {
 
 // LoadFile reads and loads the spec file at path (see Parse).
 func LoadFile(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the projection spec: %w", err)
+	}
+	// No more than one byte over the limit: Parse says the file is too
+	// large.
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the projection spec: %w", err)
 	}
@@ -86,6 +96,11 @@ func (s *Spec) Environment(name string) (*projections.Environment, error) {
 // problem, and a name ending in .json is read as JSON, any other as YAML.
 // An invalid spec is an *Error listing every problem found.
 func Parse(name string, data []byte) (*Spec, error) {
+	if len(data) > maxFileBytes {
+		l := &loader{file: name}
+		l.problem(0, "", "the file has more than %d bytes (256 KiB): a spec is at most that", maxFileBytes)
+		return nil, l.errors()
+	}
 	var (
 		root *node
 		dups []*syntaxError
@@ -156,7 +171,7 @@ type Problem struct {
 
 // String returns e.g. "projections.yaml:14: projection order-totals:
 // counters[0].key: placeholder {sttus[x]}: want {attribute},
-// {attribute[N]} or {attribute:0W}".
+// {attribute[N]}, {attribute:0W} or {attribute:sortable}".
 func (p Problem) String() string {
 	var b strings.Builder
 	b.WriteString(p.File)

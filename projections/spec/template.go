@@ -10,11 +10,15 @@ import (
 // A template builds a key (or a row attribute) from literal text and
 // placeholders, by substitution only:
 //
-//	{name}     the value of S, N or int attribute name
-//	{name[i]}  the i-th '#'-separated segment of S attribute name, from 0
-//	{name:0W}  the value of N or int attribute name, a non-negative
-//	           integer, zero-padded to W digits
-//	{{ and }}  a literal { and }
+//	{name}           the value of S, N or int attribute name
+//	{name[i]}        the i-th '#'-separated segment of S attribute name,
+//	                 from 0
+//	{name:0W}        the value of N or int attribute name, a non-negative
+//	                 integer, zero-padded to W digits
+//	{name:sortable}  the value of N or int attribute name in the sortable
+//	                 encoding (decimal.Decimal.Sortable): any number, in
+//	                 text whose byte order is the numbers' order
+//	{{ and }}        a literal { and }
 //
 // Every substituted value must be non-empty and free of '#'.
 type template struct {
@@ -23,10 +27,11 @@ type template struct {
 
 // part is a literal (v < 0) or a placeholder.
 type part struct {
-	lit   string
-	v     int // the variable's index in the projection's item declarations; -1 for a literal
-	seg   int // the segment index; -1 for the whole value
-	width int // the zero-padding width; 0 for none
+	lit      string
+	v        int  // the variable's index in the projection's item declarations; -1 for a literal
+	seg      int  // the segment index; -1 for the whole value
+	width    int  // the zero-padding width; 0 for none
+	sortable bool // the number in the sortable encoding
 }
 
 const (
@@ -40,15 +45,19 @@ const (
 )
 
 // placeholderForms is what a placeholder's syntax error asks for.
-const placeholderForms = "want {attribute}, {attribute[N]} or {attribute:0W}"
+const placeholderForms = "want {attribute}, {attribute[N]}, {attribute:0W} or {attribute:sortable}"
+
+// sortableForm is the format of the sortable encoding: {name:sortable}.
+const sortableForm = ":sortable"
 
 // rawPart is a parsed but unresolved template part.
 type rawPart struct {
-	lit   string
-	name  string // "" for a literal
-	src   string // the placeholder as written, braces included
-	seg   int
-	width int
+	lit      string
+	name     string // "" for a literal
+	src      string // the placeholder as written, braces included
+	seg      int
+	width    int
+	sortable bool
 }
 
 // parseTemplate splits src into literals and placeholders. Every problem is
@@ -118,6 +127,8 @@ func parsePlaceholder(s string) (rawPart, error) {
 	p.name = name
 	switch {
 	case rest == "":
+	case rest == sortableForm:
+		p.sortable = true
 	case rest[0] == '[' && strings.HasSuffix(rest, "]"):
 		n, ok := plainUint(rest[1 : len(rest)-1])
 		if !ok {
@@ -158,7 +169,8 @@ func plainUint(s string) (int, bool) {
 }
 
 // canonical renders the template in its normal form: literals with their
-// braces doubled, placeholders as {name}, {name[i]} or {name:0W}.
+// braces doubled, placeholders as {name}, {name[i]}, {name:0W} or
+// {name:sortable}.
 func (t template) canonical(vars []variable) string {
 	var b strings.Builder
 	for _, p := range t.parts {
@@ -173,6 +185,8 @@ func (t template) canonical(vars []variable) string {
 			fmt.Fprintf(&b, "[%d]", p.seg)
 		case p.width > 0:
 			fmt.Fprintf(&b, ":0%d", p.width)
+		case p.sortable:
+			b.WriteString(sortableForm)
 		}
 		b.WriteByte('}')
 	}

@@ -140,20 +140,29 @@ func (e *Env) commands() []Command {
 }
 
 // Main runs the command line in os.Args with opts and exits with its
-// status: 0 on success, 1 when a command failed, 2 for a usage mistake. The
-// first SIGINT or SIGTERM stops the running command (which leaves its
-// store and outputs consistent); a second one ends the process at once.
+// status: 0 on success, 1 when a command failed, 2 for a usage mistake. A
+// first SIGINT or SIGTERM cancels the running command's context: it stops
+// at its next store call, batch or input (a record's evaluation is bounded
+// by its budget: docs/projections-spec.md). A second one ends the process
+// at once: the signal's default action, as if the tool had no handler.
 func Main(opts Options) {
 	if opts.Name == "" {
 		opts.Name = filepath.Base(os.Args[0])
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
-		stop() // the next signal has its default effect: the process ends
+		if _, ok := <-sigs; ok {
+			// The default action is back before anything sees ctx
+			// cancelled, so that no second signal is swallowed.
+			signal.Stop(sigs)
+			cancel()
+		}
 	}()
 	code := Run(ctx, opts, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
+	cancel()
 	os.Exit(code)
 }
 

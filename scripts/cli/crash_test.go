@@ -29,8 +29,11 @@ import (
 const envChild = "TRIBUTARY_CLI_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envChild) == "1" {
+	switch os.Getenv(envChild) {
+	case "1":
 		os.Exit(Run(context.Background(), stockOptions, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	case "main":
+		Main(signalOptions) // exits
 	}
 	os.Exit(m.Run())
 }
