@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // workloads for the cost benchmarks: the same seed domains with keys drawn

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

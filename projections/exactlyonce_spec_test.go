@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/spec"
 )
 
 // TestExactlyOnceSpec runs TestExactlyOnce's workload and delivery (both
 // sources, the same faults, retries and replays) through an engine of the
-// seed projections written as a spec (projections/seed/seed.yaml) and
+// seed projections written as a spec (internal/seed/seed.yaml) and
 // through one of the Go seed projections: after every stage the spec
 // engine's aggregates and rows equal the Go recomputation, and in the end
 // they equal the Go engine's store.

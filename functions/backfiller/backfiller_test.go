@@ -17,10 +17,10 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -18,9 +18,9 @@ import (
 	"github.com/tributary/tributary/functions/kinesisprojector"
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // The function's `sam local invoke` event.

@@ -16,10 +16,10 @@ import (
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/spec"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/export/repartition"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // TestStoppedExecutionRecovered: an execution that skipped its release step

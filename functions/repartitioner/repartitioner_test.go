@@ -18,9 +18,9 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/export/reimport"
 	"github.com/tributary/tributary/pipeline/export/repartition"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // TestStateMachine runs the steps a Distributed Map runs, against S3

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/export/reimport"
 	"github.com/tributary/tributary/pipeline/export/repartition"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // CopyDir copies a local directory (a checked-in export fixture, say) into

@@ -14,7 +14,7 @@ import (
 )
 
 // Workload describes a simulated table's traffic over the seed domains
-// (item shapes as projections/seed documents and validates them):
+// (item shapes as internal/seed documents and validates them):
 //
 //	Player    PLAYER#p<i> / PROFILE                  rating changes, season moves (sometimes none or NULL)
 //	Match     PLAYER#p<i> / MATCH#<time>#m<n>        score edits, result flips, season moves

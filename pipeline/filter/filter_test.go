@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/filter"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // TestProjectorFiltersMatchEngine: a record passes the filter exactly when

@@ -24,13 +24,13 @@ import (
 	"github.com/tributary/tributary/infra/kinesisread"
 	"github.com/tributary/tributary/infra/streamsread"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // serial applies one batch at a time. moto's TransactWriteItems copies the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/checkpoint"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/replay"
@@ -21,7 +22,6 @@ import (
 	"github.com/tributary/tributary/pipeline/shardread/shardreadtest"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

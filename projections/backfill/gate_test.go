@@ -8,6 +8,7 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
@@ -15,7 +16,6 @@ import (
 	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/verify"
 )
 

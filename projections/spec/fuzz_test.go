@@ -25,7 +25,7 @@ import (
 // *projections.ItemError or returns what the stores accept.
 func FuzzLoad(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*/*.*")
-	files = append(files, "../seed/seed.yaml")
+	files = append(files, "../../internal/seed/seed.yaml")
 	for _, path := range files {
 		if strings.HasSuffix(path, ".golden") {
 			continue

@@ -27,7 +27,7 @@ var loadCases = []struct {
 	wantErr  bool
 	docLevel bool
 }{
-	{file: "seed.yaml", dir: "../seed"}, // the stock spec
+	{file: "seed.yaml", dir: "../../internal/seed"}, // the stock spec
 	{file: "minimal.yaml"},
 	{file: "features.yaml"},
 	{file: "tickets.json"},

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/internal/seed"
 )
 
 // worstSpecs are specs at the limits of what load accepts, each the

@@ -11,14 +11,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/spec"
 )
 
-// seedSpec loads the stock spec, projections/seed/seed.yaml.
+// seedSpec loads the stock spec, internal/seed/seed.yaml.
 func seedSpec(t testing.TB) *spec.Spec {
 	t.Helper()
 	sp, err := spec.Parse("seed.yaml", seed.SpecYAML)

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 	"github.com/tributary/tributary/projections/verify"
 )
 

@@ -13,12 +13,12 @@ import (
 )
 
 func runAggregates(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "aggregates", "")
+	fs := e.FlagSet("aggregates", "")
 	var sf storeFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
 	only := fs.String("projection", "", "print only this projection")
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	st, closeStore, err := sf.open(ctx, false)

@@ -129,10 +129,10 @@ func warnSkipped(e *Env, a *archive.Archive) {
 // selectObjects parses the flags of a command that reads archive objects
 // and lists the objects they select.
 func selectObjects(ctx context.Context, e *Env, name string, args []string) (*archive.Archive, []archive.ObjectInfo, error) {
-	fs := newFlags(e, name, "")
+	fs := e.FlagSet(name, "")
 	var s selection
 	s.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return nil, nil, err
 	}
 	if fs.NArg() > 0 {
@@ -215,7 +215,7 @@ func archiveCat(ctx context.Context, e *Env, args []string) (err error) {
 // runRestore is `tributary restore`: load archived items back into a table,
 // or into an export-shaped directory.
 func runRestore(ctx context.Context, e *Env, args []string) error {
-	fs := newFlags(e, "restore", "")
+	fs := e.FlagSet("restore", "")
 	var s selection
 	s.register(fs)
 	table := fs.String("table", "", "put the items into this DynamoDB table (BatchWriteItem)")
@@ -223,7 +223,7 @@ func runRestore(ctx context.Context, e *Env, args []string) error {
 	to := fs.String("to", "", "write the items into this directory (or s3://bucket/prefix) as a DynamoDB export (DYNAMODB_JSON), instead of a table")
 	var sf schemaFlags
 	sf.register(fs, keysFlag)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {

@@ -19,7 +19,7 @@ import (
 // runBackfill is `tributary backfill`: build the projections' aggregates
 // from an export, into a store that the stream then keeps current.
 func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "backfill", "")
+	fs := e.FlagSet("backfill", "")
 	var xf exportFlags
 	xf.register(fs)
 	var sf storeFlags
@@ -29,7 +29,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	batch := fs.Int("batch-size", 1000, "items per batch through the engine")
 	exportTime := fs.String("export-time", "", "the export's point in time (RFC 3339), for an export whose manifest does not say it")
 	noSync := fs.Bool("no-sync", false, "with --store: do not fsync the embedded store on every commit (faster; a power cut may lose the last commits, which a rerun redoes)")
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

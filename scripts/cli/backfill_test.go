@@ -17,11 +17,11 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // TestBackfillCommand: backfill the fixture export into a new store, and
@@ -63,7 +63,7 @@ func TestBackfillKilled(t *testing.T) {
 	e, _ := exportgen.GeneratedIn(t, root, 23, 4000, 12<<20, 4)
 	exp := filepath.Join(root, filepath.FromSlash(e.Dir))
 	store := t.TempDir()
-	db := filepath.Join(store, storeFile)
+	db := filepath.Join(store, StoreFile)
 	cmd, _, _ := child(t, "backfill", "--export", exp, "--store", store, "--workers", "2", "--batch-size", "200")
 	waitFor(t, "the store to grow", func() bool {
 		fi, err := os.Stat(db)
@@ -196,7 +196,7 @@ func TestRedriveShadowSubset(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := t.TempDir()
-	st, err := boltstore.Open(filepath.Join(store, storeFile))
+	st, err := boltstore.Open(filepath.Join(store, StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,8 @@ type Options struct {
 	Environment *projections.Environment
 	// Commands are added to the standard ones, after them in the usage
 	// (the stock binary adds demo and leaderboard). A command with the
-	// name of a standard one replaces it.
+	// name of a standard one replaces it. Env.FlagSet, ParseFlags and
+	// Env.StoreFlags give them the standard commands' conventions.
 	Commands []Command
 }
 
@@ -232,8 +233,11 @@ func usage(e *Env) {
 	fmt.Fprintf(w, "\nRun '%s <command> -h' for a command's flags.\n", e.Name)
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(e *Env, name, argsUsage string) *flag.FlagSet {
+// FlagSet returns a flag set for the command name of e's binary, for a
+// binary's own commands (Options.Commands) as for the standard ones: its
+// errors and usage ("Usage: NAME name [flags] argsUsage") go to e.Stderr,
+// and it reports errors instead of exiting. Parse it with ParseFlags.
+func (e *Env) FlagSet(name, argsUsage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(e.Name+" "+name, flag.ContinueOnError)
 	fs.SetOutput(e.Stderr)
 	fs.Usage = func() {
@@ -243,8 +247,9 @@ func newFlags(e *Env, name, argsUsage string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags, mapping a parse error to errUsage.
-func parse(fs *flag.FlagSet, args []string) error {
+// ParseFlags parses args into fs: a mistake is an ErrUsage (the command
+// exits 2), -h or -help is flag.ErrHelp (it exits 0 after the usage).
+func ParseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

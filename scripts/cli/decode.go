@@ -16,11 +16,11 @@ import (
 )
 
 func runDecode(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "decode", "FILE...")
+	fs := e.FlagSet("decode", "FILE...")
 	format := fs.String("format", "", "input format: streams, kinesis, streams-api or export (default: told from each file's structure)")
 	var sf schemaFlags
 	sf.register(fs, typeFlag|versionFlag|keysFlag)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

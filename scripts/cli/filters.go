@@ -30,7 +30,7 @@ func generateFilters(set *projections.Set, function string, source filter.Source
 }
 
 func runFilters(_ context.Context, e *Env, args []string) error {
-	fs := newFlags(e, "filters", "")
+	fs := e.FlagSet("filters", "")
 	function := fs.String("function", "projector", "whose event source mapping: projector (the projection set's entity types) or archiver (TTL removals)")
 	source := fs.String("source", "streams", "the mapping's source: streams (DynamoDB Streams) or kinesis (the table's Kinesis data stream)")
 	var sf schemaFlags
@@ -38,7 +38,7 @@ func runFilters(_ context.Context, e *Env, args []string) error {
 	format := fs.String("format", "json", "json (for aws lambda update-event-source-mapping --filter-criteria) or yaml (the FilterCriteria of a SAM event, as in template.yaml)")
 	indent := fs.Int("indent", 0, "with --format yaml: spaces before FilterCriteria")
 	specFile := specFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	e, err := e.withSpec(*specFile)

@@ -12,14 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// stockOptions are the stock binary's (scripts/tributary).
-var stockOptions = Options{Environment: seed.Environment(), Commands: []Command{Demo(), Leaderboard()}}
+// stockOptions are the stock binary's (scripts/tributary) but for its own
+// commands (demo, leaderboard: tested there).
+var stockOptions = Options{Environment: seed.Environment()}
 
 // runCLI runs one command line in-process.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -58,17 +59,15 @@ func TestUsage(t *testing.T) {
 		inStderr string
 	}{
 		{nil, 2, "Usage: tributary <command>"},
-		{[]string{"help"}, 0, "demo"},
+		{[]string{"help"}, 0, "  backfill "},
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 		{[]string{"decode"}, 2, "no input files"},
 		{[]string{"decode", "--format", "xml", "x"}, 2, `unknown format "xml"`},
 		{[]string{"decode", "--bogus"}, 2, "flag provided but not defined"},
 		{[]string{"process", "--store", "x"}, 2, "no --events files"},
-		{[]string{"leaderboard", "--store", "x"}, 2, "--season is required"},
 		{[]string{"aggregates"}, 2, "give --store DIR or --table NAME"},
 		{[]string{"aggregates", "--store", "a", "--table", "b"}, 2, "exclusive"},
-		{[]string{"demo", "--fault-rate", "0.9"}, 2, "--fault-rate"},
-		{[]string{"demo", "-h"}, 0, "-changes"},
+		{[]string{"process", "-h"}, 0, "Usage: tributary process [flags]"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -254,52 +253,6 @@ func TestProcessAggregatesLeaderboard(t *testing.T) {
 	}
 }
 
-func TestLeaderboard(t *testing.T) {
-	dir := t.TempDir()
-	if code, _, stderr := runCLI(t, "demo", "--changes", "3000", "--no-sync", "--dir", dir); code != 0 {
-		t.Fatalf("demo: exit %d: %s", code, stderr)
-	}
-	code, out, stderr := runCLI(t, "leaderboard", "--store", dir, "--season", "2026-Q4", "--top", "3")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[0], "season 2026-Q4, top 3") || !strings.HasPrefix(strings.TrimSpace(lines[2]), "1 ") {
-		t.Fatalf("leaderboard output:\n%s", out)
-	}
-}
-
-func TestDemo(t *testing.T) {
-	for _, tt := range []struct{ name, source, spec string }{
-		{"streams", "streams", ""},
-		{"kinesis", "kinesis", ""},
-		// The seed projections written as a spec: the same aggregates and
-		// rows as the Go ones, on both sources.
-		{"streams spec", "streams", "../../projections/seed/seed.yaml"},
-		{"kinesis spec", "kinesis", "../../projections/seed/seed.yaml"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			args := []string{"demo", "--changes", "4000", "--no-sync", "--source", tt.source, "--dir", t.TempDir(), "--fault-rate", "0.05"}
-			if tt.spec != "" {
-				args = append(args, "--projections", tt.spec)
-			}
-			code, out, stderr := runCLI(t, args...)
-			if code != 0 {
-				t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
-			}
-			want := []string{"leaderboard, top 10", "some aggregates:", "VERDICT: exact", "injected"}
-			if tt.spec != "" {
-				want = append(want, "checked against the Go seed projections' recomputation and the spec's")
-			}
-			for _, w := range want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-		})
-	}
-}
-
 // failingWriter fails every write, as stdout does when redirected to a full
 // disk or a closed pipe.
 type failingWriter struct{}
@@ -334,7 +287,6 @@ func TestOutputErrorsFail(t *testing.T) {
 	}{
 		{"aggregates", []string{"aggregates", "--store", dir}},
 		{"aggregates --json", []string{"aggregates", "--store", dir, "--json"}},
-		{"leaderboard", []string{"leaderboard", "--store", dir, "--season", "2026-Q2"}},
 		{"rows", []string{"rows", "--store", dir, "--projection", "order-totals", "--partition", "X"}},
 		{"projections show", []string{"projections"}},
 		{"decode", []string{"decode", fixtures + "streams/event.json"}},

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // TestMessages pins how reports reach the terminal: a spec's problems one

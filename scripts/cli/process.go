@@ -21,7 +21,7 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func runProcess(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "process", "")
+	fs := e.FlagSet("process", "")
 	var sf storeFlags
 	sf.register(fs)
 	var files multiFlag
@@ -31,7 +31,7 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
 	var pf projectionFlags
 	pf.register(fs, typeFlag|versionFlag|ttlFlag)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	e, decode, err := e.withProjections(pf)

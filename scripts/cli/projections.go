@@ -40,7 +40,7 @@ func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
 	}
-	fs := newFlags(e, "projections", projectionsUsage)
+	fs := e.FlagSet("projections", projectionsUsage)
 	var sf storeFlags
 	sf.register(fs)
 	var only multiFlag
@@ -51,7 +51,7 @@ func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 	if sub != "check" {
 		specFile = specFlag(fs)
 	}
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if sub == "check" {

@@ -16,10 +16,10 @@ import (
 	"github.com/tributary/tributary/functions/kinesisprojector"
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 // teamOrders is a team's own projection over the seed Order type: orders
@@ -78,7 +78,7 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 	}
 	function := func(kinesis bool) func(t *testing.T, opts Options, dir string) error {
 		return func(t *testing.T, opts Options, dir string) error {
-			st, err := boltstore.Open(filepath.Join(dir, storeFile))
+			st, err := boltstore.Open(filepath.Join(dir, StoreFile))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,7 +26,7 @@ so redriving twice is harmless. --from DIR reads a local copy of the
 destination (aws s3 sync s3://BUCKET/PREFIX DIR).`
 
 func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "redrive", redriveUsage)
+	fs := e.FlagSet("redrive", redriveUsage)
 	from := fs.String("from", "", "the destination: s3://BUCKET/PREFIX, or a directory holding a copy of it")
 	var sf storeFlags
 	sf.register(fs)
@@ -36,7 +36,7 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	fs.Var(&only, "projection", "the store's set is this subset of the projections (repeat for several): a projector's PROJECTIONS or SHADOW_PROJECTIONS")
 	var pf projectionFlags
 	pf.register(fs, typeFlag|versionFlag)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	e, decode, err := e.withProjections(pf)

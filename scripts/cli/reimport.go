@@ -22,7 +22,7 @@ import (
 // runReimport is `tributary reimport`: load a repartition's output back
 // into DynamoDB, three ways.
 func runReimport(ctx context.Context, e *Env, args []string) error {
-	fs := newFlags(e, "reimport", "")
+	fs := e.FlagSet("reimport", "")
 	from := fs.String("from", "", "a repartition's output: a directory or s3://bucket/prefix (required)")
 	var entities stringList
 	fs.Var(&entities, "entity", "entity type to load (repeatable; default all; "+repartition.UnknownEntity+" for items without one)")
@@ -42,7 +42,7 @@ func runReimport(ctx context.Context, e *Env, args []string) error {
 	resume := fs.Bool("resume", false, "loader: continue from the checkpoint a stopped run left in the output (under _reimport/)")
 	takeover := fs.Bool("takeover", false, "loader: take the load over from the run that holds it: say so only when that run is gone")
 	kmsKey := fs.String("kms-key-id", "", "--bulk-put: encrypt the report with SSE-KMS under this key")
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	modes := 0

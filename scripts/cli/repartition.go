@@ -21,7 +21,7 @@ import (
 
 // runRepartition is `tributary repartition`: split an export by entity type.
 func runRepartition(ctx context.Context, e *Env, args []string) error {
-	fs := newFlags(e, "repartition", "")
+	fs := e.FlagSet("repartition", "")
 	var sf exportFlags
 	sf.register(fs)
 	out := fs.String("out", "", "output: a directory or s3://bucket/prefix (required)")
@@ -34,7 +34,7 @@ func runRepartition(ctx context.Context, e *Env, args []string) error {
 	force := fs.Bool("force", false, "redo everything, even a complete output of the same inputs")
 	takeover := fs.Bool("takeover", false, "take the output over from the run that holds it (its claim, "+repartition.ClaimKey+"): say so only when that run is gone")
 	noSync := fs.Bool("no-sync", false, "do not fsync local output (faster; a power cut may then lose committed files)")
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *list {

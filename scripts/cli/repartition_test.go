@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
 )
 
 const (
@@ -137,21 +141,48 @@ func TestRepartitionCommandBadLine(t *testing.T) {
 	}
 }
 
-// TestVerifyCommand fills a store through the engine (the demo's
-// simulated delivery, with faults), exports the simulated table's final
-// items, and verifies: they agree. A second export with one order changed
-// and one comment missing disagrees, naming the aggregates.
-func TestVerifyCommand(t *testing.T) {
+// simulatedStore fills an embedded store under dir (--store dir) with the
+// seed projections over a simulated workload of changes, delivered as
+// Lambda delivers DynamoDB Streams (retries, bisection, redelivered
+// batches, failed invocations), and returns the workload's history.
+func simulatedStore(t *testing.T, dir string, changes int) *sim.History {
+	t.Helper()
 	ctx := context.Background()
-	storeDir := t.TempDir()
-	if code, _, stderr := runCLI(t, "demo", "--changes", "3000", "--no-sync", "--dir", storeDir); code != 0 {
-		t.Fatalf("demo: %s", stderr)
-	}
-	h, err := sim.Workload{Seed: 1, Changes: 3000, Skew: 1.0}.Run()
+	h, err := sim.Workload{Seed: 1, Changes: changes, Skew: 1.0}.Run()
 	if err != nil {
 		t.Fatal(err)
 	}
-	items := h.Table.Items()
+	st, err := boltstore.Open(filepath.Join(dir, StoreFile), boltstore.WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	engine, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pipeline.NewStreamsProcessor(engine, pipeline.Config{Logger: quiet})
+	invoke := &sim.FlakyInvoke{Invoke: p.Invoke, Seed: 2, FailBefore: 0.02, FailAfter: 0.02}
+	esm := &sim.ESM{BatchSize: 100, Bisect: true, RedeliverRate: 0.05, MaxAttempts: 10_000, Seed: 3}
+	if _, err := esm.Run(ctx, sim.StreamsShards(h.Records), invoke.Call); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestVerifyCommand fills a store through the engine (simulatedStore),
+// exports the simulated table's final items, and verifies: they agree. A
+// second export with one order changed and one comment missing disagrees,
+// naming the aggregates.
+func TestVerifyCommand(t *testing.T) {
+	ctx := context.Background()
+	storeDir := t.TempDir()
+	items := simulatedStore(t, storeDir, 3000).Table.Items()
 	write := func(dir string, items []pipeline.Item) string {
 		e := exportgen.Export{ID: "01796040000000-0000abcd", Time: sim.DefaultStart.Add(time.Hour), Files: 3}
 		if _, err := exportgen.WriteFull(ctx, objstore.NewDir(dir).WithoutSync(), e, func(yield func(pipeline.Item) bool) {

@@ -54,7 +54,7 @@ type replayFlags struct {
 }
 
 func runReplay(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "replay", replayUsage)
+	fs := e.FlagSet("replay", replayUsage)
 	var f replayFlags
 	fs.StringVar(&f.from, "from", "", "the stream: kinesis://STREAM (name or ARN) or streams://TABLE (table name or ARN, or the stream's ARN)")
 	fs.StringVar(&f.start, "start", "TRIM_HORIZON", "where the window starts: TRIM_HORIZON, an RFC 3339 time, or SHARD:SEQ[,SHARD:SEQ...] (e.g. a failed batch's shardId and startSequenceNumber)")
@@ -72,7 +72,7 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 	fs.BoolVar(&f.verbose, "v", false, "log as JSON to stderr")
 	fs.BoolVar(&f.caughtUp, "caught-up", false, "into a backfilled store: a projector has applied the stream to it since before the backfill's export time, so a window starting later leaves nothing out")
 	f.projs.register(fs, typeFlag|versionFlag)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if e, f.decode, err = e.withProjections(f.projs); err != nil {

@@ -18,10 +18,10 @@ import (
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 const redriveFixtures = "../../pipeline/redrive/testdata/destination"
@@ -59,7 +59,7 @@ func TestReplayUsage(t *testing.T) {
 
 func storeView(t *testing.T, dir string) *projections.View {
 	t.Helper()
-	st, err := boltstore.Open(filepath.Join(dir, storeFile))
+	st, err := boltstore.Open(filepath.Join(dir, StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}

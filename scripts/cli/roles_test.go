@@ -17,7 +17,7 @@ import (
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/awstest"
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/internal/seed"
 )
 
 // TestRuntimeEmulatorRolesCoverCalls runs the projectors' init and a batch

@@ -11,14 +11,14 @@ import (
 )
 
 func runRows(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "rows", "--projection NAME --partition KEY [--top N] [--json]")
+	fs := e.FlagSet("rows", "--projection NAME --partition KEY [--top N] [--json]")
 	var sf storeFlags
 	sf.register(fs)
 	projection := fs.String("projection", "", "the projection whose rows to print (required)")
 	partition := fs.String("partition", "", "the rows' partition, e.g. SEASON#2026-Q2 (required)")
 	top := fs.Int("top", 10, "how many rows, from the highest sort key down (0: all)")
 	asJSON := fs.Bool("json", false, `print one JSON object a line: the sort key ("sort") and the row's values in DynamoDB JSON ("values"; for one release also as "attributes", their name before)`)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {

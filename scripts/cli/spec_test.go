@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 const ticketsSpec = "../../examples/tickets/projections.yaml"

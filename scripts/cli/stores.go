@@ -57,15 +57,38 @@ func openEngine(ctx context.Context, t driver.Table, where string, set *projecti
 	return e, nil
 }
 
-// storeFile is where the embedded store keeps its data under --store.
-const storeFile = "aggregates.db"
+// StoreFile is the embedded aggregate store's file under a --store
+// directory.
+const StoreFile = "aggregates.db"
+
+// StoreFlags are --store DIR, --table NAME and --endpoint URL, the choice
+// of an aggregate store the standard commands make, for a binary's own
+// commands: register them with Env.StoreFlags, open the store after
+// ParseFlags.
+type StoreFlags struct{ f storeFlags }
+
+// StoreFlags registers the store flags on fs.
+func (e *Env) StoreFlags(fs *flag.FlagSet) *StoreFlags {
+	s := new(StoreFlags)
+	s.f.register(fs)
+	return s
+}
+
+// Open opens the store the flags name, which must exist, and returns it
+// with the function that closes it; neither flag is an ErrUsage.
+func (s *StoreFlags) Open(ctx context.Context) (driver.Table, func() error, error) {
+	return s.f.open(ctx, false)
+}
+
+// String names the store for messages: "store DIR" or "table NAME".
+func (s *StoreFlags) String() string { return s.f.String() }
 
 func (s *storeFlags) open(ctx context.Context, create bool) (store, func() error, error) {
 	switch {
 	case s.dir != "" && s.table != "":
 		return nil, nil, fmt.Errorf("%w: --store and --table are exclusive", errUsage)
 	case s.dir != "":
-		path := filepath.Join(s.dir, storeFile)
+		path := filepath.Join(s.dir, StoreFile)
 		if !create {
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 				return nil, nil, fmt.Errorf("no aggregate store at %s", path)

@@ -25,10 +25,10 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/functions/backfiller"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 const (

@@ -71,7 +71,7 @@ func TestTerminalOutputEscaped(t *testing.T) {
 	}
 	checkPrintable(t, "process", out+stderr)
 	for _, args := range [][]string{
-		{"leaderboard", "--store", store, "--season", "2026-Q2"},
+		{"rows", "--store", store, "--projection", "season-leaderboard", "--partition", "SEASON#2026-Q2"},
 		{"aggregates", "--store", store},
 		{"decode", events},
 	} {
@@ -81,7 +81,7 @@ func TestTerminalOutputEscaped(t *testing.T) {
 		}
 		checkPrintable(t, args[0], out+stderr)
 	}
-	if _, out, _ := runCLI(t, "leaderboard", "--store", store, "--season", "2026-Q2"); !strings.Contains(out, `\x1b]0;PWNED\a\x1b[2J`) {
+	if _, out, _ := runCLI(t, "rows", "--store", store, "--projection", "season-leaderboard", "--partition", "SEASON#2026-Q2"); !strings.Contains(out, `"handle":{"S":"\u001b]0;PWNED\u0007\u001b[2J"}`) {
 		t.Errorf("the handle is not shown escaped:\n%s", out)
 	}
 

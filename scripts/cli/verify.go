@@ -18,7 +18,7 @@ import (
 // runVerify is `tributary verify`: recompute every projection from an
 // export and diff it against the live aggregates.
 func runVerify(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "verify", "")
+	fs := e.FlagSet("verify", "")
 	var xf exportFlags
 	xf.register(fs)
 	var sf storeFlags
@@ -26,7 +26,7 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	only := fs.String("projection", "", "check only this projection")
 	maxPrint := fs.Int("max-print", 100, "print at most this many mismatches (0: all)")
 	specFile := specFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	e, err = e.withSpec(*specFile)

@@ -5,7 +5,7 @@
 package main
 
 import (
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/scripts/cli"
 )
 
@@ -13,6 +13,6 @@ func main() {
 	cli.Main(cli.Options{
 		Name:        "tributary",
 		Environment: seed.Environment(),
-		Commands:    []cli.Command{cli.Demo(), cli.Leaderboard()},
+		Commands:    []cli.Command{demo(), leaderboard()},
 	})
 }

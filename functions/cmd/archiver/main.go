@@ -8,7 +8,7 @@ package main
 
 import (
 	"github.com/tributary/tributary/functions/archiver"
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/internal/seed"
 )
 
 func main() { archiver.Main(seed.Environment()) }

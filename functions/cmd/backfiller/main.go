@@ -8,7 +8,7 @@ package main
 
 import (
 	"github.com/tributary/tributary/functions/backfiller"
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections/spec"
 )
 

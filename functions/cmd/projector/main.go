@@ -7,7 +7,7 @@ package main
 
 import (
 	"github.com/tributary/tributary/functions/projector"
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections/spec"
 )
 

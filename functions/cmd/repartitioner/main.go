@@ -7,7 +7,7 @@ package main
 
 import (
 	"github.com/tributary/tributary/functions/repartitioner"
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/internal/seed"
 )
 
 func main() { repartitioner.Main(seed.Environment()) }

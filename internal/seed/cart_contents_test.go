@@ -3,7 +3,7 @@ package seed_test
 import (
 	"testing"
 
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/internal/seed"
 )
 
 func TestCartContents(t *testing.T) {

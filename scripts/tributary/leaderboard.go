@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bufio"
@@ -9,31 +9,31 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/internal/quote"
+	"github.com/tributary/tributary/scripts/cli"
 )
 
-// Leaderboard is the stock binary's `leaderboard` command: a season's top
-// players from the seed season-leaderboard projection's rows (`rows` does
-// the same for any projection).
-func Leaderboard() Command {
-	return Command{Name: "leaderboard", Summary: "print a season's leaderboard from a store (the seed season-leaderboard projection)", Run: runLeaderboard}
+// leaderboard is the `leaderboard` command: a season's top players from
+// the seed season-leaderboard projection's rows (`rows` does the same for
+// any projection).
+func leaderboard() cli.Command {
+	return cli.Command{Name: "leaderboard", Summary: "print a season's leaderboard from a store (the seed season-leaderboard projection)", Run: runLeaderboard}
 }
 
-func runLeaderboard(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "leaderboard", "")
-	var sf storeFlags
-	sf.register(fs)
+func runLeaderboard(ctx context.Context, e *cli.Env, args []string) (err error) {
+	fs := e.FlagSet("leaderboard", "")
+	sf := e.StoreFlags(fs)
 	season := fs.String("season", "", "season, e.g. 2026-Q2 (required)")
 	top := fs.Int("top", 10, "how many players")
-	if err := parse(fs, args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *season == "" {
-		return fmt.Errorf("%w: --season is required", errUsage)
+		return fmt.Errorf("%w: --season is required", cli.ErrUsage)
 	}
 	if *top < 1 {
-		return fmt.Errorf("%w: --top must be at least 1", errUsage)
+		return fmt.Errorf("%w: --top must be at least 1", cli.ErrUsage)
 	}
-	st, closeStore, err := sf.open(ctx, false)
+	st, closeStore, err := sf.Open(ctx)
 	if err != nil {
 		return err
 	}

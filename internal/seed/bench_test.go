@@ -3,8 +3,8 @@ package seed_test
 import (
 	"testing"
 
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 func BenchmarkContribute(b *testing.B) {

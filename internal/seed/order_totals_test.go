@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/seed"
 )
 
 func TestOrderTotals(t *testing.T) {

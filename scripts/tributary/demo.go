@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bufio"
@@ -19,23 +19,24 @@ import (
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
+	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/seed"
+	"github.com/tributary/tributary/scripts/cli"
 )
 
-// Demo is the stock binary's `demo` command: a simulated workload over the
-// seed domains, delivered through Lambda's event source mapping with faults
-// into an embedded store, then checked against a recomputation.
-func Demo() Command {
-	return Command{Name: "demo", Summary: "simulate a workload over the seed domains through Lambda's delivery with faults, then check the aggregates", Run: runDemo}
+// demo is the `demo` command: a simulated workload over the seed domains,
+// delivered through Lambda's event source mapping with faults into an
+// embedded store, then checked against a recomputation.
+func demo() cli.Command {
+	return cli.Command{Name: "demo", Summary: "simulate a workload over the seed domains through Lambda's delivery with faults, then check the aggregates", Run: runDemo}
 }
 
-func runDemo(ctx context.Context, e *Env, args []string) (err error) {
-	fs := newFlags(e, "demo", "")
+func runDemo(ctx context.Context, e *cli.Env, args []string) (err error) {
+	fs := e.FlagSet("demo", "")
 	seedFlag := fs.Uint64("seed", 1, "workload seed: the same seed gives the same run")
 	changes := fs.Int("changes", 20_000, "number of changes to the simulated table")
 	faultRate := fs.Float64("fault-rate", 0.02, "probability of each injected fault (failed commits, lost acknowledgements, failed reads, failed invocations)")
@@ -44,27 +45,27 @@ func runDemo(ctx context.Context, e *Env, args []string) (err error) {
 	batch := fs.Int("batch-size", 100, "event source mapping batch size")
 	skew := fs.Float64("skew", 1.0, "Zipf exponent of key popularity (0: uniform)")
 	noSync := fs.Bool("no-sync", false, "do not fsync the store on every commit (faster, not crash-safe)")
-	specFile := fs.String("projections", "", "run the seed projections written as a spec (projections/seed/seed.yaml, or a file of the same projections) instead of the Go ones; the aggregates are checked against both")
-	if err := parse(fs, args); err != nil {
+	specFile := fs.String("projections", "", "run the seed projections written as a spec (internal/seed/seed.yaml, or a file of the same projections) instead of the Go ones; the aggregates are checked against both")
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	set, spec := seed.Set(), ""
 	if *specFile != "" {
-		se, err := e.withSpec(*specFile)
+		env, err := e.Environment.WithSpec(*specFile)
 		if err != nil {
-			return err
+			return fmt.Errorf("--projections: %w", err)
 		}
-		set, spec = se.set(), *specFile
+		set, spec = env.Projections, *specFile
 	}
 	switch {
 	case *changes < 1:
-		return fmt.Errorf("%w: --changes must be at least 1", errUsage)
+		return fmt.Errorf("%w: --changes must be at least 1", cli.ErrUsage)
 	case *faultRate < 0 || *faultRate > 0.2:
-		return fmt.Errorf("%w: --fault-rate must be between 0 and 0.2", errUsage)
+		return fmt.Errorf("%w: --fault-rate must be between 0 and 0.2", cli.ErrUsage)
 	case *source != "streams" && *source != "kinesis":
-		return fmt.Errorf("%w: --source must be streams or kinesis", errUsage)
+		return fmt.Errorf("%w: --source must be streams or kinesis", cli.ErrUsage)
 	case *batch < 1 || *batch > 10000:
-		return fmt.Errorf("%w: --batch-size must be between 1 and 10000", errUsage)
+		return fmt.Errorf("%w: --batch-size must be between 1 and 10000", cli.ErrUsage)
 	}
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "tributary-demo-")
@@ -98,7 +99,7 @@ func runDemo(ctx context.Context, e *Env, args []string) (err error) {
 	fmt.Fprintf(out, "workload: %d stream records in %d shards, %d items in the final table (%.1fs)\n",
 		total, len(shards), h.Table.Len(), time.Since(start).Seconds())
 
-	path := filepath.Join(*dir, storeFile)
+	path := filepath.Join(*dir, cli.StoreFile)
 	// A demo starts from an empty store.
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -116,9 +117,9 @@ func runDemo(ctx context.Context, e *Env, args []string) (err error) {
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	faulty := &sim.FaultyStore{Store: st, Seed: *seedFlag + 1, CommitFailBefore: *faultRate, CommitFailAfter: *faultRate, ReadFail: *faultRate / 2}
-	engine, err := openEngine(ctx, faultyTable{faulty, st}, "store "+*dir, set, projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	engine, err := projections.Open(ctx, faultyTable{faulty, st}, set, projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
-		return err
+		return fmt.Errorf("store %s: %w", *dir, err)
 	}
 	cfg := pipeline.Config{Logger: quiet}
 	p := pipeline.NewStreamsProcessor(engine, cfg)
@@ -180,7 +181,7 @@ func runDemo(ctx context.Context, e *Env, args []string) (err error) {
 	fmt.Fprintf(out, "\nrecomputed %d aggregates and %d rows from the %d final items\n", len(want.Aggregates), len(want.Rows), h.Table.Len())
 	if !archived {
 		fmt.Fprintln(out, "VERDICT: ARCHIVE MISMATCH — see above")
-		return errFailed
+		return cli.ErrFailed
 	}
 	if len(diff) > 0 {
 		for i, d := range diff {
@@ -191,7 +192,7 @@ func runDemo(ctx context.Context, e *Env, args []string) (err error) {
 			fmt.Fprintln(out, "  "+d)
 		}
 		fmt.Fprintf(out, "VERDICT: MISMATCH — %d differences between the store and the recomputation\n", len(diff))
-		return errFailed
+		return cli.ErrFailed
 	}
 	fmt.Fprintln(out, "VERDICT: exact — every aggregate and row equals a from-scratch recomputation, and every TTL removal is archived exactly once, despite the retries, redeliveries and faults above")
 	return nil
