@@ -11,7 +11,7 @@ import (
 // (GetRecords) into a Change. stream and shard fill in the Position, which
 // the record does not carry. The error is a *RecordError.
 func FromStreamsRecord(r dstypes.Record, stream, shard string, opts Options) (Change, error) {
-	d := newDec(opts, MaxStreamsRecordBytes)
+	d := newDec(opts, maxStreamsRecordBytes)
 	c := Change{Position: Position{Source: SourceStreams, Stream: stream, Shard: shard}}
 	c.EventID = deref(r.EventID)
 	c.Region = deref(r.AwsRegion)

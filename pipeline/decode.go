@@ -24,9 +24,9 @@ type Options struct {
 	// MaxRecordBytes rejects a record whose JSON is larger: a record of a
 	// Lambda event, the data of a Kinesis record, an export line. The
 	// default, and the most it can be, is the format's limit, which no
-	// record AWS writes exceeds: MaxLambdaRecordBytes for the records of
-	// Lambda events, MaxStreamsRecordBytes for those of a Streams GetRecords
-	// response, MaxKinesisDataBytes for a Kinesis record's data,
+	// record AWS writes exceeds: maxLambdaRecordBytes for the records of
+	// Lambda events, maxStreamsRecordBytes for those of a Streams GetRecords
+	// response, maxKinesisDataBytes for a Kinesis record's data,
 	// MaxExportLineBytes for export lines.
 	MaxRecordBytes int
 }
@@ -118,7 +118,7 @@ func (e *DecodeError) Unwrap() []error {
 // A payload that is not valid JSON, or not an event, gives no changes and a
 // plain error.
 func DecodeStreamsEvent(data []byte, opts Options) ([]Change, error) {
-	d := newDec(opts, MaxLambdaRecordBytes)
+	d := newDec(opts, maxLambdaRecordBytes)
 	return d.event(data, d.streamsRecord)
 }
 
@@ -128,7 +128,7 @@ func DecodeStreamsEvent(data []byte, opts Options) ([]Change, error) {
 // times). Position.SequenceNumber is the Kinesis sequence number, which
 // Lambda's partial batch response names. Errors are as for DecodeStreamsEvent.
 func DecodeKinesisEvent(data []byte, opts Options) ([]Change, error) {
-	d := newDec(opts, MaxLambdaRecordBytes)
+	d := newDec(opts, maxLambdaRecordBytes)
 	return d.event(data, d.kinesisRecord)
 }
 
@@ -137,7 +137,7 @@ func DecodeKinesisEvent(data []byte, opts Options) ([]Change, error) {
 // captured from the API. stream and shard fill in the Position, which the body
 // does not carry. Errors are as for DecodeStreamsEvent.
 func DecodeStreamsAPIResponse(data []byte, stream, shard string, opts Options) ([]Change, error) {
-	d := newDec(opts, MaxStreamsRecordBytes)
+	d := newDec(opts, maxStreamsRecordBytes)
 	d.api = true
 	changes, err := d.event(data, d.streamsRecord)
 	for i := range changes {

@@ -192,7 +192,7 @@ func (d *dec) payload(c *Change, data []byte, prefix string) {
 // from a stream fed by DynamoDB's Kinesis streaming destination. stream and
 // shard fill in the Position. The error is a *RecordError.
 func FromKinesisRecord(r ktypes.Record, stream, shard string, opts Options) (Change, error) {
-	d := newDec(opts, MaxKinesisDataBytes)
+	d := newDec(opts, maxKinesisDataBytes)
 	var c Change
 	c.Position = Position{Source: SourceKinesis, Stream: stream, Shard: shard}
 	if r.SequenceNumber != nil {

@@ -27,10 +27,10 @@ const (
 	// invocation's request, 6 MB (6,291,456 bytes): the largest event an
 	// event source mapping delivers, and so the largest of its records.
 	MaxLambdaPayloadBytes = 6 << 20
-	// MaxKinesisRecordBytes is the largest data blob of a Kinesis record:
+	// maxKinesisRecordBytes is the largest data blob of a Kinesis record:
 	// 10 MiB, for a stream whose maximum record size is raised from the
 	// default 1 MiB (Kinesis Data Streams, "Handle large records").
-	MaxKinesisRecordBytes = 10 << 20
+	maxKinesisRecordBytes = 10 << 20
 
 	// jsonPerItemByte bounds the DynamoDB JSON bytes per byte of item
 	// size: 68.5, rounded up (see above).
@@ -48,25 +48,25 @@ const (
 	// digits), times, sizes, view type, and the JSON around them.
 	recordFieldsBytes = 4 << 10
 
-	// MaxStreamsRecordBytes bounds one DynamoDB change record in JSON,
+	// maxStreamsRecordBytes bounds one DynamoDB change record in JSON,
 	// both images and keys included: a record of the DynamoDB Streams API
 	// (GetRecords), or the data of a record that DynamoDB's Kinesis
 	// streaming destination writes.
-	MaxStreamsRecordBytes = 2*MaxImageJSONBytes + maxKeysJSONBytes + recordFieldsBytes
-	// MaxLambdaRecordBytes bounds one record of a Lambda DynamoDB Streams
+	maxStreamsRecordBytes = 2*MaxImageJSONBytes + maxKeysJSONBytes + recordFieldsBytes
+	// maxLambdaRecordBytes bounds one record of a Lambda DynamoDB Streams
 	// or Kinesis event: a change record can be larger than a Lambda
 	// payload, but Lambda delivers none that is.
-	MaxLambdaRecordBytes = min(MaxStreamsRecordBytes, MaxLambdaPayloadBytes)
-	// MaxKinesisDataBytes bounds the data of a Kinesis record that
+	maxLambdaRecordBytes = min(maxStreamsRecordBytes, MaxLambdaPayloadBytes)
+	// maxKinesisDataBytes bounds the data of a Kinesis record that
 	// DynamoDB's streaming destination wrote: a change record, within
 	// Kinesis's record limit.
-	MaxKinesisDataBytes = min(MaxStreamsRecordBytes, MaxKinesisRecordBytes)
+	maxKinesisDataBytes = min(maxStreamsRecordBytes, maxKinesisRecordBytes)
 	// MaxStreamsAPIBodyBytes bounds a DynamoDB Streams GetRecords response
 	// body: at most 1 MB of items' data ("GetRecords can retrieve a maximum
 	// of 1 MB of data or 1000 stream records"), grown as any images, plus
 	// the record that takes it past 1 MB, plus the other fields of up to
 	// 1,000 records.
-	MaxStreamsAPIBodyBytes = jsonPerItemByte*(1<<20) + MaxStreamsRecordBytes + 1000*(maxKeysJSONBytes+recordFieldsBytes)
+	MaxStreamsAPIBodyBytes = jsonPerItemByte*(1<<20) + maxStreamsRecordBytes + 1000*(maxKeysJSONBytes+recordFieldsBytes)
 	// MaxExportLineBytes bounds one line of a DynamoDB export data file in
 	// DYNAMODB_JSON: an incremental export's line holds the keys, both
 	// images and the write time; a full export's, one image.

@@ -327,7 +327,7 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 	for i := range changes {
 		c := &changes[i]
 		key := ledgerKey(c.Keys)
-		tok := TokenOf(c)
+		tok := tokenOf(c)
 		it := byKey[key]
 		if it == nil {
 			it = &item{key: key, first: i, newest: c, tok: tok, shard: shard, touches: e.touches(c)}

@@ -54,8 +54,8 @@ type Token struct {
 	Export bool `json:"e,omitempty"`
 }
 
-// TokenOf returns the order token of a change.
-func TokenOf(c *pipeline.Change) Token {
+// tokenOf returns the order token of a change.
+func tokenOf(c *pipeline.Change) Token {
 	t := Token{Version: c.Version, HasVersion: c.HasVersion, Removed: c.Kind == pipeline.Remove, Export: c.Position.Source == pipeline.SourceExport}
 	if !c.Time.IsZero() {
 		t.Micros = c.Time.UnixMicro()

@@ -41,10 +41,10 @@ import (
 	"github.com/tributary/tributary/projections/driver"
 )
 
-// DefaultPlanBytes bounds the data file names one plan returns (the state
+// defaultPlanBytes bounds the data file names one plan returns (the state
 // machine maps over them, and a state's payload holds 256 KiB): about 1,500
 // names of a usual export.
-const DefaultPlanBytes = 128 << 10
+const defaultPlanBytes = 128 << 10
 
 // Config is the backfiller's configuration, read from the environment by
 // LoadConfig:
@@ -224,7 +224,7 @@ func New(cfg Config, client objstore.S3API, t driver.Table, env *projections.Env
 		cfg.BatchSize = 1000
 	}
 	if cfg.PlanBytes <= 0 {
-		cfg.PlanBytes = DefaultPlanBytes
+		cfg.PlanBytes = defaultPlanBytes
 	}
 	if cfg.Margin <= 0 {
 		cfg.Margin = 10 * time.Second

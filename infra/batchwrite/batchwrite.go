@@ -43,8 +43,8 @@ type API interface {
 
 var _ API = (*dynamodb.Client)(nil)
 
-// MaxBatch is the most put requests one BatchWriteItem call may carry.
-const MaxBatch = 25
+// maxBatch is the most put requests one BatchWriteItem call may carry.
+const maxBatch = 25
 
 // Condition is the condition of a conditional put.
 type Condition struct {
@@ -274,13 +274,13 @@ func (w *Writer) Source(source string) *Batch {
 // attributes) and whose position in the source is pos (counting from 1);
 // it sends the batch first when it is full or already holds key.
 func (b *Batch) Add(ctx context.Context, key string, item pipeline.Item, pos int64) error {
-	if len(b.items) == MaxBatch || b.keys[key] {
+	if len(b.items) == maxBatch || b.keys[key] {
 		if err := b.Flush(ctx); err != nil {
 			return err
 		}
 	}
 	b.keys[key] = true
-	b.items = append(b.items, pending{item: item, key: key, units: WriteUnits(item)})
+	b.items = append(b.items, pending{item: item, key: key, units: writeUnits(item)})
 	b.end = pos
 	return nil
 }
@@ -366,7 +366,7 @@ func (w *Writer) wait(ctx context.Context, reqs []types.WriteRequest) error {
 	}
 	var units float64
 	for _, r := range reqs {
-		units += WriteUnits(r.PutRequest.Item)
+		units += writeUnits(r.PutRequest.Item)
 	}
 	return w.limit.wait(ctx, units, w.opts.Sleep)
 }
@@ -447,8 +447,8 @@ func (l *limiter) wait(ctx context.Context, n float64, sleep func(context.Contex
 	return sleep(ctx, d)
 }
 
-// WriteUnits estimates the write units of putting item: one per started KB
+// writeUnits estimates the write units of putting item: one per started KB
 // of its size (attribute names and values, as DynamoDB counts them).
-func WriteUnits(item pipeline.Item) float64 {
+func writeUnits(item pipeline.Item) float64 {
 	return float64((pipeline.ItemSize(item) + 1023) / 1024)
 }

@@ -64,7 +64,7 @@ func (s *Store) ledgerPut(l driver.LedgerPut) (*types.Put, error) {
 	if l.ExpectRev < 0 {
 		return nil, fmt.Errorf("dynamostore: commit to table %q, ledger entry %q: negative ExpectRev %d", s.table, l.Key, l.ExpectRev)
 	}
-	item := LedgerKey(l.Key)
+	item := ledgerKey(l.Key)
 	item[attrRev] = &types.AttributeValueMemberN{Value: strconv.FormatInt(l.ExpectRev+1, 10)}
 	if len(l.Body) > 0 {
 		item[attrLedger] = &types.AttributeValueMemberB{Value: l.Body}
@@ -123,7 +123,7 @@ func (s *Store) aggregateUpdate(a driver.Add) (*types.Update, error) {
 	expr.WriteString("SET #p = :p, #k = :k, #s = :s")
 	return &types.Update{
 		TableName:                 aws.String(s.table),
-		Key:                       AggregateKey(a.Ref),
+		Key:                       aggregateKey(a.Ref),
 		UpdateExpression:          aws.String(expr.String()),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
@@ -154,7 +154,7 @@ func (s *Store) rowPut(p driver.RowPut) (*types.Put, error) {
 
 // rowDelete deletes a row, if its owner is d's (or it has none).
 func (s *Store) rowDelete(d driver.RowDelete) *types.Delete {
-	del := &types.Delete{TableName: aws.String(s.table), Key: RowKey(d.Ref)}
+	del := &types.Delete{TableName: aws.String(s.table), Key: rowKey(d.Ref)}
 	if d.Owner != "" {
 		del.ConditionExpression, del.ExpressionAttributeNames, del.ExpressionAttributeValues = ownerCondition(d.Owner, "")
 		del.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld

@@ -9,18 +9,18 @@ import (
 	"github.com/tributary/tributary/projections/driver"
 )
 
-// LedgerKey is the primary key of the ledger entry of itemKey.
-func LedgerKey(itemKey string) map[string]types.AttributeValue {
+// ledgerKey is the primary key of the ledger entry of itemKey.
+func ledgerKey(itemKey string) map[string]types.AttributeValue {
 	return itemKeyAV(prefixLedger+itemKey, skLedger)
 }
 
-// AggregateKey is the primary key of one stored aggregate item.
-func AggregateKey(ref driver.AggregateRef) map[string]types.AttributeValue {
+// aggregateKey is the primary key of one stored aggregate item.
+func aggregateKey(ref driver.AggregateRef) map[string]types.AttributeValue {
 	return itemKeyAV(aggregatePK(ref), skAggregate)
 }
 
-// RowKey is the primary key of one stored row.
-func RowKey(ref driver.RowRef) map[string]types.AttributeValue {
+// rowKey is the primary key of one stored row.
+func rowKey(ref driver.RowRef) map[string]types.AttributeValue {
 	return itemKeyAV(rowPK(ref.Projection, ref.Partition), ref.Sort)
 }
 

@@ -15,19 +15,19 @@ func TestKeysEscapeProjection(t *testing.T) {
 		got  map[string]types.AttributeValue
 		want string
 	}{
-		{RowKey(driver.RowRef{Projection: "board", Partition: "S#1", Sort: "x"}), "R#board#S#1"},
-		{RowKey(driver.RowRef{Projection: "p#P", Partition: "x", Sort: "0"}), "R#p%23P#x"},
-		{RowKey(driver.RowRef{Projection: "p", Partition: "P#x", Sort: "0"}), "R#p#P#x"},
-		{RowKey(driver.RowRef{Projection: "100%#", Partition: "x", Sort: "0"}), "R#100%25%23#x"},
-		{AggregateKey(driver.AggregateRef{Projection: "a#b", Key: "c#d", Shard: 12}), "A#a%23b#c#d#12"},
-		{LedgerKey("ORDER#1"), "L#ORDER#1"},
+		{rowKey(driver.RowRef{Projection: "board", Partition: "S#1", Sort: "x"}), "R#board#S#1"},
+		{rowKey(driver.RowRef{Projection: "p#P", Partition: "x", Sort: "0"}), "R#p%23P#x"},
+		{rowKey(driver.RowRef{Projection: "p", Partition: "P#x", Sort: "0"}), "R#p#P#x"},
+		{rowKey(driver.RowRef{Projection: "100%#", Partition: "x", Sort: "0"}), "R#100%25%23#x"},
+		{aggregateKey(driver.AggregateRef{Projection: "a#b", Key: "c#d", Shard: 12}), "A#a%23b#c#d#12"},
+		{ledgerKey("ORDER#1"), "L#ORDER#1"},
 	}
 	for _, tt := range tests {
 		checkS(t, tt.got, "PK", tt.want)
 	}
-	checkS(t, RowKey(driver.RowRef{Projection: "board", Partition: "S#1", Sort: "R#9"}), "SK", "R#9")
-	checkS(t, AggregateKey(driver.AggregateRef{Projection: "p", Key: "k"}), "SK", "A")
-	checkS(t, LedgerKey("ORDER#1"), "SK", "L")
+	checkS(t, rowKey(driver.RowRef{Projection: "board", Partition: "S#1", Sort: "R#9"}), "SK", "R#9")
+	checkS(t, aggregateKey(driver.AggregateRef{Projection: "p", Key: "k"}), "SK", "A")
+	checkS(t, ledgerKey("ORDER#1"), "SK", "L")
 }
 
 func checkS(t *testing.T, m map[string]types.AttributeValue, name, want string) {

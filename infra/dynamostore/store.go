@@ -47,10 +47,6 @@ const (
 	skAggregate     = driver.SortAggregate
 )
 
-// MaxTxActions is the most write actions one Commit accepts: DynamoDB's limit
-// for TransactWriteItems. The engine splits larger batches itself.
-const MaxTxActions = 100
-
 // maxBatchGetKeys is BatchGetItem's limit on keys per request.
 const maxBatchGetKeys = 100
 
@@ -125,7 +121,7 @@ func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]driv
 func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[string]driver.LedgerEntry) error {
 	avKeys := make([]map[string]types.AttributeValue, len(chunk))
 	for i, k := range chunk {
-		avKeys[i] = LedgerKey(k)
+		avKeys[i] = ledgerKey(k)
 	}
 	request := map[string]types.KeysAndAttributes{
 		s.table: {
@@ -166,7 +162,7 @@ func (s *Store) readLedgerChunk(ctx context.Context, chunk []string, out map[str
 
 // Commit writes tx with one TransactWriteItems call: ledger puts first (in
 // order, so that cancellation reasons map back to them), then aggregate adds,
-// row puts and row deletes. More than MaxTxActions actions is an error.
+// row puts and row deletes. More than driver.MaxTxActions actions is an error.
 //
 // The request carries no ClientRequestToken of ours: the SDK fills in a
 // random one, reused across its own retries of this call. A token derived from
@@ -179,8 +175,8 @@ func (s *Store) Commit(ctx context.Context, tx *driver.Tx) error {
 	if tx == nil || tx.Len() == 0 {
 		return nil
 	}
-	if n := tx.Len(); n > MaxTxActions {
-		return fmt.Errorf("dynamostore: commit to table %q: %d actions, more than the %d TransactWriteItems allows", s.table, n, MaxTxActions)
+	if n := tx.Len(); n > driver.MaxTxActions {
+		return fmt.Errorf("dynamostore: commit to table %q: %d actions, more than the %d TransactWriteItems allows", s.table, n, driver.MaxTxActions)
 	}
 	if tx.Len() == 1 && len(tx.Ledgers) == 1 {
 		return s.putLedger(ctx, tx.Ledgers[0])

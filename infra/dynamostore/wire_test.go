@@ -274,7 +274,7 @@ func TestIntegrationSingleLedgerPut(t *testing.T) {
 	wantJSON(t, req, "ExpressionAttributeValues", `{":rev":{"N":"1"}}`)
 	wantJSON(t, req, "ReturnValuesOnConditionCheckFailure", `"ALL_OLD"`)
 	wantJSON(t, req, "Item", `{"PK":{"S":"L#ORDER#1"},"SK":{"S":"L"},"rev":{"N":"2"},"ledger":{"B":"djI="},"ttl":{"N":"1900000000"}}`)
-	item := getItem(t, client, table, LedgerKey("ORDER#1"))
+	item := getItem(t, client, table, ledgerKey("ORDER#1"))
 	checkN(t, item, "rev", "2")
 	checkN(t, item, "ttl", "1900000000")
 	checkS(t, item, "SK", "L")
@@ -683,7 +683,7 @@ func TestIntegrationReadLedgersRetriesUnprocessedKeys(t *testing.T) {
 		}
 		stored[k] = driver.LedgerEntry{Rev: 1, Body: []byte("body " + k)}
 		tx.Ledgers = append(tx.Ledgers, driver.LedgerPut{Key: k, Body: []byte("body " + k)})
-		if len(tx.Ledgers) == MaxTxActions {
+		if len(tx.Ledgers) == driver.MaxTxActions {
 			if err := s.Commit(ctx, tx); err != nil {
 				t.Fatal(err)
 			}

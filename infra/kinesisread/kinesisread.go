@@ -45,9 +45,9 @@ var (
 	_ shardread.PacedSource = (*Source)(nil)
 )
 
-// MinReadInterval is the least time between two reads of one shard: Kinesis
+// minReadInterval is the least time between two reads of one shard: Kinesis
 // serves 5 GetRecords calls per second per shard, shared by every reader.
-const MinReadInterval = 200 * time.Millisecond
+const minReadInterval = 200 * time.Millisecond
 
 // MaxBatch is the most records one GetRecords returns.
 const MaxBatch = 10000
@@ -177,7 +177,7 @@ func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (s
 // Pacing implements shardread.PacedSource: reads of a shard at least
 // MinReadInterval apart.
 func (s *Source) Pacing() shardread.Pacing {
-	return shardread.Pacing{MinReadInterval: MinReadInterval}
+	return shardread.Pacing{MinReadInterval: minReadInterval}
 }
 
 // readerErrors are the Kinesis API's error codes (kinesis/types, and

@@ -174,9 +174,9 @@ func checkKey(prefix, key string) error {
 // leading '_', so a name that begins with it was never spelled by an item.
 const HashMark = "_sha256-"
 
-// HashedLen is what FitName's hash takes in place of a name: HashMark and
+// hashedLen is what FitName's hash takes in place of a name: HashMark and
 // the 64 hex digits of a SHA-256.
-const HashedLen = len(HashMark) + 2*sha256.Size
+const hashedLen = len(HashMark) + 2*sha256.Size
 
 // nameHash is the hash FitName keeps of a name that does not fit. Only
 // tests change it (SetNameHash).
@@ -201,7 +201,7 @@ func hashName(name string) [sha256.Size]byte {
 
 // FitName returns prefix+name+suffix when it is at most max bytes long.
 // Otherwise it replaces name by HashMark and the 64 hex digits of name's
-// SHA-256 (HashedLen bytes), keeping prefix and suffix, so that the result
+// SHA-256 (hashedLen bytes), keeping prefix and suffix, so that the result
 // fits when max leaves room for them. It is the one function every writer
 // uses to build a path segment or key from data: an entity type (archive and
 // export partitions), a data file's name (part names), an archive object

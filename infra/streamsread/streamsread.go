@@ -57,15 +57,15 @@ var (
 	_ shardread.PacedSource = (*Source)(nil)
 )
 
-// EmptyReadDelay is the wait after a read of a shard that returned nothing:
+// emptyReadDelay is the wait after a read of a shard that returned nothing:
 // DynamoDB Streams can return empty pages before a shard's tip, and reads
 // do not say how far behind it they are, so the Reader takes a few empty
 // reads in a row for the tip (Config.EmptyReads, 3 by default: three empty
 // reads in about 3/4 s).
-const EmptyReadDelay = 250 * time.Millisecond
+const emptyReadDelay = 250 * time.Millisecond
 
-// MaxBatch is the most records one GetRecords returns.
-const MaxBatch = 1000
+// maxBatch is the most records one GetRecords returns.
+const maxBatch = 1000
 
 // ErrNoStream is the error of StreamARN when the table has no stream.
 var ErrNoStream = errors.New("streamsread: the table has no stream")
@@ -182,7 +182,7 @@ func (s *Source) Iterator(ctx context.Context, shard string, start shardread.Sta
 
 // Read reads one page of a shard and decodes its records.
 func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (shardread.Page, error) {
-	res, err := s.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(iterator), Limit: aws.Int32(int32(min(max(limit, 1), MaxBatch)))})
+	res, err := s.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(iterator), Limit: aws.Int32(int32(min(max(limit, 1), maxBatch)))})
 	if err != nil {
 		return shardread.Page{}, s.wrap(err, "GetRecords", shard)
 	}
@@ -203,7 +203,7 @@ func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (s
 // Pacing implements shardread.PacedSource: EmptyReadDelay after an empty
 // read.
 func (s *Source) Pacing() shardread.Pacing {
-	return shardread.Pacing{EmptyReadDelay: EmptyReadDelay}
+	return shardread.Pacing{EmptyReadDelay: emptyReadDelay}
 }
 
 // readerErrors are the DynamoDB Streams API's error codes

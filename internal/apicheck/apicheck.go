@@ -1,5 +1,7 @@
-// Package apicheck holds the test that keeps Tributary's public API usable
-// from other modules: no exported identifier of an importable package may
-// name a type from an internal/ package (another module could not name it,
-// nor build a value of it).
+// Package apicheck holds the tests that keep Tributary's public API usable
+// from other modules and its layers pointing one way: no exported
+// identifier of an importable package may name a type from an internal/
+// package (another module could not name it, nor build a value of it), and
+// no package imports one of a layer above its own (core, adapters,
+// capabilities, functions and commands: docs/api.md).
 package apicheck

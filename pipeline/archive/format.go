@@ -24,15 +24,11 @@ const (
 	// attribute. A real type spelled "_unknown" is escaped ("%5Funknown"), so
 	// the two never share a partition.
 	UnknownEntity = "_unknown"
-	// UnknownDate is the date segment of an item with neither a usable ttl
+	// unknownDate is the date segment of an item with neither a usable ttl
 	// attribute nor a removal time (a record without ApproximateCreationDateTime).
-	UnknownDate = "_unknown"
-	// Ext ends every archive object's name.
-	Ext = ".jsonl.gz"
-
-	// DefaultTTLAttribute names the attribute holding an item's expiry, in
-	// epoch seconds.
-	DefaultTTLAttribute = "ttl"
+	unknownDate = "_unknown"
+	// ext ends every archive object's name.
+	ext = ".jsonl.gz"
 
 	dateLayout = "2006-01-02"
 	// maxEntitySegment bounds an escaped entity type; longer ones are hashed.
@@ -59,12 +55,12 @@ func EntitySegment(entityType string) string {
 	return objstore.FitName("", escapeEntity(entityType), "", maxEntitySegment)
 }
 
-// LegacyEntitySegment returns the segment that versions before the whole
+// legacyEntitySegment returns the segment that versions before the whole
 // hash wrote for a type, and true, when it differs from EntitySegment's: for
 // a type hashed then as "_sha256-" and 16 hex digits. Such a partition may
 // hold other types with the same 16 digits; readers keep only the lines of
 // the type they look for (Archive.ReadObject).
-func LegacyEntitySegment(entityType string) (string, bool) {
+func legacyEntitySegment(entityType string) (string, bool) {
 	if entityType == "" {
 		return "", false
 	}
@@ -99,10 +95,10 @@ func isSafe(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
-// EntityFromSegment reverses EntitySegment: it returns the entity type a
+// entityFromSegment reverses EntitySegment: it returns the entity type a
 // segment stands for ("" for UnknownEntity), and false for a segment that
 // EntitySegment cannot produce or that hides a hashed type.
-func EntityFromSegment(seg string) (string, bool) {
+func entityFromSegment(seg string) (string, bool) {
 	if seg == UnknownEntity {
 		return "", true
 	}
@@ -136,40 +132,40 @@ func EntityFromSegment(seg string) (string, bool) {
 // empty), the entity and date segments, and the sequence number of the
 // group's first record.
 func ObjectKey(prefix, entitySeg, date, firstSeq string) string {
-	rel := "entity=" + entitySeg + "/date=" + date + "/" + firstSeq + Ext
+	rel := "entity=" + entitySeg + "/date=" + date + "/" + firstSeq + ext
 	if prefix == "" {
 		return rel
 	}
 	return prefix + "/" + rel
 }
 
-// KeyInfo is what an object key says about its object.
-type KeyInfo struct {
+// keyInfo is what an object key says about its object.
+type keyInfo struct {
 	// EntitySegment and Date are the key's partition segments, as written.
 	EntitySegment, Date string
 	// FirstSeq is the sequence number of the object's first record.
 	FirstSeq string
 }
 
-// ParseKey reads the partition segments and the first sequence number from
+// parseKey reads the partition segments and the first sequence number from
 // an object key relative to the archive prefix
 // ("entity=E/date=D/SEQ.jsonl.gz"). It returns false for any other key.
-func ParseKey(rel string) (KeyInfo, bool) {
+func parseKey(rel string) (keyInfo, bool) {
 	parts := strings.Split(rel, "/")
 	if len(parts) != 3 {
-		return KeyInfo{}, false
+		return keyInfo{}, false
 	}
 	ent, ok1 := strings.CutPrefix(parts[0], "entity=")
 	date, ok2 := strings.CutPrefix(parts[1], "date=")
-	seq, ok3 := strings.CutSuffix(parts[2], Ext)
+	seq, ok3 := strings.CutSuffix(parts[2], ext)
 	if !ok1 || !ok2 || !ok3 || ent == "" || !allDigits(seq) || !validDate(date) {
-		return KeyInfo{}, false
+		return keyInfo{}, false
 	}
-	return KeyInfo{EntitySegment: ent, Date: date, FirstSeq: seq}, true
+	return keyInfo{EntitySegment: ent, Date: date, FirstSeq: seq}, true
 }
 
 func validDate(d string) bool {
-	if d == UnknownDate {
+	if d == unknownDate {
 		return true
 	}
 	t, err := time.Parse(dateLayout, d)
@@ -188,17 +184,17 @@ func allDigits(s string) bool {
 	return true
 }
 
-// DateOf returns the date segment of an archived item: the UTC date of its
+// dateOf returns the date segment of an archived item: the UTC date of its
 // ttl attribute when that is a number of epoch seconds between 1970 and
 // 9999, otherwise the UTC date of the removal, otherwise UnknownDate.
-func DateOf(old pipeline.Item, ttlAttribute string, removed time.Time) string {
+func dateOf(old pipeline.Item, ttlAttribute string, removed time.Time) string {
 	if n, ok := old[ttlAttribute].(*types.AttributeValueMemberN); ok {
 		if f, err := strconv.ParseFloat(n.Value, 64); err == nil && f >= 0 && f <= maxEpochSeconds {
 			return time.Unix(int64(math.Floor(f)), 0).UTC().Format(dateLayout)
 		}
 	}
 	if removed.IsZero() {
-		return UnknownDate
+		return unknownDate
 	}
 	return removed.UTC().Format(dateLayout)
 }
@@ -219,12 +215,12 @@ type Meta struct {
 	SequenceNumber string `json:"SequenceNumber"`
 }
 
-// MetaMember is the name of the metadata member of an archive line, beside
+// metaMember is the name of the metadata member of an archive line, beside
 // "Item".
-const MetaMember = "Archive"
+const metaMember = "Archive"
 
-// MetaOf returns the metadata of a change.
-func MetaOf(c *pipeline.Change) Meta {
+// metaOf returns the metadata of a change.
+func metaOf(c *pipeline.Change) Meta {
 	m := Meta{
 		EventID:        c.EventID,
 		Table:          c.Table,
@@ -243,7 +239,7 @@ func MetaOf(c *pipeline.Change) Meta {
 func AppendLine(buf []byte, item pipeline.Item, m Meta) []byte {
 	buf = append(buf, `{"Item":`...)
 	buf = pipeline.AppendItem(buf, item)
-	buf = append(buf, `,"`+MetaMember+`":`...)
+	buf = append(buf, `,"`+metaMember+`":`...)
 	mb, _ := json.Marshal(m) // a struct of strings always marshals
 	buf = append(buf, mb...)
 	return append(buf, '}', '\n')

@@ -36,7 +36,7 @@ func TestEntitySegment(t *testing.T) {
 		if got := EntitySegment(tc.in); got != tc.want {
 			t.Errorf("EntitySegment(%q) = %q, want %q", tc.in, got, tc.want)
 		}
-		back, ok := EntityFromSegment(tc.want)
+		back, ok := entityFromSegment(tc.want)
 		if !ok || back != tc.in {
 			t.Errorf("EntityFromSegment(%q) = %q, %t, want %q", tc.want, back, ok, tc.in)
 		}
@@ -46,17 +46,17 @@ func TestEntitySegment(t *testing.T) {
 		t.Errorf("long type: %q, want _sha256- and 64 hex digits", long)
 	}
 	// What versions before the whole hash named it: the first 16 digits.
-	if legacy, ok := LegacyEntitySegment(strings.Repeat("/", 100)); !ok || legacy != long[:len("_sha256-")+16] {
+	if legacy, ok := legacyEntitySegment(strings.Repeat("/", 100)); !ok || legacy != long[:len("_sha256-")+16] {
 		t.Errorf("LegacyEntitySegment = %q, %t, want %q", legacy, ok, long[:len("_sha256-")+16])
 	}
-	if legacy, ok := LegacyEntitySegment("Comment"); ok {
+	if legacy, ok := legacyEntitySegment("Comment"); ok {
 		t.Errorf("LegacyEntitySegment(Comment) = %q, true: a type that fits was never hashed", legacy)
 	}
-	if _, ok := EntityFromSegment(long); ok {
+	if _, ok := entityFromSegment(long); ok {
 		t.Errorf("a hashed segment cannot be reversed")
 	}
 	for _, bad := range []string{"", "_x", "a/b", "%zz", "%4", "a b"} {
-		if _, ok := EntityFromSegment(bad); ok {
+		if _, ok := entityFromSegment(bad); ok {
 			t.Errorf("EntityFromSegment(%q) accepted", bad)
 		}
 	}
@@ -78,7 +78,7 @@ func FuzzEntitySegment(f *testing.F) {
 		if strings.HasPrefix(seg, "_sha256-") {
 			return
 		}
-		back, ok := EntityFromSegment(seg)
+		back, ok := entityFromSegment(seg)
 		if !ok || back != s {
 			t.Fatalf("round trip of %q: %q -> %q, %t", s, seg, back, ok)
 		}
@@ -103,9 +103,9 @@ func TestDateOf(t *testing.T) {
 		{"milliseconds by mistake", n("1767225000000"), removed, "2026-01-02"},
 		{"38 digits", n("99999999999999999999999999999999999999"), removed, "2026-01-02"},
 		{"epoch", n("0"), removed, "1970-01-01"},
-		{"nothing", pipeline.Item{}, time.Time{}, UnknownDate},
+		{"nothing", pipeline.Item{}, time.Time{}, unknownDate},
 	} {
-		if got := DateOf(tc.item, "ttl", tc.removed); got != tc.want {
+		if got := dateOf(tc.item, "ttl", tc.removed); got != tc.want {
 			t.Errorf("%s: DateOf = %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -113,7 +113,7 @@ func TestDateOf(t *testing.T) {
 
 func TestParseKey(t *testing.T) {
 	good := "entity=Legacy%2FType/date=2026-01-01/4421584500000000017450439091.jsonl.gz"
-	if got, ok := ParseKey(good); !ok || got != (KeyInfo{"Legacy%2FType", "2026-01-01", "4421584500000000017450439091"}) {
+	if got, ok := parseKey(good); !ok || got != (keyInfo{"Legacy%2FType", "2026-01-01", "4421584500000000017450439091"}) {
 		t.Errorf("ParseKey(%q) = %+v, %t", good, got, ok)
 	}
 	if k := ObjectKey("", "Legacy%2FType", "2026-01-01", "4421584500000000017450439091"); k != good {
@@ -128,7 +128,7 @@ func TestParseKey(t *testing.T) {
 		"entity=A/2026-01-01/12.jsonl.gz",
 		"manifest.json",
 	} {
-		if _, ok := ParseKey(bad); ok {
+		if _, ok := parseKey(bad); ok {
 			t.Errorf("ParseKey(%q) accepted", bad)
 		}
 	}
@@ -215,7 +215,7 @@ func TestReadLinesBounded(t *testing.T) {
 	var b bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
 	block := make([]byte, 1<<20)
-	for n := 0; n <= MaxLineBytes+(1<<20); n += len(block) {
+	for n := 0; n <= maxLineBytes+(1<<20); n += len(block) {
 		if _, err := zw.Write(block); err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func TestReadLinesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := Open(objstore.NewDir(dir), "").ReadLines(context.Background(), key, func(int, []byte) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line 1: longer than %d bytes", MaxLineBytes)) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line 1: longer than %d bytes", maxLineBytes)) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -39,8 +39,8 @@ type Options struct {
 	Namespace, Function string
 }
 
-// DefaultConcurrency is the default number of objects written at once.
-const DefaultConcurrency = 8
+// defaultConcurrency is the default number of objects written at once.
+const defaultConcurrency = 8
 
 // Handler archives the TTL removals of a batch of stream changes: it is the
 // archiver function's pipeline.BatchHandler. See the package documentation
@@ -63,10 +63,10 @@ func (h *Handler) ImageNeed() pipeline.ImageNeed {
 // New returns a Handler writing to store.
 func New(store Putter, opts Options) *Handler {
 	if opts.TTLAttribute == "" {
-		opts.TTLAttribute = DefaultTTLAttribute
+		opts.TTLAttribute = pipeline.DefaultTTLAttribute
 	}
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
+		opts.Concurrency = defaultConcurrency
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -154,17 +154,17 @@ func (h *Handler) plan(changes []pipeline.Change) plan {
 				pipeline.KeyString(c.Keys), c.Position.SequenceNumber, err)
 			break
 		}
-		part := "entity=" + seg + "/date=" + DateOf(c.Old, h.opts.TTLAttribute, c.Time)
+		part := "entity=" + seg + "/date=" + dateOf(c.Old, h.opts.TTLAttribute, c.Time)
 		g := byPart[part]
 		if g == nil {
 			g = &group{
-				key:   joinKey(h.opts.Prefix, part+"/"+c.Position.SequenceNumber+Ext),
+				key:   joinKey(h.opts.Prefix, part+"/"+c.Position.SequenceNumber+ext),
 				first: i,
 			}
 			byPart[part] = g
 			p.groups = append(p.groups, g)
 		}
-		g.lines = AppendLine(g.lines, c.Old, MetaOf(c))
+		g.lines = AppendLine(g.lines, c.Old, metaOf(c))
 		g.items++
 	}
 	return p

@@ -49,7 +49,7 @@ func (f Filter) entitySegments() []string {
 		return []string{UnknownEntity}
 	}
 	segs := []string{EntitySegment(f.Entity)}
-	if legacy, ok := LegacyEntitySegment(f.Entity); ok {
+	if legacy, ok := legacyEntitySegment(f.Entity); ok {
 		segs = append(segs, legacy)
 	}
 	return segs
@@ -80,7 +80,7 @@ func Open(src Source, prefix string) *Archive {
 type ObjectInfo struct {
 	// Key is the object's full key; Rel is the key below the archive prefix.
 	Key, Rel string
-	KeyInfo
+	keyInfo
 	Size int64
 	// only, when set, is the one entity type of the object's lines to read:
 	// the object's partition is named by a hash, which may stand for other
@@ -142,7 +142,7 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 	for _, prefix := range a.listPrefixes(f) {
 		err = a.src.List(ctx, prefix, func(o objstore.Object) error {
 			rel := strings.TrimPrefix(o.Key, base)
-			loc, ok := ParseKey(rel)
+			loc, ok := parseKey(rel)
 			if !ok {
 				other = append(other, o.Key)
 				return nil
@@ -150,7 +150,7 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 			if f.Entity != "" && !segs[loc.EntitySegment] || f.Date != "" && loc.Date != f.Date {
 				return nil
 			}
-			info := ObjectInfo{Key: o.Key, Rel: rel, KeyInfo: loc, Size: o.Size}
+			info := ObjectInfo{Key: o.Key, Rel: rel, keyInfo: loc, Size: o.Size}
 			if only != nil && hashedSegment(loc.EntitySegment) {
 				info.only = only
 			}
@@ -185,7 +185,7 @@ func (a *Archive) ReadObject(ctx context.Context, o ObjectInfo, fn func(n int, l
 		if t == o.only.entity {
 			return fn(n, line)
 		}
-		legacy, _ := LegacyEntitySegment(t)
+		legacy, _ := legacyEntitySegment(t)
 		if t == "" || (EntitySegment(t) != o.EntitySegment && legacy != o.EntitySegment) {
 			return fmt.Errorf("archive: %s line %d: the item's %s is %s, which the partition %q does not stand for: is %s the attribute the archiver read the type from (TYPE_ATTRIBUTE)?",
 				o.Key, n, o.only.attribute, quote.Value(t), "entity="+o.EntitySegment, o.only.attribute)
@@ -224,11 +224,11 @@ func lineType(line []byte, attribute string) (string, error) {
 	return *v.S, nil
 }
 
-// MaxLineBytes is the longest archive line ReadLines reads: an item's
+// maxLineBytes is the longest archive line ReadLines reads: an item's
 // image in DynamoDB JSON (pipeline.MaxImageJSONBytes) and its metadata
 // (event ID, time, table, stream ARN, sequence number: under a kilobyte,
 // escaped at most 6 times).
-const MaxLineBytes = pipeline.MaxImageJSONBytes + 8<<10
+const maxLineBytes = pipeline.MaxImageJSONBytes + 8<<10
 
 // ReadLines calls fn for each line of the object at key, decompressed and
 // without its newline, numbered from 1. The slice is valid only during the
@@ -251,8 +251,8 @@ func (a *Archive) ReadLines(ctx context.Context, key string, fn func(n int, line
 			// an archive line can be (and no further into a gzip bomb).
 			full := append([]byte(nil), line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
-				if len(full) > MaxLineBytes {
-					return fmt.Errorf("archive: %s: line %d: longer than %d bytes, which no archived item makes", key, n, MaxLineBytes)
+				if len(full) > maxLineBytes {
+					return fmt.Errorf("archive: %s: line %d: longer than %d bytes, which no archived item makes", key, n, maxLineBytes)
 				}
 				line, err = br.ReadSlice('\n')
 				full = append(full, line...)

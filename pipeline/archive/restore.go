@@ -60,9 +60,6 @@ func seqLess(a, b string) bool {
 	return a < b
 }
 
-// DefaultKeyAttributes are the key attributes assumed when none are given.
-var DefaultKeyAttributes = []string{"PK", "SK"}
-
 // Select picks the items to restore from the objects f selects. keyAttrs
 // names the table's key attributes (default PK, SK); an item without them
 // is an error naming its object and line. Lines are decoded by the export
@@ -70,7 +67,7 @@ var DefaultKeyAttributes = []string{"PK", "SK"}
 // uses, which ignores the "Archive" member beside "Item".
 func (a *Archive) Select(ctx context.Context, f Filter, keyAttrs []string) (*Selection, error) {
 	if len(keyAttrs) == 0 {
-		keyAttrs = DefaultKeyAttributes
+		keyAttrs = pipeline.DefaultKeyAttributes()
 	}
 	objs, other, err := a.Objects(ctx, f)
 	if err != nil {

@@ -366,7 +366,7 @@ func checkArchive(ctx context.Context, src Source, prefix string, w *workload) e
 			}
 			prev = seq
 			removed, _ := time.Parse(time.RFC3339, l.Archive.RemovedAt)
-			if seg, date := EntitySegment(c.NewType), DateOf(c.New, DefaultTTLAttribute, removed); seg != o.EntitySegment || date != o.Date {
+			if seg, date := EntitySegment(c.NewType), dateOf(c.New, pipeline.DefaultTTLAttribute, removed); seg != o.EntitySegment || date != o.Date {
 				add("%s line %d: item of entity=%s/date=%s", o.Key, n, seg, date)
 			}
 			return nil

@@ -158,9 +158,9 @@ func (e *lineErr) Unwrap() error { return e.err }
 // ScanLines calls fn with each line of r (without its newline; the slice
 // is valid only during the call) and its number, from 1. A read error (a
 // gzip checksum, a truncated stream), an empty line or one longer than
-// MaxLineBytes is a FileError naming name and the line.
+// pipeline.MaxExportLineBytes is a FileError naming name and the line.
 func ScanLines(ctx context.Context, r io.Reader, name string, fn func(line []byte, n int) error) error {
-	err := scanLines(ctx, r, MaxLineBytes, fn)
+	err := scanLines(ctx, r, pipeline.MaxExportLineBytes, fn)
 	var le *lineErr
 	if errors.As(err, &le) {
 		return &FileError{File: name, Line: le.line, Err: le.err}

@@ -287,10 +287,6 @@ func (e *Export) Time() time.Time {
 	return t
 }
 
-// MaxLineBytes is the longest data line read: the longest line an export
-// of DynamoDB's 400 KB items can hold (pipeline.MaxExportLineBytes).
-const MaxLineBytes = pipeline.MaxExportLineBytes
-
 // FileStats describes one data file as read.
 type FileStats struct {
 	Lines             int64  // item lines
@@ -313,7 +309,7 @@ func (e *Export) ReadLines(ctx context.Context, f DataFile, skipMD5 bool, fn fun
 		return FileStats{}, err
 	}
 	defer func() { err = errors.Join(err, r.Close()) }()
-	st, err := readGzipLines(ctx, r, name, MaxLineBytes, !skipMD5, fn)
+	st, err := readGzipLines(ctx, r, name, pipeline.MaxExportLineBytes, !skipMD5, fn)
 	if err != nil {
 		return st, err
 	}

@@ -20,7 +20,7 @@ import (
 // reference, Filter.Pattern; Lambda quotas: filters per mapping).
 const (
 	MaxFilters       = 5
-	MaxPatternLength = 4096
+	maxPatternLength = 4096
 )
 
 // Source is what an event source mapping reads.
@@ -54,8 +54,8 @@ func pattern(v map[string]any) (Pattern, error) {
 		return Pattern{}, err
 	}
 	p := strings.TrimSuffix(b.String(), "\n")
-	if len(p) > MaxPatternLength {
-		return Pattern{}, fmt.Errorf("filter pattern is %d characters, more than the %d Lambda accepts: %.80s…", len(p), MaxPatternLength, p)
+	if len(p) > maxPatternLength {
+		return Pattern{}, fmt.Errorf("filter pattern is %d characters, more than the %d Lambda accepts: %.80s…", len(p), maxPatternLength, p)
 	}
 	return Pattern{Pattern: p}, nil
 }

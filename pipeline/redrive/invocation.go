@@ -102,7 +102,7 @@ type wire struct {
 // names key. A record without a payload is returned with ErrNoPayload, so
 // that the caller can say where in the stream its batch was.
 func Parse(key string, data []byte) (*Invocation, error) {
-	data, err := limitio.ReadAll(data, MaxRecordBytes)
+	data, err := limitio.ReadAll(data, maxRecordBytes)
 	if err != nil {
 		return nil, fmt.Errorf("redrive: %s: %w: not an invocation record, which holds one Lambda event of at most 6 MB, quoted", key, err)
 	}
@@ -147,11 +147,11 @@ func Parse(key string, data []byte) (*Invocation, error) {
 	return inv, nil
 }
 
-// MaxRecordBytes bounds an invocation record: it quotes one Lambda event,
+// maxRecordBytes bounds an invocation record: it quotes one Lambda event,
 // at most 6 MB, as a JSON string, which at most triples it (a character of
 // two UTF-8 bytes escaped as \u00e9, six), beside a few hundred bytes of
 // metadata.
-const MaxRecordBytes = 3*pipeline.MaxLambdaPayloadBytes + 64<<10
+const maxRecordBytes = 3*pipeline.MaxLambdaPayloadBytes + 64<<10
 
 // Decode decodes the payload's records into changes, as the projector's
 // processor does.

@@ -142,7 +142,7 @@ func read(ctx context.Context, objs Objects, key string) (_ []byte, err error) {
 		return nil, fmt.Errorf("redrive: %w", err)
 	}
 	defer func() { err = errors.Join(err, r.Close()) }()
-	b, err := io.ReadAll(io.LimitReader(r, MaxRecordBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r, maxRecordBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("redrive: reading %s: %w", key, err)
 	}

@@ -392,7 +392,7 @@ func (r *Reader) list(ctx context.Context, first bool) (bool, error) {
 			keep[id] = true
 		}
 		for _, sh := range shards {
-			for _, a := range Ancestors(shards, sh.ID) {
+			for _, a := range ancestors(shards, sh.ID) {
 				if r.cfg.At[a] != "" {
 					keep[sh.ID] = true
 				}
@@ -699,7 +699,7 @@ func (r *Reader) fetch(ctx context.Context, sh Shard, pos Position, out chan<- f
 			r.mu.Unlock()
 		}
 		ended := page.Next == "" ||
-			sh.Closed() && (lastRead != "" && CompareSeq(lastRead, sh.EndingSeq) >= 0 ||
+			sh.Closed() && (lastRead != "" && pipeline.CompareSequenceNumbers(lastRead, sh.EndingSeq) >= 0 ||
 				len(page.Records) == 0 && page.BehindKnown && page.Behind == 0)
 		f.done = f.done || ended
 		if !f.done {

@@ -512,17 +512,6 @@ func TestParseStart(t *testing.T) {
 	}
 }
 
-func TestCompareSeq(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"9", "10", -1}, {"010", "9", 1}, {"123", "123", 0}, {"49590338271490256608559692538361571095921575989136588898", "49590338271490256608559692538361571095921575989136588899", -1}} {
-		if got := shardread.CompareSeq(tt.a, tt.b); got != tt.want {
-			t.Errorf("CompareSeq(%s, %s) = %d", tt.a, tt.b, got)
-		}
-	}
-}
-
 // coarseLag reports every read as 0 ms behind the tip, as a server does
 // when the records after a page arrived within the same millisecond (moto
 // truncates to milliseconds).

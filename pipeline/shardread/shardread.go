@@ -178,6 +178,3 @@ type Position struct {
 	// one), and neither are its children. Skipped shards are Done.
 	Skipped bool `json:"skip,omitempty"`
 }
-
-// CompareSeq compares two decimal sequence numbers of any length: -1, 0 or +1.
-func CompareSeq(a, b string) int { return pipeline.CompareSequenceNumbers(a, b) }

@@ -79,8 +79,8 @@ func (s StartSpec) String() string {
 	return s.Start.Type.String()
 }
 
-// Ancestors returns every shard that id descends from, among shards.
-func Ancestors(shards []Shard, id string) []string {
+// ancestors returns every shard that id descends from, among shards.
+func ancestors(shards []Shard, id string) []string {
 	byID := make(map[string]Shard, len(shards))
 	for _, s := range shards {
 		byID[s.ID] = s

@@ -85,10 +85,10 @@ func s3Prefix(ctx context.Context, out *Output, m *repartition.EntityManifest) (
 	return s3s.Bucket(), s3s.Key(m.ImportPrefix), nil
 }
 
-// ClientToken derives an idempotency token from an entity's content and
+// clientToken derives an idempotency token from an entity's content and
 // the request's target, so that rerunning the same command never starts a
 // second operation (within DynamoDB's 8-hour idempotency window).
-func ClientToken(kind, table string, m *repartition.EntityManifest, extra ...string) string {
+func clientToken(kind, table string, m *repartition.EntityManifest, extra ...string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n", kind, table, m.Segment, m.PartsSHA256, strings.Join(extra, "\n"))
 	return hex.EncodeToString(h.Sum(nil))[:32]
@@ -121,7 +121,7 @@ func StartImport(ctx context.Context, client ImportAPI, out *Output, opts Import
 		schema = append(schema, types.KeySchemaElement{AttributeName: aws.String(k.RangeKey), KeyType: types.KeyTypeRange})
 	}
 	in := &dynamodb.ImportTableInput{
-		ClientToken:          aws.String(ClientToken("ImportTable", opts.Table, m, k.HashKey, string(k.HashType), k.RangeKey, string(k.RangeType))),
+		ClientToken:          aws.String(clientToken("ImportTable", opts.Table, m, k.HashKey, string(k.HashType), k.RangeKey, string(k.RangeType))),
 		InputFormat:          types.InputFormatDynamodbJson,
 		InputCompressionType: m.Compression.InputCompressionType(),
 		S3BucketSource:       &types.S3BucketSource{S3Bucket: aws.String(bucket), S3KeyPrefix: aws.String(prefix)},
@@ -216,7 +216,7 @@ func StartBulkPut(ctx context.Context, client ImportAPI, out *Output, opts BulkP
 	}
 	in := &dynamodb.StartBulkPutItemsInput{
 		TableName:   aws.String(opts.Table),
-		ClientToken: aws.String(ClientToken("StartBulkPutItems", opts.Table, m, fmt.Sprint(opts.MaxWriteUnits))),
+		ClientToken: aws.String(clientToken("StartBulkPutItems", opts.Table, m, fmt.Sprint(opts.MaxWriteUnits))),
 		InputS3Configuration: &types.InputS3Configuration{
 			S3Bucket:             aws.String(bucket),
 			S3KeyPrefix:          aws.String(prefix),

@@ -59,12 +59,12 @@ type LoadStats struct {
 	batchwrite.Stats
 }
 
-// CheckpointDir is where, below the output, a load keeps its checkpoint
+// checkpointDir is where, below the output, a load keeps its checkpoint
 // and its claim: one of each per target table (checkpoint.Objects, job
 // checkpoint.JobIDFor("reimport", table); the claim <job>.run.json). The
 // claim makes a second load of the output into the same table wait its
 // turn: it is refused while the first runs.
-const CheckpointDir = "_reimport/"
+const checkpointDir = "_reimport/"
 
 // Load writes the items of a repartition's output into an existing table
 // with the batch writer (infra/batchwrite): BatchWriteItem, 25 items a
@@ -108,9 +108,9 @@ func Load(ctx context.Context, client LoaderAPI, out *Output, opts LoadOptions) 
 		l.stats.Items += p.Items
 	}
 	wo := opts.Write
-	wo.Checkpoints = checkpoint.NewObjects(out.store, CheckpointDir)
+	wo.Checkpoints = checkpoint.NewObjects(out.store, checkpointDir)
 	wo.Job = checkpoint.JobIDFor("reimport", opts.Table)
-	claimKey := CheckpointDir + wo.Job + ".run.json"
+	claimKey := checkpointDir + wo.Job + ".run.json"
 	claim, err := objstore.Acquire(ctx, out.store, claimKey,
 		objstore.NewOwner(fmt.Sprintf("reimport of %s into table %s", out.store, opts.Table)), opts.Takeover)
 	if err != nil {

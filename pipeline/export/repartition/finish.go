@@ -33,12 +33,12 @@ func (r *Repartitioner) Finish(ctx context.Context) (*RunSummary, error) {
 		if err != nil {
 			return nil, err
 		}
-		recs[OverlaySource] = rec
+		recs[overlaySource] = rec
 	}
 	// Reconcile with the source manifest.
 	var lines int64
 	for id, rec := range recs {
-		if id != OverlaySource {
+		if id != overlaySource {
 			lines += rec.Lines
 		}
 	}
@@ -236,8 +236,8 @@ func (r *Repartitioner) finishOverlay(ctx context.Context, recs map[string]*Sour
 			seen[k] = true
 		}
 	}
-	w := r.newSourceWriter(ctx, OverlaySource)
-	rec := &SourceRecord{Version: FormatVersion, Fingerprint: r.fingerprint, SourceID: OverlaySource, Source: "incremental exports"}
+	w := r.newSourceWriter(ctx, overlaySource)
+	rec := &SourceRecord{Version: FormatVersion, Fingerprint: r.fingerprint, SourceID: overlaySource, Source: "incremental exports"}
 	var buf []byte
 	for _, ent := range r.overlay.Entries() {
 		if seen[ent.Key] || ent.Item == nil {

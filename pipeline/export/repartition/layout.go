@@ -10,9 +10,9 @@ const (
 	SummaryKey   = "_summary.json"
 	recordsDir   = "_parts/"
 	manifestName = "_manifest.json"
-	// OverlaySource is the source ID of the items that incremental exports
+	// overlaySource is the source ID of the items that incremental exports
 	// add and the full export does not have.
-	OverlaySource = "_incremental"
+	overlaySource = "_incremental"
 	// FormatVersion is the version of the layout, in every record,
 	// manifest and summary.
 	FormatVersion = "tributary-repartition/1"

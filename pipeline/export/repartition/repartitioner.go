@@ -131,7 +131,7 @@ func NewRepartitioner(src *export.Export, overlay *export.Overlay, out objstore.
 		fmt.Fprintf(h, "keys %q\n", keys)
 	}
 	r.fingerprint = hex.EncodeToString(h.Sum(nil))[:32]
-	seen := map[string]bool{OverlaySource: true}
+	seen := map[string]bool{overlaySource: true}
 	files := append([]export.DataFile(nil), src.Files...)
 	sort.Slice(files, func(i, j int) bool { return files[i].DataFileS3Key < files[j].DataFileS3Key })
 	for i, f := range files {

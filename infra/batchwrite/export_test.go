@@ -1,0 +1,4 @@
+package batchwrite
+
+// Names the external tests read.
+const MaxBatch = maxBatch

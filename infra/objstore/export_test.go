@@ -1,0 +1,4 @@
+package objstore
+
+// Names the external tests read.
+const HashedLen = hashedLen

@@ -1,0 +1,125 @@
+package apicheck
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+)
+
+const module = "github.com/tributary/tributary/"
+
+// The layers of the module's importable packages, bottom up (docs/api.md).
+const (
+	// layerCore: the change model and its decoders (pipeline), the
+	// projection author's API (projections, decimal, spec), the store
+	// contract and its conformance suite (driver, drivertest), and the
+	// shard reader's contract (shardread).
+	layerCore = iota
+	// layerAdapter: the AWS services and the embedded store behind the
+	// core's interfaces (infra/...).
+	layerAdapter
+	// layerCapability: what is built from both: archive, export,
+	// reimport, repartition, replay, redrive, filters, backfill, verify.
+	layerCapability
+	// layerTop: the Lambda functions and the command line.
+	layerTop
+)
+
+var core = []string{
+	"pipeline", "pipeline/shardread", "pipeline/shardread/shardreadtest",
+	"projections", "projections/decimal", "projections/spec",
+	"projections/driver", "projections/driver/drivertest",
+}
+
+// layerOf returns the layer of a package of the module (its path without
+// the module's), and false for internal packages, which belong to the
+// layer of whoever imports them.
+func layerOf(rel string) (int, bool) {
+	switch {
+	case isInternal("/" + rel + "/"):
+		return 0, false
+	case slices.Contains(core, rel):
+		return layerCore, true
+	case strings.HasPrefix(rel, "infra/"):
+		return layerAdapter, true
+	case strings.HasPrefix(rel, "pipeline/"), strings.HasPrefix(rel, "projections/"):
+		return layerCapability, true
+	}
+	return layerTop, true
+}
+
+// TestLayers: no package reaches, through any chain of imports (internal
+// packages included), a package of a layer above its own: the core
+// imports no adapter and no capability, an adapter no capability, a
+// capability no function or command.
+func TestLayers(t *testing.T) {
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Dir: "../.."}, "./...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := map[int]int{}
+	for _, p := range pkgs {
+		rel, ok := strings.CutPrefix(p.PkgPath, module)
+		if !ok {
+			continue
+		}
+		own, ok := layerOf(rel)
+		if !ok || p.Name == "main" {
+			continue
+		}
+		checked[own]++
+		var above []string
+		seen := map[string]bool{}
+		var walk func(q *packages.Package, via string)
+		walk = func(q *packages.Package, via string) {
+			for path, imp := range q.Imports {
+				r, ok := strings.CutPrefix(path, module)
+				if !ok || seen[path] {
+					continue
+				}
+				seen[path] = true
+				chain := via + " → " + r
+				if l, ok := layerOf(r); ok && l > own {
+					above = append(above, chain)
+				}
+				walk(imp, chain)
+			}
+		}
+		walk(p, rel)
+		sort.Strings(above)
+		for _, a := range above {
+			t.Errorf("%s imports a package of a layer above its own: %s", rel, a)
+		}
+	}
+	if checked[layerCore] != len(core) || checked[layerAdapter] == 0 || checked[layerCapability] == 0 {
+		t.Fatalf("packages checked by layer: %v, want all %d of the core and some of each other layer", checked, len(core))
+	}
+}
+
+// TestLayerOf pins the layer of a package of each kind.
+func TestLayerOf(t *testing.T) {
+	for rel, want := range map[string]int{
+		"pipeline":                    layerCore,
+		"projections/spec":            layerCore,
+		"projections/driver":          layerCore,
+		"infra/dynamostore":           layerAdapter,
+		"infra/objstore/objstoretest": layerAdapter,
+		"pipeline/archive":            layerCapability,
+		"pipeline/export/reimport":    layerCapability,
+		"projections/backfill":        layerCapability,
+		"functions/projector":         layerTop,
+		"scripts/cli":                 layerTop,
+	} {
+		if got, ok := layerOf(rel); !ok || got != want {
+			t.Errorf("layerOf(%s) = %d, %v; want %d", rel, got, ok, want)
+		}
+	}
+	for _, rel := range []string{"internal/quote", "functions/internal/entry", "infra/internal/streamerr"} {
+		if _, ok := layerOf(rel); ok {
+			t.Errorf("layerOf(%s): an internal package has a layer", rel)
+		}
+	}
+}

@@ -1,0 +1,4 @@
+package reimport
+
+// Names the external tests read.
+const CheckpointDir = checkpointDir
