@@ -68,9 +68,10 @@ type Engine struct {
 	stats counters
 }
 
-// New returns an engine writing to store for the given projections. It panics
-// on a nil projection or two with the same name: those are wiring mistakes.
-func New(store driver.Store, cfg Config, ps ...Projection) *Engine {
+// newEngine returns an engine writing to store for the given projections,
+// for Open, which has checked them. It panics on a nil projection or two
+// with the same name: those are wiring mistakes.
+func newEngine(store driver.Store, cfg Config, ps ...Projection) *Engine {
 	if cfg.TombstoneTTL <= 0 {
 		cfg.TombstoneTTL = 400 * 24 * time.Hour
 	}

@@ -264,7 +264,7 @@ func Open(ctx context.Context, t driver.Table, set *Set, cfg Config) (*Engine, e
 		return nil, err
 	}
 	cfg.Ignore = append(slices.Clone(cfg.Ignore), set.ignored...)
-	return New(t, cfg, set.ps...), nil
+	return newEngine(t, cfg, set.ps...), nil
 }
 
 var errFound = errors.New("found")

@@ -26,13 +26,6 @@ import (
 	"github.com/tributary/tributary/projections/verify"
 )
 
-// faultyTable is a table whose writes and ledger reads fail now and then
-// (sim.FaultyStore) and whose scans read the store beneath.
-type faultyTable struct {
-	*sim.FaultyStore
-	driver.Reader
-}
-
 // The road, in the fault-injection simulation: a table whose projector runs
 // two of the seed projections (the live set) gains the other three (the
 // new set, a shadow of all five). The shadow is attached to the projector;
@@ -74,8 +67,8 @@ func shadowRoad(t *testing.T, kinesis bool) {
 	}
 
 	liveStore, shadowStore := boltstoretest.Open(t), boltstoretest.Open(t)
-	faultyLive := faultyTable{&sim.FaultyStore{Store: liveStore, Seed: 3, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}, liveStore}
-	faultyShadow := faultyTable{&sim.FaultyStore{Store: shadowStore, Seed: 4, CommitFailBefore: 0.03, CommitFailAfter: 0.03, ReadFail: 0.02}, shadowStore}
+	faultyLive := (&sim.FaultyStore{Store: liveStore, Seed: 3, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}).Table(liveStore)
+	faultyShadow := (&sim.FaultyStore{Store: shadowStore, Seed: 4, CommitFailBefore: 0.03, CommitFailAfter: 0.03, ReadFail: 0.02}).Table(shadowStore)
 	kept := objstore.NewDir(t.TempDir()).WithoutSync()
 	env := &projections.Environment{Projections: newSet}
 	cfg := projector.Config{Table: "live", Projections: oldSet.Names(), Ignore: []string{"User", "Workspace", "Cart"}}
@@ -130,9 +123,12 @@ func shadowRoad(t *testing.T, kinesis bool) {
 			t.Fatalf("%s: %d differences, e.g.:\n%s", stage, len(d), strings.Join(d[:min(len(d), 10)], "\n"))
 		}
 	}
-	redriveKept := func(st driver.Store, set *projections.Set) {
+	redriveKept := func(st sim.FaultyTable, set *projections.Set) {
 		t.Helper()
-		e := projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, set.Projections()...)
+		e, err := st.Open(ctx, set, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		// A store fault may fail a redrive too: run it until every kept
 		// batch is applied, as an operator would run the command again.
 		for attempt := 1; ; attempt++ {
@@ -179,7 +175,10 @@ func shadowRoad(t *testing.T, kinesis bool) {
 	}
 	done := make(chan sim.Stats)
 	go func() { done <- deliver(withShadow, h.Records[exportAt:gateAt], 3) }()
-	be := projections.New(faultyShadow, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, newSet.Projections()...)
+	be, err := faultyShadow.Open(ctx, newSet, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for attempt := 1; ; attempt++ {
 		job, err := backfill.Open(full, nil, be, faultyShadow, newSet, backfill.Options{BatchSize: 100})
 		if err != nil {
@@ -272,7 +271,7 @@ func TestShadowNeverFailsLive(t *testing.T) {
 		}},
 		{"every write fails", func(t *testing.T) driver.Table {
 			st := boltstoretest.Open(t)
-			return faultyTable{&sim.FaultyStore{Store: st, Seed: 1, CommitFailBefore: 1}, st}
+			return (&sim.FaultyStore{Store: st, Seed: 1, CommitFailBefore: 1}).Table(st)
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -89,6 +90,29 @@ var (
 	_ driver.Store              = (*FaultyStore)(nil)
 	_ driver.WriteUnitEstimator = (*FaultyStore)(nil)
 )
+
+// FaultyTable is a FaultyStore over a table, what projections.Open takes:
+// ledger reads and commits go through the faults, scans and row queries
+// straight to the table (Reader).
+type FaultyTable struct {
+	*FaultyStore
+	driver.Reader
+}
+
+// Table returns f over t, which must be the table f wraps.
+func (f *FaultyStore) Table(t driver.Reader) FaultyTable { return FaultyTable{f, t} }
+
+// Open opens an engine of set over f (projections.Open), again while its
+// read of the table's marker meets an injected fault: as a function's init
+// would be retried.
+func (f FaultyTable) Open(ctx context.Context, set *projections.Set, cfg projections.Config) (*projections.Engine, error) {
+	for {
+		e, err := projections.Open(ctx, f, set, cfg)
+		if !errors.Is(err, ErrInjected) {
+			return e, err
+		}
+	}
+}
 
 // StoreFaults counts calls and injected faults.
 type StoreFaults struct {

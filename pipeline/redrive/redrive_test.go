@@ -28,8 +28,14 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func engine(st driver.Store) *projections.Engine {
-	return projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+// engine opens an engine of the seed projections over st; a failure is
+// a mistake in the test's wiring.
+func engine(st driver.Table) *projections.Engine {
+	e, err := projections.Open(context.Background(), st, seed.Set(), projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+	if err != nil {
+		panic(err)
+	}
+	return e
 }
 
 func view(t *testing.T, r driver.Reader) *projections.View {

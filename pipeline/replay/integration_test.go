@@ -116,7 +116,7 @@ func TestIntegrationReplayKinesis(t *testing.T) {
 			} else {
 				st, cps = boltstoretest.Open(t), checkpoint.NewDir(t.TempDir())
 			}
-			cs := &counting{Store: st}
+			cs := &counting{Table: st}
 			e := newEngine(cs)
 			src := kinesisread.New(kc, stream, pipeline.Options{})
 			cfg := replay.Config{Source: src, Handler: serial(e), Checkpoints: cps, Job: checkpoint.JobID(stream, "TRIM_HORIZON"),
@@ -187,7 +187,7 @@ func TestIntegrationReplayStreams(t *testing.T) {
 	}
 	src := streamsread.New(awstest.Streams(t), arn, pipeline.Options{})
 	st := boltstoretest.Open(t)
-	cs := &counting{Store: st}
+	cs := &counting{Table: st}
 	e := newEngine(cs)
 	ctxA, cancel := context.WithCancel(ctx)
 	var handled atomic.Int64

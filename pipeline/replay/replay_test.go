@@ -28,11 +28,17 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 var ignored = []string{"User", "Workspace", "Cart"}
 
-func newEngine(st driver.Store, ps ...projections.Projection) *projections.Engine {
+// newEngine opens an engine of ps (default the seed projections) over st;
+// a failure is a mistake in the test's wiring.
+func newEngine(st driver.Table, ps ...projections.Projection) *projections.Engine {
 	if ps == nil {
 		ps = seed.All()
 	}
-	return projections.New(st, projections.Config{Logger: quiet(), Ignore: ignored}, ps...)
+	e, err := projections.Open(context.Background(), st, projections.MustSet(ps...), projections.Config{Logger: quiet(), Ignore: ignored})
+	if err != nil {
+		panic(err)
+	}
+	return e
 }
 
 func history(t testing.TB, seedN uint64, n int) *sim.History {
@@ -91,12 +97,12 @@ func run(t *testing.T, cfg replay.Config) replay.Summary {
 
 // counting counts the aggregate and row writes that reach a store.
 type counting struct {
-	driver.Store
+	driver.Table
 	writes atomic.Int64
 }
 
 func (c *counting) Commit(ctx context.Context, tx *driver.Tx) error {
-	err := c.Store.Commit(ctx, tx)
+	err := c.Table.Commit(ctx, tx)
 	if err == nil {
 		c.writes.Add(int64(len(tx.Adds) + len(tx.Puts) + len(tx.Deletes)))
 	}
@@ -129,7 +135,7 @@ func TestReplayIsExactAndIdempotent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := kinesisMem(tc.recs, 3)
 			st := boltstoretest.Open(t)
-			cs := &counting{Store: st}
+			cs := &counting{Table: st}
 			e := newEngine(cs)
 			cfg := replay.Config{Source: m, Handler: e, Reader: shardread.Config{BatchSize: 250}}
 			sum := run(t, cfg)
@@ -222,7 +228,7 @@ func TestInterruptedReplayResumes(t *testing.T) {
 
 // outage fails every commit while down is set.
 type outage struct {
-	driver.Store
+	driver.Table
 	down    atomic.Bool
 	commits atomic.Int64
 	after   int64 // goes down at this commit
@@ -237,7 +243,7 @@ func (o *outage) Commit(ctx context.Context, tx *driver.Tx) error {
 	if o.down.Load() {
 		return errOutage
 	}
-	return o.Store.Commit(ctx, tx)
+	return o.Table.Commit(ctx, tx)
 }
 
 // TestStoreFailuresStopAndResume: commits that fail now and then (before
@@ -249,9 +255,12 @@ func TestStoreFailuresStopAndResume(t *testing.T) {
 	want, _ := projections.Recompute(h.Table.Items(), "", seed.All()...)
 	m := kinesisMem(sim.ToKinesis(h.Records, 0.05, 8, sim.NewKinesisRand(9)), 2)
 	st := boltstoretest.Open(t)
-	out := &outage{Store: st, after: 60}
+	out := &outage{Table: st, after: 60}
 	faulty := &sim.FaultyStore{Store: out, Seed: 4, CommitFailBefore: 0.02, CommitFailAfter: 0.02}
-	e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: ignored, MaxAttempts: 2}, seed.All()...)
+	e, err := projections.Open(context.Background(), faulty.Table(st), seed.Set(), projections.Config{Logger: quiet(), Ignore: ignored, MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := replay.Config{Source: m, Handler: e, Checkpoints: checkpoint.NewDir(t.TempDir()), Job: "replay-faulty", Logger: quiet(),
 		Reader: shardread.Config{BatchSize: 50, Logger: quiet()}}
 	// A change whose commit fails on its own stops a replay, as it should;
@@ -373,7 +382,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 // limited refuses transactions over DynamoDB's 100 actions, as
 // TransactWriteItems does.
 type limited struct {
-	driver.Store
+	driver.Table
 	refused atomic.Int64
 }
 
@@ -382,7 +391,7 @@ func (l *limited) Commit(ctx context.Context, tx *driver.Tx) error {
 		l.refused.Add(1)
 		return errors.New("transaction over 100 actions refused")
 	}
-	return l.Store.Commit(ctx, tx)
+	return l.Table.Commit(ctx, tx)
 }
 
 // TestFailedBatchesAreBisected: a batch the store refuses is applied in
@@ -395,7 +404,7 @@ func TestFailedBatchesAreBisected(t *testing.T) {
 	want, _ := projections.Recompute(h.Table.Items(), "", seed.All()...)
 	m := kinesisMem(sim.ToKinesis(h.Records, 0.02, 8, sim.NewKinesisRand(31)), 4)
 	st := boltstoretest.Open(t)
-	ls := &limited{Store: st}
+	ls := &limited{Table: st}
 	sum := run(t, replay.Config{Source: m, Handler: newEngine(ls), Reader: shardread.Config{BatchSize: 1000}})
 	checkExact(t, "bisected replay", st, want)
 	if ls.refused.Load() > 0 && sum.Bisections == 0 {

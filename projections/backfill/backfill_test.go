@@ -237,8 +237,11 @@ func TestBackfillThenStream(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
 			st := boltstoretest.Open(t)
-			faulty := &sim.FaultyStore{Store: st, Seed: 5, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}
-			e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+			faulty := (&sim.FaultyStore{Store: st, Seed: 5, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}).Table(st)
+			e, err := faulty.Open(ctx, seed.Set(), projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			backfillUntilDone(ctx, t, hs, e, faulty, backfill.Options{Decode: d.decode(), BatchSize: 250})
 			first := d.stream(ctx, t, hs, e)
 			check(t, "backfill, then the tail", st, hs.want)
@@ -270,8 +273,11 @@ func TestBackfillBesideStream(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
 			st := boltstoretest.Open(t)
-			faulty := &sim.FaultyStore{Store: st, Seed: 9, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}
-			e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+			faulty := (&sim.FaultyStore{Store: st, Seed: 9, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}).Table(st)
+			e, err := faulty.Open(ctx, seed.Set(), projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			var (
 				wg    sync.WaitGroup
 				stats sim.Stats

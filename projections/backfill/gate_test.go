@@ -29,7 +29,10 @@ func TestGateWhileWritesGoOn(t *testing.T) {
 	ctx := context.Background()
 	hs := newHistory(t, 3000)
 	st := boltstoretest.Open(t)
-	e := projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+	e, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	backfillUntilDone(ctx, t, hs, e, st, backfill.Options{BatchSize: 200})
 	// The stream from before the export to 300 changes after it.
 	part := hs.h.Records[hs.k-overlap : hs.k+300]

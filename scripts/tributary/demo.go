@@ -117,7 +117,7 @@ func runDemo(ctx context.Context, e *cli.Env, args []string) (err error) {
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	faulty := &sim.FaultyStore{Store: st, Seed: *seedFlag + 1, CommitFailBefore: *faultRate, CommitFailAfter: *faultRate, ReadFail: *faultRate / 2}
-	engine, err := projections.Open(ctx, faultyTable{faulty, st}, set, projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	engine, err := projections.Open(ctx, faulty.Table(st), set, projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		return fmt.Errorf("store %s: %w", *dir, err)
 	}
@@ -381,11 +381,4 @@ func versionOf(item pipeline.Item) string {
 		return n.Value
 	}
 	return "?"
-}
-
-// faultyTable is the demo's aggregate table: ledger reads and commits go
-// through the fault injector, scans straight to the store.
-type faultyTable struct {
-	*sim.FaultyStore
-	driver.Reader
 }
