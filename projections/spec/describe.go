@@ -1,5 +1,10 @@
 package spec
 
+import (
+	"maps"
+	"slices"
+)
+
 // CounterInfo describes one counter of a spec projection.
 type CounterInfo struct {
 	// Key is the key template in its canonical form, e.g.
@@ -17,6 +22,12 @@ type RowInfo struct {
 	Partition, Sort string
 	// Attributes are the names of the row's attributes, sorted.
 	Attributes []string
+	// KeyHolds are the item attributes whose whole values the row's keys
+	// hold, KeyParts those they hold only a segment of, each sorted. Unless
+	// KeyHolds include every key attribute of the table, two items may
+	// give one row: the engine refuses the second, as a permanent failure
+	// naming both (docs/projections-spec.md, "Rows").
+	KeyHolds, KeyParts []string
 }
 
 // Counters describes the projection's counters, in the spec's order.
@@ -39,6 +50,16 @@ func (p *Projection) Rows() []RowInfo {
 		info := RowInfo{Partition: r.partition.canonical(p.vars), Sort: r.sort.canonical(p.vars)}
 		for _, a := range r.attrs {
 			info.Attributes = append(info.Attributes, a.name)
+		}
+		holds := map[string]bool{}
+		r.partition.holds(p.vars, holds)
+		r.sort.holds(p.vars, holds)
+		for _, attr := range slices.Sorted(maps.Keys(holds)) {
+			if holds[attr] {
+				info.KeyHolds = append(info.KeyHolds, attr)
+			} else {
+				info.KeyParts = append(info.KeyParts, attr)
+			}
 		}
 		out[i] = info
 	}

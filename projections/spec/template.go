@@ -168,6 +168,18 @@ func plainUint(s string) (int, bool) {
 	return n, err == nil
 }
 
+// holds records in into the item attributes t substitutes: true for one
+// whose whole value it holds (in a form no other value gives), false for
+// one it holds only a segment of.
+func (t template) holds(vars []variable, into map[string]bool) {
+	for _, p := range t.parts {
+		if p.v >= 0 {
+			attr := vars[p.v].attr
+			into[attr] = into[attr] || p.seg < 0
+		}
+	}
+}
+
 // canonical renders the template in its normal form: literals with their
 // braces doubled, placeholders as {name}, {name[i]}, {name:0W} or
 // {name:sortable}.

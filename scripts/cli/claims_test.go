@@ -167,3 +167,40 @@ projections:
 		t.Errorf("a key of exactly 2,048 bytes: exit %d\n%s%.500s", code, out, stderr)
 	}
 }
+
+// TestCheckRowIdentity: `projections check` warns where a row's keys hold
+// nothing of the item's key, notes where they hold part of it, and says
+// nothing where they hold all of it; the key attributes are the spec's.
+func TestCheckRowIdentity(t *testing.T) {
+	dir := t.TempDir()
+	const then = ": two items that agree on what they hold write one row, and the second is refused (a permanent failure naming both)\n"
+	for _, tt := range []struct {
+		name, keys, item, partition, sort, want string
+	}{
+		{"nothing of the key", "", "PK: S", "BOARD", "R#{rating:05}", "      warning: the row's keys hold nothing of the item's key (PK, SK)" + then},
+		{"a segment, no sort key", "", "PK: S", "BOARD", "R#{rating:05}#{PK[1]}", "      note: the row's keys hold PK only in part and SK not at all" + then},
+		{"the whole key", "", "PK: S, SK: S", "BOARD#{PK}", "R#{rating:05}#{SK}", ""},
+		{"the spec's own key attributes", "keyAttributes: [id]\n", "id: S", "BOARD", "{id}", ""},
+		{"the spec's own, missing", "keyAttributes: [id]\n", "id: S", "BOARD", "{rating:05}", "      warning: the row's keys hold nothing of the item's key (id)" + then},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := writeSpec(t, dir, "version: 1\n"+tt.keys+`projections:
+  - name: board
+    entityTypes: [Player]
+    item: {rating: N, `+tt.item+`}
+    rows:
+      - partition: "`+tt.partition+`"
+        sort: "`+tt.sort+`"
+        attributes: {rating: rating}
+`)
+			code, out, stderr := runCLI(t, "projections", "check", spec)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			row := "    row " + tt.partition + " / " + tt.sort + ": rating\n"
+			if !strings.Contains(out, row+tt.want+"entity types:") {
+				t.Errorf("want the row, then %q:\n%s", tt.want, out)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,6 +166,7 @@ func checkSpec(e *Env, file string) (err error) {
 		ids[id.Name] = id
 	}
 	ps := sp.SpecProjections()
+	keys := sp.Schema().WithDefaults().KeyAttributes
 	fmt.Fprintf(out, "%s: %d projections, valid\n", quote.Printable(file), len(ps))
 	for _, p := range ps {
 		fmt.Fprintf(out, "  %s  reads %s\n", quote.Printable(ids[p.Name()].String()), printableList(p.EntityTypes(), ", "))
@@ -177,6 +179,9 @@ func checkSpec(e *Env, file string) (err error) {
 		}
 		for _, r := range p.Rows() {
 			fmt.Fprintf(out, "    row %s / %s: %s\n", quote.Printable(r.Partition), quote.Printable(r.Sort), printableList(r.Attributes, ", "))
+			if w := rowIdentity(r, keys); w != "" {
+				fmt.Fprintf(out, "      %s\n", w)
+			}
 		}
 	}
 	types := set.EntityTypes()
@@ -200,6 +205,34 @@ func checkSpec(e *Env, file string) (err error) {
 	}
 	fmt.Fprintf(out, "SAM template parameters: %s\n", templateParameters(types, sp.Schema()))
 	return nil
+}
+
+// rowIdentity says where a row's keys cannot tell its item from another
+// of the table (keys are its key attributes): "" when they hold every key
+// attribute whole; a warning when they hold nothing of the item's key; a
+// note when they hold some of it, or parts. Two items that give one row
+// are refused, the second as a permanent failure naming both.
+func rowIdentity(r spec.RowInfo, keys []string) string {
+	var gaps []string
+	missing := 0
+	for _, k := range keys {
+		switch {
+		case slices.Contains(r.KeyHolds, k):
+		case slices.Contains(r.KeyParts, k):
+			gaps = append(gaps, quote.Printable(k)+" only in part")
+		default:
+			gaps = append(gaps, quote.Printable(k)+" not at all")
+			missing++
+		}
+	}
+	const then = "two items that agree on what they hold write one row, and the second is refused (a permanent failure naming both)"
+	switch {
+	case len(gaps) == 0:
+		return ""
+	case missing == len(keys):
+		return fmt.Sprintf("warning: the row's keys hold nothing of the item's key (%s): %s", printableList(keys, ", "), then)
+	}
+	return fmt.Sprintf("note: the row's keys hold %s: %s", strings.Join(gaps, " and "), then)
 }
 
 // templateParameters are the SAM template's parameters a table's entity
