@@ -14,7 +14,6 @@ import (
 
 	"github.com/tributary/tributary/infra/batchwrite"
 	"github.com/tributary/tributary/infra/objstore"
-	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export/reimport"
 	"github.com/tributary/tributary/pipeline/export/repartition"
 )
@@ -30,14 +29,15 @@ func runReimport(ctx context.Context, e *Env, args []string) error {
 	bulkPut := fs.Bool("bulk-put", false, "StartBulkPutItems: server-side load of the entity's parts in S3 into the existing --table (one --entity)")
 	table := fs.String("table", "", "existing table to load into (BatchWriteItem loader, or the --bulk-put target)")
 	endpoint := fs.String("endpoint", "", "DynamoDB endpoint URL, e.g. a local AWS-protocol server")
-	hashKey := fs.String("hash-key", "PK", "--import-table: the new table's partition key")
-	rangeKey := fs.String("range-key", "SK", "--import-table: the new table's sort key (empty: none)")
+	hashKey := fs.String("hash-key", "", "--import-table: the new table's partition key (default the first of the table's key attributes)")
+	rangeKey := fs.String("range-key", "", "--import-table: the new table's sort key (default the second of the table's key attributes; none if it has one)")
 	keyTypes := fs.String("key-types", "S,S", "--import-table: the key attributes' types, S, N or B")
 	noWait := fs.Bool("no-wait", false, "--import-table, --bulk-put: start the operation and return")
 	poll := fs.Duration("poll", 10*time.Second, "--import-table, --bulk-put: how often to report progress")
 	maxWCU := fs.Float64("max-wcu", 0, "write units per second at most (loader: 0 is unlimited; --bulk-put: at least 1024, 0 is DynamoDB's default)")
 	ifNewer := fs.Bool("if-newer", false, "loader: write each item with a conditional PutItem, only over an older version (never overwrites newer data; 25× the requests)")
-	versionAttr := fs.String("version-attribute", pipeline.DefaultVersionAttribute, "loader --if-newer: the version attribute")
+	var sf schemaFlags
+	sf.register(fs, versionFlag|keysFlag)
 	workers := fs.Int("workers", max(4, 2*runtime.NumCPU()), "loader: parts loaded at once")
 	resume := fs.Bool("resume", false, "loader: continue from the checkpoint a stopped run left in the output (under _reimport/)")
 	takeover := fs.Bool("takeover", false, "loader: take the load over from the run that holds it: say so only when that run is gone")
@@ -68,6 +68,16 @@ func runReimport(ctx context.Context, e *Env, args []string) error {
 		return fmt.Errorf("%w: --bulk-put takes --max-wcu of at least 1024", errUsage)
 	case *maxWCU < 0:
 		return fmt.Errorf("%w: --max-wcu must not be negative", errUsage)
+	}
+	schema, err := e.schema(sf)
+	if err != nil {
+		return err
+	}
+	if *hashKey == "" {
+		*hashKey = schema.KeyAttributes[0]
+		if *rangeKey == "" && len(schema.KeyAttributes) > 1 {
+			*rangeKey = schema.KeyAttributes[1]
+		}
 	}
 	loc, err := objstore.Parse(*from)
 	if err != nil {
@@ -104,7 +114,7 @@ func runReimport(ctx context.Context, e *Env, args []string) error {
 		return reimportBulk(ctx, e, client, out, reimport.BulkPutOptions{Table: *table, Entity: entities[0], MaxWriteUnits: int64(*maxWCU)}, *noWait, *poll)
 	}
 	return reimportLoad(ctx, e, client, out, reimport.LoadOptions{
-		Table: *table, Entities: entities, IfNewer: *ifNewer, VersionAttribute: *versionAttr, Workers: *workers, Takeover: *takeover,
+		Table: *table, Entities: entities, IfNewer: *ifNewer, VersionAttribute: schema.VersionAttribute, Workers: *workers, Takeover: *takeover,
 		Write: batchwrite.Options{MaxWriteUnits: *maxWCU, Resume: *resume},
 	})
 }

@@ -273,3 +273,23 @@ func TestVerifyDynamoDBIntegration(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestReimportReadsTheEnvironment: reimport takes the table's version and
+// key attributes from the binary's environment: --if-newer compares the
+// environment's version attribute, and a flag that names another is a
+// usage mistake, before anything is read.
+func TestReimportReadsTheEnvironment(t *testing.T) {
+	ledger := Options{Name: "ledger", Environment: &projections.Environment{Schema: pipeline.Schema{VersionAttribute: "rev", KeyAttributes: []string{"pk", "sk"}}}}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--if-newer", "--version-attribute", "version"}, `ledger reimport: usage: --version-attribute "version", but this table's environment reads the version from "rev"`},
+		{[]string{"--key-attributes", "PK,SK"}, "ledger reimport: usage: --key-attributes PK,SK, but this table's environment has the key attributes pk,sk"},
+	} {
+		args := append([]string{"reimport", "--from", t.TempDir(), "--table", "t"}, tc.flags...)
+		if code, _, stderr := runWith(t, ledger, args...); code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, want 2 and %q:\n%s", tc.flags, code, tc.want, stderr)
+		}
+	}
+}
