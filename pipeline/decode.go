@@ -588,7 +588,7 @@ func (d *dec) derive(c *Change, prefix string) {
 	where += "." + d.opts.VersionAttribute
 	n, isN := av.(*types.AttributeValueMemberN)
 	if !isN {
-		d.semanticAt(where, "version attribute must be a number, got "+typeName(av))
+		d.semanticAt(where, "version attribute must be a number, got "+ddbjson.TypeName(av))
 		return
 	}
 	v, err := strconv.ParseInt(n.Value, 10, 64)
@@ -609,37 +609,10 @@ func (d *dec) entityType(img Item, where string) (string, bool) {
 	}
 	s, isS := av.(*types.AttributeValueMemberS)
 	if !isS {
-		d.semanticAt(where+"."+d.opts.TypeAttribute, "entity type must be a string, got "+typeName(av))
+		d.semanticAt(where+"."+d.opts.TypeAttribute, "entity type must be a string, got "+ddbjson.TypeName(av))
 		return "", false
 	}
 	return s.Value, true
-}
-
-// typeName names an attribute value's DynamoDB type.
-func typeName(av types.AttributeValue) string {
-	switch av.(type) {
-	case *types.AttributeValueMemberS:
-		return "S"
-	case *types.AttributeValueMemberN:
-		return "N"
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	case *types.AttributeValueMemberM:
-		return "M"
-	case *types.AttributeValueMemberL:
-		return "L"
-	}
-	return fmt.Sprintf("%T", av)
 }
 
 // optString reads a string, or null as "", recording a field error for any

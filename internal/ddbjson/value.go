@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Type is a DynamoDB attribute value's type.
@@ -347,4 +349,32 @@ func (c *Checker) Map(b []byte, i, depth int) (int, error) {
 func unquoted(b []byte, at int) string {
 	v, _, _, _, _ := String(nil, b, at)
 	return string(v)
+}
+
+// TypeName names an attribute value's DynamoDB type as DynamoDB JSON
+// does: "S", "N", "BOOL", "SS", ….
+func TypeName(av types.AttributeValue) string {
+	switch av.(type) {
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	}
+	return fmt.Sprintf("%T", av)
 }

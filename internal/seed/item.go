@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/ddbjson"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -45,33 +46,6 @@ func fail(projection string, item pipeline.Item, err error) error {
 	return ie.SetKeys(item, "PK", "SK")
 }
 
-// typeName names the DynamoDB type of av, as in DynamoDB JSON: "S", "N", ….
-func typeName(av types.AttributeValue) string {
-	switch av.(type) {
-	case *types.AttributeValueMemberS:
-		return "S"
-	case *types.AttributeValueMemberN:
-		return "N"
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberM:
-		return "M"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	}
-	return fmt.Sprintf("unknown type %T", av)
-}
-
 // present reports whether item has attribute name with a value (a nil
 // interface or a nil member pointer counts as absent).
 func present(item pipeline.Item, name string) bool {
@@ -97,7 +71,7 @@ func str(item pipeline.Item, name string) (string, error) {
 	}
 	v, ok := item[name].(*types.AttributeValueMemberS)
 	if !ok {
-		return "", attrErrorf(name, "want S, got %s", typeName(item[name]))
+		return "", attrErrorf(name, "want S, got %s", ddbjson.TypeName(item[name]))
 	}
 	return v.Value, nil
 }
@@ -122,7 +96,7 @@ func number(item pipeline.Item, name string) (string, decimal.Decimal, error) {
 	}
 	v, ok := item[name].(*types.AttributeValueMemberN)
 	if !ok {
-		return "", decimal.Decimal{}, attrErrorf(name, "want N, got %s", typeName(item[name]))
+		return "", decimal.Decimal{}, attrErrorf(name, "want N, got %s", ddbjson.TypeName(item[name]))
 	}
 	d, err := decimal.Parse(v.Value)
 	if err != nil {
