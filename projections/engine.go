@@ -319,6 +319,9 @@ func (e *Engine) isolate(ctx context.Context, chunks [][]*item, p *Partial, batc
 // plan groups the batch by item, keeps each item's newest change and
 // computes what it contributes. Items come back in order of first change.
 func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, error) {
+	// Counted only when the plan holds: a batch that fails here is run
+	// again without the change that failed, and counts then.
+	var superseded, unprojected int64
 	byKey := make(map[string]*item, len(changes))
 	var items []*item
 	var shard uint32
@@ -340,7 +343,7 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 		if tok.Newer(it.tok) {
 			it.newest, it.tok = c, tok
 		}
-		e.stats.superseded.Add(1)
+		superseded++
 	}
 	out := items[:0]
 	var poison *pipeline.BatchError
@@ -357,7 +360,7 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 			_, err = e.mux.Lookup(ctx, c, c.Image(), c.EntityType())
 		}
 		if err == nil && !it.touches {
-			e.stats.unprojected.Add(1)
+			unprojected++
 			continue
 		}
 		var next contribSet
@@ -377,6 +380,8 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 	if poison != nil {
 		return nil, poison
 	}
+	e.stats.superseded.Add(superseded)
+	e.stats.unprojected.Add(unprojected)
 	return out, nil
 }
 

@@ -77,7 +77,41 @@ type Marker struct {
 	// second completed into the store (zero until one did): replays from
 	// later are then harmless.
 	CaughtUp time.Time `json:"caughtUp,omitzero"`
+	// Failed counts the export's items the projections could not take,
+	// in every data file (FailedItemsError).
+	Failed int64 `json:"failed,omitempty"`
 }
+
+// FailedItemsError is a finished job some of whose export items the
+// projections could not take: they are in no aggregate or row, and the
+// gate (verify) cannot agree while the export holds them. Each is applied
+// when its item next changes on the stream; otherwise, fix the
+// projections and backfill a new table. Finish returns it every time it is
+// called on such a job, from what the store records.
+type FailedItemsError struct {
+	Job      string
+	Items    int64
+	Files    int
+	Examples []string // the first failures of the first such files
+}
+
+func (e *FailedItemsError) Error() string {
+	ex := ""
+	if len(e.Examples) > 0 {
+		ex = " (e.g. " + e.Examples[0] + ")"
+	}
+	return fmt.Sprintf("backfill %s: %d items in %d data files could not be projected%s: they are in no aggregate; each is applied when its item next changes on the stream, or fix the projections and backfill a new table", e.Job, e.Items, e.Files, ex)
+}
+
+// fileFailures is what the store records of a data file's items the
+// projections could not take (failedKey).
+type fileFailures struct {
+	Failed   int64    `json:"failed"`
+	Examples []string `json:"examples,omitempty"`
+}
+
+// maxExamples is how many failures of a file its record keeps.
+const maxExamples = 5
 
 // WindowGap says whether a replay into a store with marker m, from the
 // given start time (zero: the stream's trim horizon), leaves out changes
@@ -190,8 +224,10 @@ type FileResult struct {
 	// Done is true when the file had been backfilled before (its partial
 	// folded): nothing was read.
 	Done bool
-	// Failed counts the items the projections could not take.
-	Failed int64
+	// Failed counts the items the projections could not take, Failures
+	// lists the first of them.
+	Failed   int64
+	Failures []Failure
 }
 
 // Summary is a job's totals.
@@ -379,6 +415,69 @@ func (j *Job) writeMarker(ctx context.Context, m Marker, rev int64) error {
 	return nil
 }
 
+// failedKey is the ledger key of the record of a data file's failures.
+func (j *Job) failedKey(file string) string {
+	sum := sha256.Sum256([]byte(file))
+	return MarkerKey + "/failed/" + j.id + "/" + hex.EncodeToString(sum[:8])
+}
+
+// recordFailures writes what a run of file could not take, before the
+// file is folded: a run that stops before the fold runs the file again
+// and writes its record again.
+func (j *Job) recordFailures(ctx context.Context, file string, f fileFailures) error {
+	key := j.failedKey(file)
+	body, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	got, err := j.store.ReadLedgers(ctx, []string{key})
+	if err != nil {
+		return fmt.Errorf("reading the failures of %s: %w", file, err)
+	}
+	if err := j.store.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: key, ExpectRev: got[key].Rev, Body: body}}}); err != nil {
+		return fmt.Errorf("recording the failures of %s: %w", file, err)
+	}
+	return nil
+}
+
+// readFailures totals the failure records of the job's files.
+func (j *Job) readFailures(ctx context.Context) (*FailedItemsError, error) {
+	fe := &FailedItemsError{Job: j.id}
+	for i := 0; i < len(j.files); i += 100 {
+		end := min(i+100, len(j.files))
+		keys := make([]string, 0, end-i)
+		for _, f := range j.files[i:end] {
+			keys = append(keys, j.failedKey(f))
+		}
+		got, err := j.store.ReadLedgers(ctx, keys)
+		if err != nil {
+			return nil, fmt.Errorf("reading the job's failures: %w", err)
+		}
+		for _, k := range keys {
+			e := got[k]
+			if e.Rev == 0 {
+				continue
+			}
+			var f fileFailures
+			if err := json.Unmarshal(e.Body, &f); err != nil {
+				return nil, fmt.Errorf("reading the job's failures: %s: %w", k, err)
+			}
+			if f.Failed > 0 {
+				fe.Items += f.Failed
+				fe.Files++
+				if len(fe.Examples) < maxExamples {
+					fe.Examples = append(fe.Examples, f.Examples...)
+				}
+			}
+		}
+	}
+	if fe.Items == 0 {
+		return nil, nil
+	}
+	fe.Examples = fe.Examples[:min(len(fe.Examples), maxExamples)]
+	return fe, nil
+}
+
 // PartialKey is the ledger key of a data file's partial.
 func (j *Job) PartialKey(file string) string {
 	sum := sha256.Sum256([]byte(file))
@@ -430,6 +529,15 @@ func (j *Job) File(ctx context.Context, file string) (FileResult, error) {
 	}
 	if err != nil {
 		return res, fmt.Errorf("backfill of %s: %w", file, err)
+	}
+	if res.Failed > 0 {
+		f := fileFailures{Failed: res.Failed}
+		for _, x := range res.Failures[:min(len(res.Failures), maxExamples)] {
+			f.Examples = append(f.Examples, x.Error())
+		}
+		if err := j.recordFailures(ctx, file, f); err != nil {
+			return res, fmt.Errorf("backfill of %s: %w", file, err)
+		}
 	}
 	if err := j.engine.Fold(ctx, p); err != nil {
 		return res, fmt.Errorf("backfill of %s: %w", file, err)
@@ -514,8 +622,12 @@ func (j *Job) apply(ctx context.Context, batch []pipeline.Change, p *projections
 			return err
 		}
 		c := batch[be.Index]
-		j.fail(Failure{File: c.Position.Stream, Line: c.Position.Index + 1, Keys: pipeline.KeyString(c.Keys), Err: be.Err})
+		f := Failure{File: c.Position.Stream, Line: c.Position.Index + 1, Keys: pipeline.KeyString(c.Keys), Err: be.Err}
+		j.fail(f)
 		res.Failed++
+		if len(res.Failures) < maxExamples {
+			res.Failures = append(res.Failures, f)
+		}
 		batch = batch[be.Index+1:]
 	}
 	return nil
@@ -598,10 +710,15 @@ func (j *Job) Failures() []Failure {
 // Finish checks that every data file of the job is done (its partial
 // folded) and records the job complete in the store's marker. It reports
 // false, with no error, while files remain; they are named in the error
-// of Pending.
+// of Pending. A job complete but for items the projections could not take
+// reports true with a *FailedItemsError, on this call and every later one.
 func (j *Job) Finish(ctx context.Context) (bool, error) {
 	pending, err := j.Pending(ctx)
 	if err != nil || len(pending) > 0 {
+		return false, err
+	}
+	failed, err := j.readFailures(ctx)
+	if err != nil {
 		return false, err
 	}
 	for range 3 {
@@ -614,10 +731,13 @@ func (j *Job) Finish(ctx context.Context) (bool, error) {
 		}
 		if !cur.Completed.IsZero() {
 			j.marker = *cur
-			return true, nil
+			return true, failedErr(failed)
 		}
 		m := *cur
 		m.Completed = time.Now().UTC()
+		if failed != nil {
+			m.Failed = failed.Items
+		}
 		if err := j.writeMarker(ctx, m, rev); err != nil {
 			if errors.As(err, new(*driver.ConflictError)) {
 				continue
@@ -625,9 +745,17 @@ func (j *Job) Finish(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		j.marker = m
-		return true, nil
+		return true, failedErr(failed)
 	}
 	return false, errors.New("backfill: the store's backfill marker kept changing")
+}
+
+// failedErr is fe as an error: nil when there is none.
+func failedErr(fe *FailedItemsError) error {
+	if fe == nil {
+		return nil
+	}
+	return fe
 }
 
 // Pending returns the job's data files not done yet (their partials not

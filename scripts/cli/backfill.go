@@ -101,14 +101,20 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	if n := sum.Failed - int64(len(sum.Failures)); n > 0 {
 		fmt.Fprintf(w, "failed:   ... and %d more\n", n)
 	}
-	if runErr != nil {
+	var failed *backfill.FailedItemsError
+	if runErr != nil && !errors.As(runErr, &failed) {
 		fmt.Fprintf(w, "status:   stopped; run the same command again to resume\n")
 		return runErr
 	}
-	fmt.Fprintf(w, "status:   complete. The stream's changes from %s on must reach this store: a projector (or shadow) attached before then, or `%s replay --start %s`\n",
-		job.AsOf().Truncate(time.Second).Format(time.RFC3339), e.Name, job.AsOf().Truncate(time.Second).Format(time.RFC3339))
-	if sum.Failed > 0 {
-		fmt.Fprintf(w, "%d items could not be projected: their ledger entries are not written; fix the projections or the items, then backfill again\n", sum.Failed)
+	from := job.AsOf().Truncate(time.Second).Format(time.RFC3339)
+	if failed != nil {
+		fmt.Fprintf(w, "status:   complete but for %d items in %d data files that the projections could not take (listed above, or by the run that read them): they are in no aggregate, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the projections and backfill a new table\n",
+			failed.Items, failed.Files)
+	} else {
+		fmt.Fprintf(w, "status:   complete\n")
+	}
+	fmt.Fprintf(w, "stream:   the stream's changes from %s on must reach this store: a projector (or shadow) attached before then, or `%s replay --start %s`\n", from, e.Name, from)
+	if failed != nil {
 		return errFailed
 	}
 	return nil

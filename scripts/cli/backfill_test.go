@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -38,7 +43,7 @@ func TestBackfillCommand(t *testing.T) {
 		"as of 2026-11-30T10:00:02.314Z",
 		"files:    5 (0 done by an earlier run)",
 		"items:    913 read",
-		"status:   complete. The stream's changes from 2026-11-30T10:00:02Z on must reach this store",
+		"status:   complete\nstream:   the stream's changes from 2026-11-30T10:00:02Z on must reach this store",
 		"tributary replay --start 2026-11-30T10:00:02Z",
 	} {
 		if !strings.Contains(out, want) {
@@ -52,6 +57,32 @@ func TestBackfillCommand(t *testing.T) {
 	code, out, stderr = runCLI(t, "backfill", "--export", fullExport, "--store", store, "--no-sync")
 	if code != 0 || !strings.Contains(out, "files:    5 (5 done by an earlier run)") || !strings.Contains(out, "0 item states written") {
 		t.Fatalf("rerun: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestBackfillFailedItems: an export item the projections refuse (an order
+// whose status order-totals does not know) is named with its file and line,
+// the others are backfilled, and the run says complete but for it and exits
+// 1; a rerun, which reads nothing, says the same from what the store
+// records, rather than success; and the gate names the difference.
+func TestBackfillFailedItems(t *testing.T) {
+	exp := t.TempDir()
+	if err := os.CopyFS(exp, os.DirFS(exportFixture)); err != nil {
+		t.Fatal(err)
+	}
+	bad := badOrderExport(t, exp)
+	exp = filepath.Join(exp, "AWSDynamoDB", filepath.Base(fullExport))
+	store := t.TempDir()
+	code, out, stderr := runCLI(t, "backfill", "--export", exp, "--store", store, "--no-sync", "--skip-md5")
+	if code != 1 || !strings.Contains(out, bad+" (item PK=") || !strings.Contains(out, ", 114 of types no projection reads") || !strings.Contains(out, "status:   complete but for 1 items in 1 data files that the projections could not take") {
+		t.Fatalf("exit %d, want 1 naming %s\n%s%s", code, bad, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "backfill", "--export", exp, "--store", store, "--no-sync", "--skip-md5")
+	if code != 1 || !strings.Contains(out, "files:    5 (5 done by an earlier run)") || !strings.Contains(out, "status:   complete but for 1 items in 1 data files") {
+		t.Fatalf("rerun: exit %d, want 1 and the failure again\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := runCLI(t, "verify", "--export", exp, "--store", store, "--skip-md5"); code != 1 {
+		t.Errorf("verify: exit %d, want 1\n%s", code, out)
 	}
 }
 
@@ -223,4 +254,55 @@ func TestRedriveShadowSubset(t *testing.T) {
 			t.Errorf("an order-totals table got %v", k)
 		}
 	}
+}
+
+// badOrderExport gives the first order of the export under root (a copy of
+// the fixture) a status order-totals refuses, and returns "FILE line N"
+// of it as a failure names it. Its data file no longer matches the
+// manifest's checksum: read it with --skip-md5.
+func badOrderExport(t *testing.T, root string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "AWSDynamoDB", "*", "data", "*.json.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no data files under %s: %v", root, err)
+	}
+	for _, path := range files {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Split(data, []byte("\n"))
+		for i, line := range lines {
+			if !bytes.Contains(line, []byte(`"EntityType":{"S":"Order"}`)) {
+				continue
+			}
+			fixed := regexp.MustCompile(`"status":\{"S":"[A-Z]+"\}`).ReplaceAll(line, []byte(`"status":{"S":"BOGUS"}`))
+			if bytes.Equal(fixed, line) {
+				continue
+			}
+			lines[i] = fixed
+			var buf bytes.Buffer
+			zw := gzip.NewWriter(&buf)
+			if _, err := zw.Write(bytes.Join(lines, []byte("\n"))); err != nil {
+				t.Fatal(err)
+			}
+			if err := zw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprintf("%s line %d", filepath.Base(path), i+1)
+		}
+	}
+	t.Fatal("no order with a status in the export")
+	return ""
 }
