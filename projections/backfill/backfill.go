@@ -303,8 +303,13 @@ func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engi
 		}
 		m.Incrementals = append(m.Incrementals, name)
 	}
+	// The job is the export, the set and how items are read: a run that
+	// read them by another attribute (a wrong type attribute projects
+	// nothing) is another job, not one a rerun passes over as done.
+	schema := opts.Decode.Schema.WithDefaults()
 	h := sha256.New()
-	fmt.Fprintf(h, "backfill 1\n%s\n%s\n%s\n", full.ManifestSHA256, overlay.Fingerprint(), set.String())
+	fmt.Fprintf(h, "backfill 1\n%s\n%s\n%s\n%q %q %q\n", full.ManifestSHA256, overlay.Fingerprint(), set.String(),
+		schema.TypeAttribute, schema.VersionAttribute, schema.KeyAttributes)
 	if full.ManifestSHA256 == "" {
 		fmt.Fprintf(h, "%s\n", full.String())
 	}

@@ -95,6 +95,10 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	fmt.Fprintf(w, "items:    %d read in %.1fs (%.0f items/s); %d item states written in %d transactions (%.0f write units), %d already newer in the store, %d of types no projection reads\n",
 		sum.Items, took.Seconds(), rate, s.Items, s.Transactions, s.WriteUnits, s.Stale, s.Unprojected)
+	if sum.Items > 0 && s.Items == 0 && s.Stale == 0 && sum.Failed == 0 {
+		fmt.Fprintf(w, "warning:  none of the %d items is of a type the projections read (%s), by the attribute %s: is that the table's type attribute (--type-attribute)?\n",
+			sum.Items, printableList(e.set().EntityTypes(), ", "), quote.Printable(xf.schema.TypeAttribute))
+	}
 	for _, f := range sum.Failures {
 		fmt.Fprintf(w, "failed:   %s\n", quote.Printable(f.Error()))
 	}

@@ -306,3 +306,22 @@ func badOrderExport(t *testing.T, root string) string {
 	t.Fatal("no order with a status in the export")
 	return ""
 }
+
+// TestBackfillWrongTypeAttribute: a backfill that reads the items by an
+// attribute they do not have projects none of them and says so; the run
+// with the table's own attribute is another job, which a store that the
+// first marked takes, rather than passing its files over as done.
+func TestBackfillWrongTypeAttribute(t *testing.T) {
+	store := t.TempDir()
+	code, out, stderr := runCLI(t, "backfill", "--export", fullExport, "--store", store, "--no-sync", "--type-attribute", "kind")
+	if code != 0 || !strings.Contains(out, "warning:  none of the 913 items is of a type the projections read") || !strings.Contains(out, "by the attribute kind") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "backfill", "--export", fullExport, "--store", store, "--no-sync")
+	if code != 0 || !strings.Contains(out, "files:    5 (0 done by an earlier run)") || strings.Contains(out, "warning:") {
+		t.Fatalf("with the table's attribute: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI(t, "verify", "--export", fullExport, "--store", store); code != 0 || !strings.Contains(out, "AGREE") {
+		t.Errorf("verify: exit %d\n%s%s", code, out, stderr)
+	}
+}
