@@ -23,10 +23,17 @@ type TableAPI interface {
 
 // CreateTable creates the table Store uses (on-demand capacity, string keys PK
 // and SK), waits until it is ACTIVE and enables time to live on the attribute
-// ttl. A table that already exists is waited for and left as it is, except
-// that TTL is enabled if it is not yet. Production tables come from the SAM
-// template; this is for local runs and tests.
+// ttl. A table that already exists is waited for and left as it is: it
+// needs only DescribeTable then, so a role that may not create tables can
+// use one made beforehand (docs/backfill.md says how to make one fit for
+// production: point-in-time recovery, deletion protection, TTL). The
+// tables this creates are for local runs, tests and trials.
 func CreateTable(ctx context.Context, client TableAPI, table string) error {
+	if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err == nil {
+		return waitActive(ctx, client, table)
+	} else if !errors.As(err, new(*types.ResourceNotFoundException)) {
+		return fmt.Errorf("dynamostore: describe table %q: %w", table, err)
+	}
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   aws.String(table),
 		BillingMode: types.BillingModePayPerRequest,

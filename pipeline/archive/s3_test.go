@@ -172,5 +172,5 @@ func TestS3StoreGofakes3(t *testing.T) { testS3Store(t, awstest.GoFakeS3) }
 func TestS3StoreIntegration(t *testing.T) { testS3Store(t, awstest.S3) }
 
 // archiverS3Options are the S3 options the archiver function uses by
-// default (function.ArchiverConfig.S3Options).
+// default (archiver.Config.S3Options).
 var archiverS3Options = objstore.S3Options{MultipartThreshold: DefaultMultipartThreshold, PartSize: DefaultPartSize}

@@ -25,6 +25,8 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	var sf storeFlags
 	sf.register(fs)
 	specFile := specFlag(fs)
+	var only subsetFlag
+	only.register(fs)
 	workers := fs.Int("workers", runtime.NumCPU(), "data files backfilled at once")
 	batch := fs.Int("batch-size", 1000, "items per batch through the engine")
 	exportTime := fs.String("export-time", "", "the export's point in time (RFC 3339), for an export whose manifest does not say it")
@@ -40,6 +42,10 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	if e.set() == nil {
 		return errNoProjections
+	}
+	set, err := only.set(e)
+	if err != nil {
+		return err
 	}
 	if *workers < 1 || *batch < 1 {
 		return fmt.Errorf("%w: --workers and --batch-size must be at least 1", errUsage)
@@ -64,13 +70,13 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	engine, err := openEngine(ctx, st, sf.String(), e.set(), projections.Config{Logger: log})
+	engine, err := openEngine(ctx, st, sf.String(), set, projections.Config{Logger: log})
 	if err != nil {
 		return err
 	}
 	progress := newByteProgress(e.Stderr, "backfill", src.Summary.ItemCount)
 	progress.unit = "items"
-	job, err := backfill.Open(src, overlay, engine, st, e.set(), backfill.Options{
+	job, err := backfill.Open(src, overlay, engine, st, set, backfill.Options{
 		Decode:   pipeline.Options{Schema: xf.schema},
 		SkipMD5:  xf.skipMD5,
 		AsOf:     asOf,
@@ -97,7 +103,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 		sum.Items, took.Seconds(), rate, s.Items, s.Transactions, s.WriteUnits, s.Stale, s.Unprojected)
 	if sum.Items > 0 && s.Items == 0 && s.Stale == 0 && sum.Failed == 0 {
 		fmt.Fprintf(w, "warning:  none of the %d items is of a type the projections read (%s), by the attribute %s: is that the table's type attribute (--type-attribute)?\n",
-			sum.Items, printableList(e.set().EntityTypes(), ", "), quote.Printable(xf.schema.TypeAttribute))
+			sum.Items, printableList(set.EntityTypes(), ", "), quote.Printable(xf.schema.TypeAttribute))
 	}
 	for _, f := range sum.Failures {
 		fmt.Fprintf(w, "failed:   %s\n", quote.Printable(f.Error()))

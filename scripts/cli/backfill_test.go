@@ -325,3 +325,38 @@ func TestBackfillWrongTypeAttribute(t *testing.T) {
 		t.Errorf("verify: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestBackfillSubset: the shadow of a projector with SHADOW_PROJECTIONS
+// holds that subset of the set, and the runbook's commands take the same
+// --projection flags: backfill marks and fills a new store for the subset,
+// verify checks it and agrees, redrive opens it; without the flags each
+// refuses the store, naming the sets.
+func TestBackfillSubset(t *testing.T) {
+	store := t.TempDir()
+	subset := []string{"--projection", "order-totals", "--projection", "season-standings"}
+	code, out, stderr := runCLI(t, append([]string{"backfill", "--export", fullExport, "--store", store, "--no-sync"}, subset...)...)
+	if code != 0 || !strings.Contains(out, "status:   complete") {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, append([]string{"verify", "--export", fullExport, "--store", store}, subset...)...)
+	if code != 0 || !strings.Contains(out, "AGREE") {
+		t.Fatalf("verify: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "aggregates", "--store", store)
+	if code != 0 || !strings.Contains(out, "order-totals") || strings.Contains(out, "workspace-activity") {
+		t.Errorf("aggregates of the subset's store: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, args := range [][]string{
+		{"verify", "--export", fullExport, "--store", store},
+		{"backfill", "--export", fullExport, "--store", store, "--no-sync"},
+		{"redrive", "--from", t.TempDir(), "--store", store},
+	} {
+		code, out, stderr := runCLI(t, args...)
+		if code != 1 || !strings.Contains(stderr, "projection set mismatch") {
+			t.Errorf("%s without --projection: exit %d, want 1 and a set mismatch\n%s%s", args[0], code, out, stderr)
+		}
+	}
+	if code, out, stderr := runCLI(t, append([]string{"redrive", "--from", t.TempDir(), "--store", store}, subset...)...); code != 0 {
+		t.Errorf("redrive with the subset: exit %d\n%s%s", code, out, stderr)
+	}
+}

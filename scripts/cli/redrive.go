@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,6 +26,27 @@ projector's handler again: exactly once (records already applied are skipped),
 so redriving twice is harmless. --from DIR reads a local copy of the
 destination (aws s3 sync s3://BUCKET/PREFIX DIR).`
 
+// subsetFlag is --projection, repeatable: the store's set is this subset
+// of the environment's projections, as a projector's PROJECTIONS or
+// SHADOW_PROJECTIONS makes it.
+type subsetFlag struct{ names multiFlag }
+
+func (f *subsetFlag) register(fs *flag.FlagSet) {
+	fs.Var(&f.names, "projection", "the store's set is this subset of the projections (repeat for several): a projector's PROJECTIONS or SHADOW_PROJECTIONS")
+}
+
+// set returns the subset; the whole set when no --projection is given.
+func (f *subsetFlag) set(e *Env) (*projections.Set, error) {
+	if len(f.names) == 0 {
+		return e.set(), nil
+	}
+	sub, err := e.set().Select(f.names...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --projection: %v", errUsage, err)
+	}
+	return sub, nil
+}
+
 func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	fs := e.FlagSet("redrive", redriveUsage)
 	from := fs.String("from", "", "the destination: s3://BUCKET/PREFIX, or a directory holding a copy of it")
@@ -32,8 +54,8 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	sf.register(fs)
 	dryRun := fs.Bool("dry-run", false, "decode and decide what would be written; write nothing")
 	verbose := fs.Bool("v", false, "log as JSON to stderr")
-	var only multiFlag
-	fs.Var(&only, "projection", "the store's set is this subset of the projections (repeat for several): a projector's PROJECTIONS or SHADOW_PROJECTIONS")
+	var only subsetFlag
+	only.register(fs)
 	var pf projectionFlags
 	pf.register(fs, typeFlag|versionFlag)
 	if err := ParseFlags(fs, args); err != nil {
@@ -72,9 +94,9 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	// The projector's engine: the binary's projection set (or the subset
 	// --projection names), which must be the one that built the store.
-	set, err := e.set().Select(only...)
+	set, err := only.set(e)
 	if err != nil {
-		return fmt.Errorf("%w: --projection: %v", errUsage, err)
+		return err
 	}
 	engine, err := openEngine(ctx, writeTo, sf.String(), set, projections.Config{Logger: log})
 	if err != nil {

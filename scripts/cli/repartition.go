@@ -24,6 +24,7 @@ func runRepartition(ctx context.Context, e *Env, args []string) error {
 	fs := e.FlagSet("repartition", "")
 	var sf exportFlags
 	sf.register(fs)
+	fs.StringVar(&sf.kmsKey, "kms-key-id", "", "encrypt S3 output with SSE-KMS under this key (default SSE-S3)")
 	out := fs.String("out", "", "output: a directory or s3://bucket/prefix (required)")
 	transform := fs.String("transform", "", "rewrite items with a registered transform (see --list-transforms)")
 	list := fs.Bool("list-transforms", false, "list the registered transforms and exit")
@@ -176,7 +177,6 @@ func (f *exportFlags) register(fs *flag.FlagSet) {
 	f.attrs.register(fs, typeFlag|versionFlag|keysFlag)
 	fs.BoolVar(&f.skipMD5, "skip-md5", false, "do not hash data files nor check them against the manifest's md5Checksum (faster; gzip CRCs and item counts are still checked)")
 	fs.BoolVar(&f.noManifest, "allow-missing-manifest", false, "read an export directory without manifests (e.g. a local server's export): nothing can be reconciled")
-	fs.StringVar(&f.kmsKey, "kms-key-id", "", "encrypt S3 output with SSE-KMS under this key (default SSE-S3)")
 }
 
 // resolve sets f.schema from the flags and e's environment, after

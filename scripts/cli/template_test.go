@@ -1136,7 +1136,7 @@ func TestTemplateShadowAndSwitch(t *testing.T) {
 		},
 		"KinesisProjector": {
 			"SHADOW_TABLE":       ifOf("HasKinesisShadow", ref("KinesisShadowTableName"), none),
-			"SHADOW_PROJECTIONS": ifOf("HasShadowProjections", ref("ShadowProjections"), none),
+			"SHADOW_PROJECTIONS": ifOf("HasKinesisShadowProjections", ref("KinesisShadowProjections"), none),
 			"SHADOW_FAILURES":    ifOf("HasKinesisShadow", obj{"Fn::Sub": "s3://${FailureBucket}/shadow-failures/kinesis-projector"}, none),
 		},
 	} {
@@ -1161,6 +1161,33 @@ func TestTemplateShadowAndSwitch(t *testing.T) {
 	if got := conds["HasShadow"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("HasShadow: %v", got)
 	}
+	// A shadow's set goes to a function only with the shadow's table: the
+	// function refuses SHADOW_PROJECTIONS without SHADOW_TABLE at init.
+	for cond, shadow := range map[string]string{"HasShadowProjections": "HasShadow", "HasKinesisShadowProjections": "HasKinesisShadow"} {
+		and, _ := conds[cond].(obj)["Fn::And"].([]any)
+		if len(and) != 2 || !reflect.DeepEqual(and[0], obj{"Condition": shadow}) {
+			t.Errorf("%s = %v, want it to hold only with %s", cond, conds[cond], shadow)
+		}
+	}
+	rules, _ := tp.obj["Rules"].(obj)
+	for _, rule := range []string{"ShadowProjectionsNeedAShadow", "KinesisShadowProjectionsNeedAShadow", "KinesisShadowNeedsTheKinesisProjector", "ShadowIsNotLive"} {
+		if rules[rule] == nil {
+			t.Errorf("no rule %s", rule)
+		}
+	}
+	// The roles that the table parameters point never reach the source
+	// table's items.
+	for _, role := range []string{"ProjectorRole", "KinesisProjectorRole", "BackfillerRole"} {
+		doc := fmt.Sprint(props(tp.resources()[role])["Policies"])
+		if !strings.Contains(doc, "Sid:NeverTheSourceTable") || !strings.Contains(doc, "Effect:Deny") {
+			t.Errorf("%s has no NeverTheSourceTable deny", role)
+		}
+	}
+	// The on-failure alarm counts the mappings' invocation records only,
+	// not a shadow's kept batches.
+	if mc := fmt.Sprint(props(tp.resources()["FailureBucket"])["MetricsConfigurations"]); !strings.Contains(mc, "Prefix:aws/lambda/") {
+		t.Errorf("FailureBucket MetricsConfigurations %s: want the prefix aws/lambda/", mc)
+	}
 	// The roles reach the tables the parameters name.
 	roleTables := func(role string) string {
 		doc, _ := props(tp.resources()[role])["Policies"].([]any)
@@ -1178,7 +1205,7 @@ func TestTemplateShadowAndSwitch(t *testing.T) {
 		}
 	}
 	alarm := tp.resources()["ShadowFailuresAlarm"]
-	if alarm["Condition"] != "HasShadow" || props(alarm)["MetricName"] != "ShadowFailures" || props(alarm)["Namespace"] != "Tributary" {
+	if alarm["Condition"] != "HasAnyShadow" || props(alarm)["MetricName"] != "ShadowFailures" || props(alarm)["Namespace"] != "Tributary" {
 		t.Errorf("ShadowFailuresAlarm: %v", alarm)
 	}
 }

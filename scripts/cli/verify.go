@@ -23,7 +23,8 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	xf.register(fs)
 	var sf storeFlags
 	sf.register(fs)
-	only := fs.String("projection", "", "check only this projection")
+	var only subsetFlag
+	fs.Var(&only.names, "projection", "check only this projection (repeat for several): of a store of the whole set, or of one whose set is this subset (a projector's PROJECTIONS or SHADOW_PROJECTIONS)")
 	maxPrint := fs.Int("max-print", 100, "print at most this many mismatches (0: all)")
 	specFile := specFlag(fs)
 	if err := ParseFlags(fs, args); err != nil {
@@ -43,14 +44,11 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	ps := e.set().Projections()
-	if *only != "" {
-		sub, err := e.set().Select(*only)
-		if err != nil {
-			return fmt.Errorf("%w: --projection: %v", errUsage, err)
-		}
-		ps = sub.Projections()
+	sub, err := only.set(e)
+	if err != nil {
+		return err
 	}
+	ps := sub.Projections()
 	if xf.export == "" {
 		return fmt.Errorf("%w: --export is required", errUsage)
 	}
@@ -59,14 +57,15 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
-	// The store must be this set's: a recomputation of other definitions
-	// would report every difference between the two as drift.
+	// The store must be this set's, or the subset's: a recomputation of
+	// other definitions would report every difference between the two as
+	// drift.
 	m, err := projections.ReadMarker(ctx, st)
 	if err != nil {
 		return err
 	}
-	if m == nil || !sameIDs(m.Set, e.set().IDs()) {
-		return fmt.Errorf("%s: %w", sf.String(), &projections.SetMismatchError{Table: m, Engine: e.set().IDs()})
+	if m == nil || !sameIDs(m.Set, e.set().IDs()) && !sameIDs(m.Set, sub.IDs()) {
+		return fmt.Errorf("%s: %w", sf.String(), &projections.SetMismatchError{Table: m, Engine: sub.IDs()})
 	}
 	src, overlay, err := xf.open(ctx, e)
 	if err != nil {
@@ -78,11 +77,12 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	diff := res.Differences
-	if *only != "" {
-		// The ledger holds every projection's state: keep this one's lines.
+	if len(only.names) > 0 {
+		// The ledger may hold other projections' state: keep these ones'
+		// lines.
 		kept := diff[:0]
 		for _, d := range diff {
-			if strings.HasPrefix(d, *only+" ") {
+			if slices.ContainsFunc(only.names, func(n string) bool { return strings.HasPrefix(d, n+" ") }) {
 				kept = append(kept, d)
 			}
 		}
@@ -111,7 +111,7 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		return errFailed
 	}
 	if len(diff) > 0 {
-		fmt.Fprintf(w, "MISMATCH: %d differences between the store and the recomputation from the export (the items changed since it taken from their state in the store)\n", len(diff))
+		fmt.Fprintf(w, "MISMATCH: %d differences between the store and the recomputation from the export (the items changed since it taken as their state in the store says)\n", len(diff))
 		return errFailed
 	}
 	fmt.Fprintf(w, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the %d items changed since it as their state in the store says\n", res.Changed)
