@@ -280,14 +280,18 @@ func Build(ctx context.Context, source pipeline.Source, cfg Config, t driver.Tab
 		slog := log.With("shadowTable", cfg.ShadowTable)
 		scfg := ecfg
 		scfg.Logger = slog
-		se, err := projections.Open(ctx, o.shadow, shadowSet, scfg)
-		if err != nil {
-			s.initErr = fmt.Errorf("the shadow cannot start: table %s: %w", cfg.ShadowTable, err)
-			slog.Error("shadow disabled: every batch is kept for redrive until it can start", "error", quote.Short(s.initErr.Error()))
-		} else {
+		s.start = func(ctx context.Context) (*pipeline.Processor, error) {
+			se, err := projections.Open(ctx, o.shadow, shadowSet, scfg)
+			if err != nil {
+				return nil, fmt.Errorf("the shadow cannot start: table %s: %w", cfg.ShadowTable, err)
+			}
 			spc := pc
 			spc.Logger = slog
-			s.proc = newProcessor(source, se, spc)
+			return newProcessor(source, se, spc), nil
+		}
+		s.lastTry = time.Now()
+		if s.proc, s.initErr = s.start(ctx); s.initErr != nil {
+			slog.Error("shadow disabled: every batch is kept for redrive until it can start (tried again each minute)", "error", quote.Short(s.initErr.Error()))
 		}
 		h.shadow = s
 	}

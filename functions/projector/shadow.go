@@ -81,8 +81,12 @@ func (h *Handler) ShadowFailures() int64 {
 }
 
 type shadow struct {
-	proc     *pipeline.Processor // nil: it could not start (initErr)
-	initErr  error
+	proc    *pipeline.Processor // nil: it could not start (initErr)
+	initErr error
+	// start opens the shadow's engine again while it could not start,
+	// once per shadowRetry at most; lastTry is when it last tried.
+	start    func(ctx context.Context) (*pipeline.Processor, error)
+	lastTry  time.Time
 	source   pipeline.Source
 	keep     Keeper
 	prefix   string
@@ -96,8 +100,21 @@ type shadow struct {
 // keeps the batch, that long before the invocation's deadline.
 const shadowMargin = 2 * time.Second
 
+// shadowRetry is how often a shadow that could not start (its table
+// missing, or another set's) tries again, in an environment that lives on.
+const shadowRetry = time.Minute
+
 func (s *shadow) invoke(ctx context.Context, payload []byte) {
 	start := time.Now()
+	if s.proc == nil && s.start != nil && start.Sub(s.lastTry) >= shadowRetry {
+		s.lastTry = start
+		if p, err := s.start(ctx); err != nil {
+			s.initErr = err
+		} else {
+			s.proc, s.initErr = p, nil
+			s.log.Info("shadow started")
+		}
+	}
 	why := s.initErr
 	if why == nil {
 		sctx := ctx
