@@ -70,7 +70,7 @@ type Config struct {
 	Schema    pipeline.Schema
 	BatchSize int
 	// PlanBytes bounds the data file names one plan returns; default
-	// DefaultPlanBytes.
+	// 128 KiB.
 	PlanBytes int
 	// Margin is how long before the invocation's deadline a file step
 	// stops, so that it ends with an error of its own (OutOfTime) rather

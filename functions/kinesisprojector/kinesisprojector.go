@@ -25,6 +25,18 @@ import (
 	"github.com/tributary/tributary/projections/driver"
 )
 
+// Config is the Kinesis projector's configuration: the Streams projector's,
+// with Source Kinesis (LoadConfig sets it).
+type Config = projector.Config
+
+// LoadConfig reads the configuration as projector.LoadConfig does, for
+// Kinesis events.
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	cfg, err := projector.LoadConfig(lookup)
+	cfg.Source = pipeline.SourceKinesis
+	return cfg, err
+}
+
 // Main runs the Kinesis projector of env. It does not return.
 func Main(env *projections.Environment) {
 	entry.Start("kinesis-projector", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
@@ -36,8 +48,10 @@ func Main(env *projections.Environment) {
 	})
 }
 
-// New returns the Kinesis projector's handler (projector.Build for
-// Kinesis events: partial batch responses name Kinesis sequence numbers).
-func New(ctx context.Context, cfg projector.Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...projector.Option) (*projector.Handler, error) {
-	return projector.Build(ctx, pipeline.SourceKinesis, cfg, t, env, log, metrics, opts...)
+// New returns the Kinesis projector's handler: projector.New for Kinesis
+// events, whatever cfg.Source says (partial batch responses name Kinesis
+// sequence numbers).
+func New(ctx context.Context, cfg Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...projector.Option) (*projector.Handler, error) {
+	cfg.Source = pipeline.SourceKinesis
+	return projector.New(ctx, cfg, t, env, log, metrics, opts...)
 }

@@ -77,7 +77,10 @@ import (
 //	                     for redrive: s3://bucket/prefix or a directory (required
 //	                     with SHADOW_TABLE)
 type Config struct {
-	Table string
+	// Source is the events' source: DynamoDB Streams (the zero value) or
+	// Kinesis (the kinesis-projector's).
+	Source pipeline.Source
+	Table  string
 	// Projections names the subset of the environment's projections to run.
 	Projections []string
 	// Schema holds the attributes the variables give; empty ones are the
@@ -205,15 +208,6 @@ func Load(ctx context.Context) (Config, driver.Table, []Option, error) {
 	return cfg, dynamostore.New(client, cfg.Table), opts, nil
 }
 
-// New returns the Streams projector's handler: an engine for env's
-// projections (or the subset cfg.Projections names) over the aggregate
-// table t, made by projections.Open, behind the DynamoDB Streams processor
-// (partial batch responses name stream sequence numbers); with WithShadow,
-// the shadow's behind it.
-func New(ctx context.Context, cfg Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
-	return Build(ctx, pipeline.SourceStreams, cfg, t, env, log, metrics, opts...)
-}
-
 // streamsFilterNeed is what the Streams projector's event source mapping
 // filter asks of the stream: it matches records by the entity type of their
 // new or old image, so a removal, or a change out of a projected type,
@@ -221,15 +215,21 @@ func New(ctx context.Context, cfg Config, t driver.Table, env *projections.Envir
 var streamsFilterNeed = pipeline.ImageNeed{Images: pipeline.OldImages,
 	Why: "the projector's filter criteria match removals and type changes by the item's old image: without it they never reach the function, and what the item contributed is never retracted"}
 
-// Build returns a projector's handler for events of source (Streams or
-// Kinesis): the engine of env's projections (or the subset cfg.Projections
-// names) over t, checked against the mapping's filter and opened with
-// projections.Open, behind the source's processor (the decoders read the
-// attributes env and cfg name); with WithShadow, the shadow set's engine
-// over its table behind a processor of its own. A shadow that cannot start
-// (its table another set's, say) does not stop the function: it keeps
-// every batch for redrive, and says why.
-func Build(ctx context.Context, source pipeline.Source, cfg Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
+// New returns a projector's handler for events of cfg.Source (DynamoDB
+// Streams unless it says Kinesis): the engine of env's projections (or the
+// subset cfg.Projections names) over the aggregate table t, checked
+// against the mapping's filter and opened with projections.Open, behind
+// the source's processor (the decoders read the attributes env and cfg
+// name; partial batch responses name the source's sequence numbers); with
+// WithShadow, the shadow set's engine over its table behind a processor
+// of its own. A shadow that cannot start (its table another set's, say)
+// does not stop the function: it keeps every batch for redrive, says why,
+// and tries again each minute.
+func New(ctx context.Context, cfg Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
+	source := cfg.Source
+	if source != pipeline.SourceKinesis {
+		source = pipeline.SourceStreams
+	}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
