@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary/tributary/functions/archiver"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/projections"
 )
@@ -30,7 +31,7 @@ func ttlRemovalRecord(seq int, pk, typ string) string {
 // asking for one type gets its removals only, though both share the
 // partition.
 func TestArchiverRefusesCollidingTypes(t *testing.T) {
-	restore := objstore.SetNameHash(func(string) [sha256.Size]byte { return [sha256.Size]byte{0xc0, 0x11} })
+	restore := objstoretest.SetNameHash(t, func(string) [sha256.Size]byte { return [sha256.Size]byte{0xc0, 0x11} })
 	defer restore()
 	a, b := strings.Repeat("A", 250), strings.Repeat("B", 250)
 	if archive.EntitySegment(a) != archive.EntitySegment(b) {

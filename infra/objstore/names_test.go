@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 )
 
 // Collision is the pair of entity types in testdata/fitname-collision-64.json:
@@ -112,7 +113,7 @@ func TestNames(t *testing.T) {
 func TestSetNameHash(t *testing.T) {
 	long := strings.Repeat("x", 300)
 	real := objstore.FitName("entity=", long+"A", "", objstore.MaxSegmentBytes)
-	restore := objstore.SetNameHash(func(string) [sha256.Size]byte { return [sha256.Size]byte{0xab} })
+	restore := objstoretest.SetNameHash(t, func(string) [sha256.Size]byte { return [sha256.Size]byte{0xab} })
 	a, b := objstore.FitName("entity=", long+"A", "", objstore.MaxSegmentBytes), objstore.FitName("entity=", long+"B", "", objstore.MaxSegmentBytes)
 	restore()
 	if a != b || a != "entity="+objstore.HashMark+"ab"+strings.Repeat("0", 62) {

@@ -28,7 +28,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync/atomic"
+
+	"github.com/tributary/tributary/infra/objstore/internal/namehash"
 )
 
 // Object is one listed object.
@@ -178,27 +179,6 @@ const HashMark = "_sha256-"
 // the 64 hex digits of a SHA-256.
 const hashedLen = len(HashMark) + 2*sha256.Size
 
-// nameHash is the hash FitName keeps of a name that does not fit. Only
-// tests change it (SetNameHash).
-var nameHash atomic.Pointer[func(string) [sha256.Size]byte]
-
-// SetNameHash makes FitName hash with h instead of SHA-256 until the
-// returned function is called. It is for tests of what the writers do when
-// two names shorten to one, which no one can arrange with SHA-256; nothing
-// else may call it, and tests that do must not run in parallel with others
-// that build names.
-func SetNameHash(h func(name string) [sha256.Size]byte) (restore func()) {
-	old := nameHash.Swap(&h)
-	return func() { nameHash.Store(old) }
-}
-
-func hashName(name string) [sha256.Size]byte {
-	if h := nameHash.Load(); h != nil {
-		return (*h)(name)
-	}
-	return sha256.Sum256([]byte(name))
-}
-
 // FitName returns prefix+name+suffix when it is at most max bytes long.
 // Otherwise it replaces name by HashMark and the 64 hex digits of name's
 // SHA-256 (hashedLen bytes), keeping prefix and suffix, so that the result
@@ -213,12 +193,12 @@ func hashName(name string) [sha256.Size]byte {
 // entity types with one such name can be found in minutes
 // (testdata/fitname-collision-64.json). Every writer still refuses two names
 // that one result stands for (Names), which a test can then arrange with
-// SetNameHash.
+// objstoretest.SetNameHash.
 func FitName(prefix, name, suffix string, max int) string {
 	if len(prefix)+len(name)+len(suffix) <= max {
 		return prefix + name + suffix
 	}
-	sum := hashName(name)
+	sum := namehash.Sum(name)
 	return prefix + HashMark + hex.EncodeToString(sum[:]) + suffix
 }
 

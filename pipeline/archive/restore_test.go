@@ -514,7 +514,7 @@ func TestRestoreRefusesCollidingNames(t *testing.T) {
 	if err != nil || len(sel.Objects()) != 2 {
 		t.Fatalf("%d objects, %v", len(sel.Objects()), err)
 	}
-	restore := objstore.SetNameHash(func(string) [32]byte { return [32]byte{1} })
+	restore := objstoretest.SetNameHash(t, func(string) [32]byte { return [32]byte{1} })
 	defer restore()
 	_, err = RestoreExport(ctx, sel, objstore.NewDir(t.TempDir()), ExportOptions{ExportID: "01767225600000-archive"})
 	if !errors.Is(err, objstore.ErrNameCollision) || !strings.Contains(err.Error(), "archive objects") {

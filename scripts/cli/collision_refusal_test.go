@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/objstoretest"
 )
 
 // itemCounts returns the item count of each data file of an export, from
@@ -39,7 +40,7 @@ func itemCounts(t *testing.T, exportDir string) []int {
 // or each is in a data file of its own (the finish refuses the partition of
 // two types); it writes no summary either way.
 func TestRepartitionRefusesCollidingNames(t *testing.T) {
-	restore := objstore.SetNameHash(func(string) [sha256.Size]byte { return [sha256.Size]byte{0xc0, 0x11} })
+	restore := objstoretest.SetNameHash(t, func(string) [sha256.Size]byte { return [sha256.Size]byte{0xc0, 0x11} })
 	defer restore()
 	a, b := strings.Repeat("A", 300), strings.Repeat("B", 300)
 	oneFile := collidingExport(t, a, b, 1)
@@ -76,7 +77,7 @@ func TestRepartitionRenamesOldSegments(t *testing.T) {
 	a, b := strings.Repeat("A", 300), "Order"
 	export := collidingExport(t, a, b, 2)
 	out := t.TempDir()
-	restore := objstore.SetNameHash(func(string) [sha256.Size]byte { return [sha256.Size]byte{0x01, 0xd} })
+	restore := objstoretest.SetNameHash(t, func(string) [sha256.Size]byte { return [sha256.Size]byte{0x01, 0xd} })
 	code, stdout, stderr := runCLI(t, "repartition", "--export", export, "--out", out, "--no-sync")
 	restore()
 	if code != 0 {

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/objstore/internal/namehash"
 )
 
 // Run runs the suite on stores made by newStore, each call a fresh, empty
@@ -338,4 +340,16 @@ func OneWins(t *testing.T, n int, lose error, try func(i int) error) int {
 		t.Fatalf("none of %d tries succeeded", n)
 	}
 	return won
+}
+
+// SetNameHash makes objstore.FitName hash with h instead of SHA-256 until
+// the returned function is called or the test ends, for tests of what the
+// writers do when two names shorten to one, which no one can arrange with
+// SHA-256. Tests that call it must not run in parallel with others that
+// build names.
+func SetNameHash(t testing.TB, h func(name string) [sha256.Size]byte) (restore func()) {
+	t.Helper()
+	restore = sync.OnceFunc(namehash.Set(h))
+	t.Cleanup(restore)
+	return restore
 }
