@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -125,6 +126,9 @@ func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.
 		for _, p := range byType[t] {
 			con, err := contribute(p, item)
 			if err != nil {
+				if ie, ok := errors.AsType[*ItemError](err); ok && ie.Projection == p.Name() {
+					return fmt.Errorf("recompute: %w", err) // it names the projection and the item already
+				}
 				return fmt.Errorf("recompute: projection %s: %w", p.Name(), err)
 			}
 			for _, c := range con.Counters {

@@ -159,11 +159,11 @@ func TestArchiveUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tc.args, code, errs, tc.code, tc.err)
 		}
 	}
-	// The commands are listed in the help.
-	_, _, errs := cli("help")
+	// The commands are listed in the help, on stdout.
+	_, out, _ := cli("help")
 	for _, want := range []string{"archive ", "restore "} {
-		if !strings.Contains(errs, "\n  "+want) {
-			t.Errorf("help lacks %q:\n%s", want, errs)
+		if !strings.Contains(out, "\n  "+want) {
+			t.Errorf("help lacks %q:\n%s", want, out)
 		}
 	}
 }

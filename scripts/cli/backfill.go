@@ -53,7 +53,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	var asOf time.Time
 	if *exportTime != "" {
 		if asOf, err = time.Parse(time.RFC3339Nano, *exportTime); err != nil {
-			return fmt.Errorf("%w: --export-time: %v", errUsage, err)
+			return fmt.Errorf("%w: --export-time %s: want an RFC 3339 time, e.g. 2026-11-30T10:00:02Z", errUsage, quote.Value(*exportTime))
 		}
 	}
 	if err := xf.resolve(e); err != nil {

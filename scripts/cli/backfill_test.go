@@ -81,8 +81,9 @@ func TestBackfillFailedItems(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "files:    5 (5 done by an earlier run)") || !strings.Contains(out, "status:   complete but for 1 items in 1 data files") {
 		t.Fatalf("rerun: exit %d, want 1 and the failure again\n%s%s", code, out, stderr)
 	}
-	if code, out, _ := runCLI(t, "verify", "--export", exp, "--store", store, "--skip-md5"); code != 1 {
-		t.Errorf("verify: exit %d, want 1\n%s", code, out)
+	code, out, stderr = runCLI(t, "verify", "--export", exp, "--store", store, "--skip-md5")
+	if code != 1 || !strings.Contains(stderr, `recompute: order-totals: item USER#`) || strings.Contains(stderr, "order-totals: order-totals") {
+		t.Errorf("verify: exit %d, want 1 naming the projection and the item once\n%s%s", code, out, stderr)
 	}
 }
 

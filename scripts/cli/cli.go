@@ -124,7 +124,7 @@ func (e *Env) commands() []Command {
 		{"verify", "recompute every projection from an export and diff it against the live aggregates", runVerify},
 		{"backfill", "build the projections from an export, into a store the stream then keeps current (exactly once with it)", runBackfill},
 		{"filters", "print the FilterCriteria of the projector's or archiver's event source mapping", runFilters},
-		{"projections", "show the projection set (and a store's marker), or adopt a store for it", runProjections},
+		{"projections", "show the projection set (and a store's marker), adopt a store for it, or check a spec file", runProjections},
 	}
 	for _, c := range e.extra {
 		replaced := false
@@ -191,11 +191,12 @@ func Run(ctx context.Context, opts Options, args []string, stdin io.Reader, stdo
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, e *Env, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(e)
-		if len(args) == 0 {
-			return 2
-		}
+	if len(args) == 0 {
+		usage(e, e.Stderr)
+		return 2
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(e, e.Stdout) // asked for: the output, not an error
 		return 0
 	}
 	for _, c := range e.commands() {
@@ -220,12 +221,11 @@ func run(ctx context.Context, e *Env, args []string) int {
 		return 1
 	}
 	fmt.Fprintf(e.Stderr, "%s: unknown command %s\n\n", e.Name, quote.Value(args[0]))
-	usage(e)
+	usage(e, e.Stderr)
 	return 2
 }
 
-func usage(e *Env) {
-	w := e.Stderr
+func usage(e *Env, w io.Writer) {
 	fmt.Fprintf(w, "Usage: %s <command> [flags] [args]\n\nCommands:\n", e.Name)
 	for _, c := range e.commands() {
 		fmt.Fprintf(w, "  %-14s %s\n", c.Name, c.Summary)
@@ -241,7 +241,7 @@ func (e *Env) FlagSet(name, argsUsage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(e.Name+" "+name, flag.ContinueOnError)
 	fs.SetOutput(e.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.Stderr, "Usage: %s %s [flags] %s\n\nFlags:\n", e.Name, name, argsUsage)
+		fmt.Fprintf(e.Stderr, "Usage: %s\n\nFlags:\n", strings.TrimSpace(e.Name+" "+name+" [flags] "+argsUsage))
 		fs.PrintDefaults()
 	}
 	return fs

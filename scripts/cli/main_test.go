@@ -59,7 +59,6 @@ func TestUsage(t *testing.T) {
 		inStderr string
 	}{
 		{nil, 2, "Usage: tributary <command>"},
-		{[]string{"help"}, 0, "  backfill "},
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 		{[]string{"decode"}, 2, "no input files"},
 		{[]string{"decode", "--format", "xml", "x"}, 2, `unknown format "xml"`},
@@ -76,6 +75,13 @@ func TestUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tt.code, tt.inStderr)
 			}
 		})
+	}
+	// help, asked for, is the output; without a command it is the error.
+	if code, out, stderr := runCLI(t, "help"); code != 0 || !strings.Contains(out, "\n  backfill ") || stderr != "" {
+		t.Errorf("help: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if code, out, _ := runCLI(t, "projections", "nope"); code != 2 || out != "" {
+		t.Errorf("projections nope: exit %d", code)
 	}
 }
 

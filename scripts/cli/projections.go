@@ -127,7 +127,7 @@ func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 		fmt.Fprintf(out, "%s: marked for %s\n", sf.String(), quote.Printable(set.String()))
 		return nil
 	}
-	return fmt.Errorf("%w: unknown subcommand %q: want show or adopt", errUsage, sub)
+	return fmt.Errorf("%w: unknown subcommand %q: want show, adopt or check", errUsage, sub)
 }
 
 func printSet(out *bufio.Writer, set *projections.Set) {

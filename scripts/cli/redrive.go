@@ -141,7 +141,7 @@ func redriveObjects(ctx context.Context, from, endpoint string) (redrive.Objects
 	if !loc.IsS3() {
 		st, err := os.Stat(from)
 		if err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("--from %s: %w", from, errors.Unwrap(err))
 		}
 		if !st.IsDir() {
 			return nil, "", fmt.Errorf("--from %s is not a directory", from)

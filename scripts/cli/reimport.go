@@ -30,7 +30,7 @@ func runReimport(ctx context.Context, e *Env, args []string) error {
 	table := fs.String("table", "", "existing table to load into (BatchWriteItem loader, or the --bulk-put target)")
 	endpoint := fs.String("endpoint", "", "DynamoDB endpoint URL, e.g. a local AWS-protocol server")
 	hashKey := fs.String("hash-key", "", "--import-table: the new table's partition key (default the first of the table's key attributes)")
-	rangeKey := fs.String("range-key", "", "--import-table: the new table's sort key (default the second of the table's key attributes; none if it has one)")
+	rangeKey := fs.String("range-key", "", "--import-table: the new table's sort key (default the second of the table's key attributes; none if it has only one)")
 	keyTypes := fs.String("key-types", "S,S", "--import-table: the key attributes' types, S, N or B")
 	noWait := fs.Bool("no-wait", false, "--import-table, --bulk-put: start the operation and return")
 	poll := fs.Duration("poll", 10*time.Second, "--import-table, --bulk-put: how often to report progress")

@@ -222,7 +222,7 @@ func (f *exportFlags) open(ctx context.Context, e *Env) (*export.Export, *export
 		}
 		inc, err := export.OpenExportAt(ctx, l, f.source(ctx), export.OpenOptions{})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("--incremental %s: %w", s, err)
 		}
 		incs = append(incs, inc)
 	}

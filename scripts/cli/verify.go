@@ -44,6 +44,9 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
+	if *maxPrint < 0 {
+		return fmt.Errorf("%w: --max-print must not be negative (0 prints all)", errUsage)
+	}
 	sub, err := only.set(e)
 	if err != nil {
 		return err

@@ -9,10 +9,14 @@ import (
 	"github.com/tributary/tributary/scripts/cli"
 )
 
-func main() {
-	cli.Main(cli.Options{
+func main() { cli.Main(options()) }
+
+// options are the stock binary's: the seed environment, and the demo and
+// the leaderboard beside the standard commands.
+func options() cli.Options {
+	return cli.Options{
 		Name:        "tributary",
 		Environment: seed.Environment(),
 		Commands:    []cli.Command{demo(), leaderboard()},
-	})
+	}
 }
