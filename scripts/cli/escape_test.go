@@ -190,3 +190,20 @@ func TestDecodeEscaped(t *testing.T) {
 		t.Errorf("decode reads back as %+v, %v:\n%s", c, err, out)
 	}
 }
+
+// TestRowsUnknownProjection: rows of a projection the store's set does not
+// hold is a usage mistake naming the set, not an empty answer; a known
+// projection with no rows in the partition says so and succeeds.
+func TestRowsUnknownProjection(t *testing.T) {
+	store := t.TempDir()
+	if code, _, stderr := runCLI(t, "process", "--store", store, "--events", fixtures+"streams/event.json"); code != 0 {
+		t.Fatalf("process: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := runCLI(t, "rows", "--store", store, "--projection", "order-total", "--partition", "X")
+	if want := `tributary rows: usage: --projection "order-total": the store ` + store + ` holds the projections cart-contents, order-totals, season-leaderboard, season-standings, workspace-activity`; code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want 2 and %q:\n%s", code, want, stderr)
+	}
+	if code, out, _ := runCLI(t, "rows", "--store", store, "--projection", "order-totals", "--partition", "X"); code != 0 || out != "(no rows of order-totals in X)\n" {
+		t.Errorf("a partition without rows: exit %d %q", code, out)
+	}
+}

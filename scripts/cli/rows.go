@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
 )
 
 func runRows(ctx context.Context, e *Env, args []string) (err error) {
@@ -34,6 +36,17 @@ func runRows(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
+	// A projection the store's set does not hold has no rows to show: a
+	// misspelt name is an error, not an empty answer.
+	if m, err := projections.ReadMarker(ctx, st); err != nil {
+		return err
+	} else if m != nil && !slices.ContainsFunc(m.Set, func(id projections.ProjectionID) bool { return id.Name == *projection }) {
+		names := make([]string, len(m.Set))
+		for i, id := range m.Set {
+			names[i] = id.Name
+		}
+		return fmt.Errorf("%w: --projection %s: the %s holds the projections %s", errUsage, quote.Value(*projection), sf.String(), printableList(names, ", "))
+	}
 	rows, err := st.QueryRows(ctx, *projection, *partition, *top)
 	if err != nil {
 		return err
