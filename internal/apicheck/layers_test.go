@@ -99,6 +99,52 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// coreThirdParty are the packages outside the module and the standard
+// library the core may import (docs/api.md): the event and attribute
+// types of the AWS libraries, never a service's client; the expression
+// engine and the YAML reader of projections/spec.
+var coreThirdParty = []string{
+	"github.com/aws/aws-lambda-go/events",
+	"github.com/aws/aws-lambda-go/lambdacontext",
+	"github.com/aws/aws-sdk-go-v2/aws", // the SDK's base: its errors and transport types (shardreadtest)
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue",
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types",
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types",
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types",
+	"github.com/expr-lang/expr",
+	"go.yaml.in/yaml/v3",
+}
+
+// TestCoreImports: the core's own imports outside the module and the
+// standard library are those coreThirdParty allows (a package of expr's
+// among them): no AWS service client, so that the core runs anywhere.
+func TestCoreImports(t *testing.T) {
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports, Dir: "../.."}, "./...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, p := range pkgs {
+		rel, ok := strings.CutPrefix(p.PkgPath, module)
+		if !ok || !slices.Contains(core, rel) {
+			continue
+		}
+		checked++
+		for path := range p.Imports {
+			first, _, _ := strings.Cut(path, "/")
+			if strings.HasPrefix(path, module) || !strings.Contains(first, ".") {
+				continue // the module's, or the standard library's
+			}
+			if !slices.ContainsFunc(coreThirdParty, func(a string) bool { return path == a || strings.HasPrefix(path, a+"/") }) {
+				t.Errorf("%s imports %s, which the core may not (coreThirdParty)", rel, path)
+			}
+		}
+	}
+	if checked != len(core) {
+		t.Fatalf("checked %d core packages, want %d", checked, len(core))
+	}
+}
+
 // TestLayerOf pins the layer of a package of each kind.
 func TestLayerOf(t *testing.T) {
 	for rel, want := range map[string]int{
