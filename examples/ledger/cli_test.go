@@ -338,11 +338,14 @@ func TestCLIMessages(t *testing.T) {
 		{[]string{"decode", "--format", "export", badLine}, 1, "item has none of the key attributes [pk sk]\nledger decode: 1 record(s) could not be decoded"},
 		{[]string{"repartition", "--transform", "nope", "--export", "testdata/export", "--out", t.TempDir()}, 2,
 			`ledger repartition: usage: --transform: no transform "nope" (known: transfers-by-account)`},
-		{[]string{"help"}, 0, "Usage: ledger <command>"},
+		{nil, 2, "Usage: ledger <command>"},
 	} {
 		code, _, stderr := run(tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("ledger %s: exit %d\n%s\nwant exit %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.want)
 		}
+	}
+	if code, stdout, _ := run("help"); code != 0 || !strings.Contains(stdout, "Usage: ledger <command>") {
+		t.Errorf("ledger help: exit %d\n%s\nwant exit 0 and the usage on stdout", code, stdout)
 	}
 }
