@@ -218,6 +218,11 @@ type RowPut struct {
 	// From, when not "", is an owner the row may be taken from: one that
 	// releases it in the same transaction, or no longer claims it.
 	From string
+	// Held says that Owner's ledger entry, whose revision the transaction
+	// is conditioned on, holds the row already: a store that keeps the
+	// claim apart from the row (a target store) need not check or write
+	// it again. A store that keeps the owner in the row ignores it.
+	Held bool
 }
 
 // RowDelete deletes a row, if its Owner (when not "") owns it.
