@@ -78,11 +78,13 @@ type CheckResult struct {
 	// Items is how many export items were read; Changed how many source
 	// items' state in the target is newer than the export's.
 	Items, Changed int64
-	// Expected and Found count the target items expected and read, Expired
-	// those left out of either for their TTL.
+	// Expected and Found count the target items expected and read (those
+	// whose TTL has passed left out of both), Expired the expected ones so
+	// left out.
 	Expected, Found, Expired int64
-	// Newest is the time of the newest change the target's ledger records
-	// (zero: none): how far the stream has been applied.
+	// Newest is the time of the newest state the target's ledger records
+	// (a change's, or the export's for a backfilled item; zero: none): how
+	// far the stream has been applied.
 	Newest time.Time
 	// Partitions is how many the key space was cut into, Differing how
 	// many of them differ.
@@ -282,7 +284,6 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 	}
 	err = target.ScanRows(ctx, func(row driver.StoredRow) error {
 		if e := expiry(row.Attrs[c.r.ttlAttr]); e != 0 && e <= c.now {
-			c.res.Expired++
 			return nil
 		}
 		c.res.Found++
