@@ -166,6 +166,26 @@ func engineConfig(cfg projections.Config) projections.Config {
 	return cfg
 }
 
+// Handler returns e, the remodel's engine, as the handler a processor
+// runs (pipeline.NewKinesisProcessor): one that says the entity types it
+// reads, so that records of the others are counted skipped; but a remodel
+// that copies the other types reads them all, and says none.
+func (r *Remodel) Handler(e *projections.Engine) pipeline.BatchHandler {
+	if r.t.CopyOthers {
+		return allTypes{e}
+	}
+	return e
+}
+
+// allTypes is an engine that does not say which entity types it reads.
+type allTypes struct{ e *projections.Engine }
+
+func (a allTypes) HandleBatch(ctx context.Context, changes []pipeline.Change) error {
+	return a.e.HandleBatch(ctx, changes)
+}
+
+func (a allTypes) ImageNeed() pipeline.ImageNeed { return a.e.ImageNeed() }
+
 // Apply returns the target items the transform makes of a source item
 // (none for an item the remodel does not take), each checked: its key
 // attributes the target's, within DynamoDB's limits, and the item one

@@ -383,7 +383,7 @@ func remodelApply(ctx context.Context, e *Env, args []string) (err error) {
 	cfg := pipeline.Config{Logger: log, Options: pipeline.Options{Schema: schema}}
 	failed := false
 	for _, name := range files {
-		_, _, report, err := processEvent(ctx, e, engine, cfg, name, *format, "types the transform does not take")
+		_, _, report, err := processEvent(ctx, e, r.Handler(engine), cfg, name, *format, "types the transform does not take")
 		if err != nil {
 			return err
 		}
