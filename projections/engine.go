@@ -185,9 +185,11 @@ type item struct {
 	// them. held: its claim failed for good (or for now); it is not written.
 	wait bool
 	held error
-	// takeover names, per row, the owner whose claim it takes over: one
+	// takeover names, per row, the owner whose claim it takes over, and
+	// takeoverRev the revision of that owner's ledger entry read: one
 	// whose own ledger entry no longer claims the row.
-	takeover map[driver.RowRef]string
+	takeover    map[driver.RowRef]string
+	takeoverRev map[driver.RowRef]int64
 }
 
 // written reports whether the item is to be written.
@@ -597,12 +599,14 @@ func (e *Engine) settleClaim(ctx context.Context, it *item, claim *driver.ClaimE
 	}
 	if !claims {
 		if it.takeover == nil {
-			it.takeover = map[driver.RowRef]string{}
+			it.takeover, it.takeoverRev = map[driver.RowRef]string{}, map[driver.RowRef]int64{}
 		}
 		if it.takeover[claim.Ref] == claim.Owner {
-			return fmt.Errorf("row %s/%s: taking it over from %s was refused: %w", quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), claim.Owner, claim)
+			return fmt.Errorf("row %s/%s: taking it over from item %s was refused (its ledger entry changed since it was read): %w", quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), describeOwner(claim.Owner), claim)
 		}
 		it.takeover[claim.Ref] = claim.Owner
+		// The read may be stale: the commit checks the revision.
+		it.takeoverRev[claim.Ref] = got[claim.Owner].Rev
 		return nil
 	}
 	row := fmt.Sprintf("projection %s, row %s/%s", claim.Ref.Projection, quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort))
@@ -660,7 +664,9 @@ func (e *Engine) actions(it *item) (l driver.LedgerPut, deltas map[driver.Aggreg
 	for _, r := range it.next.Rows {
 		newRows[r.Ref] = true
 		if h, ok := oldRows[r.Ref]; !ok || h != r.Hash {
-			puts = append(puts, driver.RowPut{Ref: r.Ref, Attrs: r.Attrs, Owner: it.key, From: it.takeover[r.Ref], Held: ok})
+			from := it.takeover[r.Ref]
+			puts = append(puts, driver.RowPut{Ref: r.Ref, Attrs: r.Attrs, Owner: it.key, From: from, Held: ok,
+				CheckFrom: from != "", FromRev: it.takeoverRev[r.Ref]})
 		}
 	}
 	for _, r := range old.Rows {
@@ -885,11 +891,20 @@ func (e *Engine) build(chunk []*item) (tx *driver.Tx, touches map[driver.Aggrega
 			tx.Adds = append(tx.Adds, driver.Add{Ref: ref, Values: vs})
 		}
 	}
+	written := make(map[string]bool, len(tx.Ledgers))
+	for _, l := range tx.Ledgers {
+		written[l.Key] = true
+	}
 	for _, ref := range rowOrder {
 		op := rowOps[ref]
 		if op.put == nil {
 			tx.Deletes = append(tx.Deletes, op.del)
 		} else {
+			if op.put.CheckFrom && written[op.put.From] {
+				// The owner taken from writes its own ledger entry here,
+				// conditioned on its revision: that is the check.
+				op.put.CheckFrom = false
+			}
 			tx.Puts = append(tx.Puts, *op.put)
 		}
 	}

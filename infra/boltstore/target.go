@@ -187,7 +187,7 @@ func (ts *TargetStore) Commit(ctx context.Context, tx *driver.Tx) error {
 		if !p.Held {
 			c := driver.ClaimRef(p.Ref)
 			byClaim[c] = p.Ref
-			claims.Puts = append(claims.Puts, driver.RowPut{Ref: c, Owner: p.Owner, From: p.From})
+			claims.Puts = append(claims.Puts, driver.RowPut{Ref: c, Owner: p.Owner, From: p.From, CheckFrom: p.CheckFrom, FromRev: p.FromRev})
 		}
 		if err := checkTargetItem(p.Attrs); err != nil {
 			return fmt.Errorf("boltstore: commit to the target: item %s: %w", describeRow(p.Ref), err)

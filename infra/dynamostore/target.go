@@ -129,9 +129,10 @@ func (s *TargetStore) ReadLedgers(ctx context.Context, keys []string) (map[strin
 // action is what one of a commit's TransactWriteItems is.
 type action struct {
 	ledger   int           // the index of its ledger put; -1: not one
-	claim    bool          // a claim's put or delete
+	claim    bool          // a claim's put or delete, or a takeover's check
 	ref      driver.RowRef // the target item of a claim or an item action
 	claimant string
+	from     string // a takeover's check: the owner checked
 }
 
 // Commit writes tx in one TransactWriteItems across the ledger table and
@@ -180,6 +181,10 @@ func (s *TargetStore) Commit(ctx context.Context, tx *driver.Tx) error {
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: p.Attrs}})
 		acts = append(acts, action{ledger: -1, ref: p.Ref})
+		if p.CheckFrom {
+			items = append(items, types.TransactWriteItem{ConditionCheck: s.ledger.ledgerCheck(p.From, p.FromRev)})
+			acts = append(acts, action{ledger: -1, claim: true, ref: p.Ref, claimant: p.Owner, from: p.From})
+		}
 	}
 	for _, d := range tx.Deletes {
 		if err := s.check(d.Ref); err != nil {
@@ -240,8 +245,8 @@ func (s *TargetStore) canceled(tx *driver.Tx, acts []action, canceled *types.Tra
 				}
 				conflict.Current[key] = entry
 			case a.claim:
-				owner := ""
-				if o, isS := reason.Item[attrOwner].(*types.AttributeValueMemberS); isS {
+				owner := a.from // a takeover's check of the owner it takes from
+				if o, isS := reason.Item[attrOwner].(*types.AttributeValueMemberS); isS && a.from == "" {
 					owner = o.Value
 				}
 				return &driver.ClaimError{Ref: a.ref, Owner: owner, Claimant: a.claimant}

@@ -312,7 +312,8 @@ func Reserved(store Store, name string) bool {
 // assertion: how many of a transaction's MaxTxActions one row write
 // takes, for a store that writes more than one item per row (a target
 // store: the target item and its claim). A store without it takes one
-// action per row write.
+// action per row write, and one more for a put's check of the owner it
+// takes the row from (RowPut.CheckFrom).
 type ActionCounter interface {
 	PutActions(p RowPut) int
 	DeleteActions(d RowDelete) int
@@ -322,7 +323,13 @@ type ActionCounter interface {
 func Actions(store Store, tx *Tx) int {
 	ac, ok := store.(ActionCounter)
 	if !ok {
-		return tx.Len()
+		n := tx.Len()
+		for _, p := range tx.Puts {
+			if p.CheckFrom {
+				n++ // the check of From's ledger entry
+			}
+		}
+		return n
 	}
 	n := len(tx.Ledgers) + len(tx.Adds)
 	for _, p := range tx.Puts {
@@ -392,12 +399,17 @@ func (b TargetBase) CheckRow(ref RowRef) error { return b.Key.CheckRef(ref) }
 func (TargetBase) ReservesName(name string) bool { return name == "" }
 
 // PutActions is 2 (the item and its claim), or 1 when the owner holds the
-// claim already (RowPut.Held).
+// claim already (RowPut.Held); one more to check the owner it takes the
+// item from (RowPut.CheckFrom).
 func (TargetBase) PutActions(p RowPut) int {
+	n := 2
 	if p.Held {
-		return 1
+		n = 1
 	}
-	return 2
+	if p.CheckFrom {
+		n++
+	}
+	return n
 }
 
 // DeleteActions is 2: the item and its claim.

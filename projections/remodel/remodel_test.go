@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -306,5 +307,47 @@ func TestTargetItemRefused(t *testing.T) {
 	}
 	if got := targetItems(t, ts); len(got) != 2 {
 		t.Errorf("the good items beside the bad ones: %v", got)
+	}
+}
+
+// staleReads is a target whose ledger reads of some keys return nothing,
+// as an eventually consistent read may just after the entry is written.
+type staleReads struct {
+	*boltstore.TargetStore
+	hide map[string]bool
+}
+
+func (s staleReads) ReadLedgers(ctx context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
+	got, err := s.TargetStore.ReadLedgers(ctx, keys)
+	for k := range s.hide {
+		delete(got, k)
+	}
+	return got, err
+}
+
+// TestStaleReadNeverTakesOver: a collision whose holder's ledger entry
+// reads as absent (a stale read) is not taken for a claim left behind: the
+// takeover is checked against the entry's revision in the same
+// transaction, refused, and the holder's target item stands; read again,
+// it is the collision it is.
+func TestStaleReadNeverTakesOver(t *testing.T) {
+	ctx := context.Background()
+	r := mustRemodel(t, byEmail())
+	ts := openTarget(t, r)
+	a, b := user("a", "x@example.com"), user("b", "x@example.com")
+	now := func() time.Time { return t0.Add(10 * time.Minute) }
+	if err := r.NewEngine(ts, projections.Config{Logger: quiet(), Now: now}).HandleBatch(ctx, []pipeline.Change{change("100", t0, nil, a)}); err != nil {
+		t.Fatal(err)
+	}
+	holder := projections.LedgerKey(pipeline.Item{"PK": a["PK"], "SK": a["SK"]})
+	stale := r.NewEngine(staleReads{ts, map[string]bool{holder: true}}, projections.Config{Logger: quiet(), Now: now})
+	err := stale.HandleBatch(ctx, []pipeline.Change{change("200", t0.Add(time.Second), nil, b)})
+	if err == nil || !strings.Contains(err.Error(), "taking it over from item PK=USER#a SK=PROFILE was refused") || errors.Is(err, pipeline.ErrPermanent) {
+		t.Fatalf("b's change on a stale read of a's entry: %v, want a retryable refusal", err)
+	}
+	sameTarget(t, "after the refused takeover", ts, expected(t, r, []pipeline.Item{a}))
+	fresh := r.NewEngine(ts, projections.Config{Logger: quiet(), Now: now})
+	if err := fresh.HandleBatch(ctx, []pipeline.Change{change("200", t0.Add(time.Second), nil, b)}); !errors.Is(err, pipeline.ErrPermanent) {
+		t.Fatalf("b's change read afresh: %v, want the collision's permanent failure", err)
 	}
 }

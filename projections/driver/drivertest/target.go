@@ -42,6 +42,7 @@ func RunTarget(t *testing.T, open func(t *testing.T, key driver.TargetKey) Store
 		{"Items/KeysAtTheirLimits", pkSK, testTargetLongKeys},
 		{"Claims/AnotherOwnerRefused", pkSK, testTargetClaims},
 		{"Claims/HeldPutWritesNoClaim", pkSK, testTargetHeld},
+		{"Claims/TakeoverChecksTheOwner", pkSK, testTargetTakeoverCheck},
 		{"Commit/LedgerConflictWritesNothing", pkSK, testTargetConflict},
 		{"Commit/ActionsCountTheClaims", pkSK, testTargetActions},
 		{"Commit/AggregatesRefused", pkSK, testTargetNoAggregates},
@@ -305,4 +306,30 @@ func testTargetNames(t *testing.T, s Store, _ driver.TargetKey) {
 	if !driver.Reserved(s, "") {
 		t.Error("a target store takes an empty attribute name")
 	}
+}
+
+// testTargetTakeoverCheck: a takeover (CheckFrom) is refused when the
+// owner's ledger entry is not at the revision read, and takes the item
+// when it is.
+func testTargetTakeoverCheck(t *testing.T, s Store, key driver.TargetKey) {
+	item := pipeline.Item{"PK": avS("K"), "SK": avS("1"), "v": avS("a")}
+	pa := targetPut(t, key, item, "A")
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("A", 0)}, Puts: []driver.RowPut{pa}})
+	byB := pipeline.Item{"PK": avS("K"), "SK": avS("1"), "v": avS("b")}
+	take := targetPut(t, key, byB, "B")
+	take.From, take.CheckFrom = "A", true
+	if ac, ok := s.(driver.ActionCounter); !ok || ac.PutActions(take) != 3 {
+		t.Fatal("a takeover's put takes three actions: the item, its claim, the check")
+	}
+	var ce *driver.ClaimError
+	if err := s.Commit(t.Context(), &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("B", 0)}, Puts: []driver.RowPut{take}}); !errors.As(err, &ce) || ce.Owner != "A" || ce.Claimant != "B" || ce.Ref != pa.Ref {
+		t.Fatalf("a takeover read at no entry of A (at 1): %v, want a *ClaimError owned by A", err)
+	}
+	if got := readLedgers(t, s, "B"); len(got) != 0 {
+		t.Fatalf("a refused takeover wrote its ledger entry: %v", got)
+	}
+	wantItems(t, s, key, item)
+	take.FromRev = 1
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("B", 0)}, Puts: []driver.RowPut{take}})
+	wantItems(t, s, key, byB)
 }
