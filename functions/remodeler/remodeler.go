@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,13 @@ import (
 //	CLAIM_WAIT_SECONDS   how long a change whose target key another source item
 //	                     holds is retried before it fails as a collision
 //	                     (default 300)
+//	FILTER_ENTITY_TYPES  comma-separated entity types the event source mapping's
+//	                     filter passes (the template sets it from the same
+//	                     parameter as the filter): the function refuses to start
+//	                     when it is set but names none, names no type the
+//	                     transform rewrites, or misses one (records the filter
+//	                     would drop unseen), or when the transform copies the
+//	                     other types
 type Config struct {
 	Table, LedgerTable string
 	Transform          string
@@ -68,6 +76,9 @@ type Config struct {
 	Permanent    pipeline.PermanentPolicy
 	TombstoneTTL time.Duration
 	ClaimWait    time.Duration
+	// FilterTypes are the types the mapping's filter passes; nil when the
+	// function is not told (FILTER_ENTITY_TYPES unset).
+	FilterTypes []string
 }
 
 // LoadConfig reads a remodeler's configuration with lookup (os.LookupEnv
@@ -93,6 +104,12 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.Transform == "" {
 		errs = append(errs, errors.New("TRANSFORM is required: the name of the transform that makes the target's items"))
+	}
+	if v, ok := lookup("FILTER_ENTITY_TYPES"); ok {
+		c.FilterTypes = entry.List(v)
+		if len(c.FilterTypes) == 0 {
+			errs = append(errs, errors.New("FILTER_ENTITY_TYPES is set but names no entity type: the event source mapping's filter would pass no record"))
+		}
 	}
 	switch v := getenv("SOURCE"); v {
 	case "", "kinesis":
@@ -166,11 +183,37 @@ func Remodel(cfg Config, env *projections.Environment, tableKey driver.TargetKey
 	if err != nil {
 		return nil, fmt.Errorf("TRANSFORM: %w", err)
 	}
+	if cfg.FilterTypes != nil {
+		if err := checkFilter(t, cfg.FilterTypes); err != nil {
+			return nil, err
+		}
+	}
 	key, err := remodel.ResolveKey(t, tableKey, schema)
 	if err != nil {
 		return nil, fmt.Errorf("TARGET_TABLE %s: %w", cfg.Table, err)
 	}
 	return remodel.New(t, key, schema)
+}
+
+// checkFilter refuses a mapping filter that would drop records the
+// transform takes: one that misses a type it rewrites, or any filter of a
+// transform that copies the other types.
+func checkFilter(t *projections.Transform, passes []string) error {
+	if t.CopyOthers {
+		return fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes only %s, but transform %s copies every other type too: leave the filter's types empty (the template's RemodelEntityTypes)",
+			strings.Join(passes, ", "), t.Name)
+	}
+	var missing []string
+	for _, typ := range t.Types() {
+		if !slices.Contains(passes, typ) {
+			missing = append(missing, typ)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("FILTER_ENTITY_TYPES: the event source mapping's filter passes %s, but transform %s also rewrites %s, whose records it would drop before they reach the function: add them (the template's RemodelEntityTypes; `tributary projections check` lists a spec's)",
+			strings.Join(passes, ", "), t.Name, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // Handler is the remodeler's handler: a lambda.Handler (and

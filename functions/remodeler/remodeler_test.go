@@ -91,6 +91,7 @@ func TestLoadConfig(t *testing.T) {
 		{"the ledger is the target", map[string]string{"TARGET_TABLE": "t", "TRANSFORM": "x", "LEDGER_TABLE": "t"}, "LEDGER_TABLE t is TARGET_TABLE"},
 		{"a bad source", map[string]string{"TARGET_TABLE": "t", "TRANSFORM": "x", "SOURCE": "sqs"}, `SOURCE "sqs": want kinesis or streams`},
 		{"a bad wait", map[string]string{"TARGET_TABLE": "t", "TRANSFORM": "x", "CLAIM_WAIT_SECONDS": "soon"}, `CLAIM_WAIT_SECONDS "soon"`},
+		{"an empty filter", map[string]string{"TARGET_TABLE": "t", "TRANSFORM": "x", "FILTER_ENTITY_TYPES": " , "}, "FILTER_ENTITY_TYPES is set but names no entity type"},
 		{"fine", map[string]string{"TARGET_TABLE": "t", "TRANSFORM": "x", "SOURCE": "streams", "CLAIM_WAIT_SECONDS": "60"}, ""},
 	} {
 		cfg, err := remodeler.LoadConfig(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
@@ -207,5 +208,32 @@ func TestRefusesAnotherTarget(t *testing.T) {
 	}
 	if _, err := remodeler.Remodel(remodeler.Config{Table: "t", Transform: "nope"}, seed.Environment(), driver.TargetKey{}); err == nil || !strings.Contains(err.Error(), `TRANSFORM: no transform "nope" (known: comments-table)`) {
 		t.Errorf("an unknown transform: %v", err)
+	}
+}
+
+// TestFilterChecked: a mapping filter that would drop records the
+// transform takes stops the function at init.
+func TestFilterChecked(t *testing.T) {
+	copying := seed.Environment()
+	all := *copying.Transforms[0]
+	all.CopyOthers = true
+	copying.Transforms = []*projections.Transform{&all}
+	for _, tt := range []struct {
+		name   string
+		env    *projections.Environment
+		filter []string
+		want   string
+	}{
+		{"the transform's type", seed.Environment(), []string{"Comment", "Document"}, ""},
+		{"a type missing", seed.Environment(), []string{"Document"}, "transform comments-table also rewrites Comment, whose records it would drop"},
+		{"a transform that copies the others", copying, []string{"Comment"}, "copies every other type too"},
+	} {
+		_, err := remodeler.Remodel(remodeler.Config{Table: "t", Transform: "comments-table", FilterTypes: tt.filter}, tt.env, driver.TargetKey{})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want an error saying %q", tt.name, err, tt.want)
+		}
 	}
 }
