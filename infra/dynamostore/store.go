@@ -180,8 +180,8 @@ func (s *Store) Commit(ctx context.Context, tx *driver.Tx) error {
 	if tx == nil || tx.Len() == 0 {
 		return nil
 	}
-	if n := driver.Actions(s, tx); n > MaxTxActions {
-		return fmt.Errorf("dynamostore: commit to table %q: %d actions, more than the %d TransactWriteItems allows", s.table, n, MaxTxActions)
+	if n := driver.Actions(s, tx); n > driver.MaxTxActions {
+		return fmt.Errorf("dynamostore: commit to table %q: %d actions, more than the %d TransactWriteItems allows", s.table, n, driver.MaxTxActions)
 	}
 	if tx.Len() == 1 && len(tx.Ledgers) == 1 {
 		return s.putLedger(ctx, tx.Ledgers[0])
@@ -267,7 +267,7 @@ func (s *Store) transactItems(tx *driver.Tx) ([]types.TransactWriteItem, error) 
 // revision rev (0: that there is none): what a row's takeover rests on
 // (driver.RowPut.CheckFrom).
 func (s *Store) ledgerCheck(key string, rev int64) *types.ConditionCheck {
-	c := &types.ConditionCheck{TableName: aws.String(s.table), Key: LedgerKey(key)}
+	c := &types.ConditionCheck{TableName: aws.String(s.table), Key: itemKeyAV(prefixLedger+key, skLedger)}
 	if rev == 0 {
 		c.ConditionExpression = aws.String("attribute_not_exists(#pk)")
 		c.ExpressionAttributeNames = map[string]string{"#pk": attrPK}

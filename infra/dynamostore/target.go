@@ -154,8 +154,8 @@ func (s *TargetStore) Commit(ctx context.Context, tx *driver.Tx) error {
 	if len(tx.Puts) == 0 && len(tx.Deletes) == 0 {
 		return s.ledger.Commit(ctx, tx)
 	}
-	if n := driver.Actions(s, tx); n > MaxTxActions {
-		return fmt.Errorf("dynamostore: commit to target %q: %d actions, more than the %d TransactWriteItems allows", s.table, n, MaxTxActions)
+	if n := driver.Actions(s, tx); n > driver.MaxTxActions {
+		return fmt.Errorf("dynamostore: commit to target %q: %d actions, more than the %d TransactWriteItems allows", s.table, n, driver.MaxTxActions)
 	}
 	items := make([]types.TransactWriteItem, 0, driver.Actions(s, tx))
 	acts := make([]action, 0, cap(items))
