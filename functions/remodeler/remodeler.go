@@ -105,11 +105,9 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	if c.Transform == "" {
 		errs = append(errs, errors.New("TRANSFORM is required: the name of the transform that makes the target's items"))
 	}
-	if v, ok := lookup("FILTER_ENTITY_TYPES"); ok {
-		c.FilterTypes = entry.List(v)
-		if len(c.FilterTypes) == 0 {
-			errs = append(errs, errors.New("FILTER_ENTITY_TYPES is set but names no entity type: the event source mapping's filter would pass no record"))
-		}
+	var err error
+	if c.FilterTypes, err = entry.FilterTypes(lookup, " (the template's RemodelEntityTypes)"); err != nil {
+		errs = append(errs, err)
 	}
 	switch v := getenv("SOURCE"); v {
 	case "", "kinesis":
@@ -118,12 +116,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("SOURCE %q: want kinesis or streams", v))
 	}
-	switch v := getenv("PERMANENT_FAILURES"); v {
-	case "", "report":
-	case "skip":
-		c.Permanent = pipeline.SkipPermanent
-	default:
-		errs = append(errs, fmt.Errorf("PERMANENT_FAILURES %q: want report or skip", v))
+	if c.Permanent, err = entry.Permanent(getenv); err != nil {
+		errs = append(errs, err)
 	}
 	for _, d := range []struct {
 		name string

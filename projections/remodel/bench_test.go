@@ -3,8 +3,6 @@ package remodel_test
 import (
 	"context"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,31 +47,6 @@ func benchExport(b *testing.B) (*export.Export, int64) {
 	return exportgen.Generated(b, 31, 5000, 48<<20, 4)
 }
 
-// peak samples the heap in use until stop is called, and returns the
-// largest sample.
-func peak() (stop func() uint64) {
-	var (
-		max  uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Go(func() {
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > max {
-				max = ms.HeapInuse
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	})
-	return func() uint64 { close(done); wg.Wait(); return max }
-}
-
 // BenchmarkRemodelBackfill backfills the generated export through the
 // transform into an embedded target (no fsync), two data files at a time
 // — the road that leaves the per-item state later key moves need — and
@@ -88,7 +61,7 @@ func BenchmarkRemodelBackfill(b *testing.B) {
 	r := benchDesign(b)
 	var items int64
 	var wu float64
-	stop := peak()
+	stop := exportgen.PeakHeap()
 	start := time.Now()
 	for b.Loop() {
 		ts, err := boltstore.OpenTarget(filepath.Join(b.TempDir(), "target.db"), r.Name(), r.Key(), boltstore.WithoutSync())
@@ -136,7 +109,7 @@ func BenchmarkRemodelReimport(b *testing.B) {
 	r := benchDesign(b)
 	var items int64
 	sink := &billingSink{}
-	stop := peak()
+	stop := exportgen.PeakHeap()
 	start := time.Now()
 	for b.Loop() {
 		out := objstore.NewDir(b.TempDir()).WithoutSync()

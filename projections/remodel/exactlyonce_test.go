@@ -35,21 +35,8 @@ func newLive(t *testing.T, seed uint64, n, overlap int) *live {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := n * 6 / 10
-	for k < n && !h.Records[k].Time.After(h.Records[k-1].Time) {
-		k++
-	}
-	items, _, _ := exportgen.FromHistory(h, k)
-	at := h.Records[k-1].Time
 	root := objstore.NewDir(t.TempDir()).WithoutSync()
-	res, err := exportgen.WriteFull(context.Background(), root, exportgen.Export{ID: exportgen.ExportID(at, seed), Prefix: "exports/app", Time: at, Files: 3},
-		func(yield func(pipeline.Item) bool) {
-			for _, it := range items {
-				if !yield(it) {
-					return
-				}
-			}
-		})
+	k, res, err := exportgen.PartWay(context.Background(), root, h, 0.6, seed, "", "exports/app", 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,21 +77,8 @@ func newRemodelHistory(t *testing.T) *remodelHistory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := len(h.Records) * 6 / 10
-	for k < len(h.Records) && !h.Records[k].Time.After(h.Records[k-1].Time) {
-		k++
-	}
-	items, _, _ := exportgen.FromHistory(h, k)
-	at := h.Records[k-1].Time
 	root := t.TempDir()
-	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 71), Prefix: "exports/app", Time: at, Files: 3},
-		func(yield func(pipeline.Item) bool) {
-			for _, it := range items {
-				if !yield(it) {
-					return
-				}
-			}
-		})
+	k, res, err := exportgen.PartWay(context.Background(), objstore.NewDir(root).WithoutSync(), h, 0.6, 71, "", "exports/app", 3)
 	if err != nil {
 		t.Fatal(err)
 	}

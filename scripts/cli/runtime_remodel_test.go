@@ -53,16 +53,9 @@ func newRemodelLive(ctx context.Context, t *testing.T) *remodelLive {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := len(h.Records) * 6 / 10
-	for k < len(h.Records) && !h.Records[k].Time.After(h.Records[k-1].Time) {
-		k++
-	}
-	items, _, _ := exportgen.FromHistory(h, k)
 	client := awstest.S3(t)
 	bucket := awstest.CreateBucket(ctx, t, client, "remodel")
-	at := h.Records[k-1].Time
-	res, err := exportgen.WriteFull(ctx, objstore.NewS3(client, bucket, "exports/app", objstore.S3Options{}),
-		exportgen.Export{ID: exportgen.ExportID(at, 83), Bucket: bucket, Prefix: "exports/app", Time: at, Files: 2}, slices.Values(items))
+	k, res, err := exportgen.PartWay(ctx, objstore.NewS3(client, bucket, "exports/app", objstore.S3Options{}), h, 0.6, 83, bucket, "exports/app", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
