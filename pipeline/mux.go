@@ -19,6 +19,10 @@ const (
 	SkipUnknown UnknownPolicy = iota
 	// FailUnknown fails the change with a permanent *UnknownTypeError.
 	FailUnknown
+	// IgnoreUnknown skips such images and counts them, without a log
+	// line: for a handler that reads a few of a table's types and expects
+	// the others (a remodel of some entity types).
+	IgnoreUnknown
 )
 
 // Mux routes changes to the values registered for their entity types (the
@@ -31,6 +35,7 @@ type Mux[H any] struct {
 	Logger *slog.Logger
 
 	routes  map[string][]H
+	others  []H
 	ignored map[string]bool
 
 	mu      sync.Mutex
@@ -51,14 +56,21 @@ func (m *Mux[H]) Register(entityType string, h H) {
 	m.routes[entityType] = append(m.routes[entityType], h)
 }
 
+// RegisterOthers routes the images of every entity type nothing is
+// registered for, and those without one, to h, after those registered
+// before: for a handler that takes a table's items whatever their type (a
+// remodel that copies the types its transform does not name).
+func (m *Mux[H]) RegisterOthers(h H) { m.others = append(m.others, h) }
+
 // Ignore declares entityType as known but not routed anywhere: its images are
 // skipped without a log line under either policy.
 func (m *Mux[H]) Ignore(entityType string) { m.ignored[entityType] = true }
 
-// Has reports whether anything is registered for entityType.
+// Has reports whether anything is registered for entityType (or for
+// every other type, RegisterOthers).
 func (m *Mux[H]) Has(entityType string) bool {
 	_, ok := m.routes[entityType]
-	return ok
+	return ok || len(m.others) > 0
 }
 
 // Types returns the registered entity types, sorted.
@@ -82,7 +94,10 @@ func (m *Mux[H]) Lookup(ctx context.Context, c *Change, img Item, entityType str
 	if hs, ok := m.routes[entityType]; ok {
 		return hs, nil
 	}
-	if entityType != "" && m.ignored[entityType] {
+	if len(m.others) > 0 {
+		return m.others, nil
+	}
+	if (entityType != "" && m.ignored[entityType]) || m.Policy == IgnoreUnknown {
 		m.count(entityType)
 		return nil, nil
 	}

@@ -44,7 +44,7 @@ type AsOfCheck struct {
 func NewAsOfCheck(asOf time.Time, typeAttribute string, ps ...Projection) *AsOfCheck {
 	v := NewView()
 	return &AsOfCheck{
-		asOf: Token{Micros: asOf.UnixMicro(), Precision: pipeline.Microsecond, Export: true},
+		asOf: AsOfToken(asOf),
 		add:  v.Adder(typeAttribute, ps...), want: v, wantRows: map[driver.RowRef]string{}, newer: map[string]bool{},
 	}
 }

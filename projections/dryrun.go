@@ -26,6 +26,8 @@ type DryRun struct {
 var (
 	_ driver.Table              = (*DryRun)(nil)
 	_ driver.WriteUnitEstimator = (*DryRun)(nil)
+	_ driver.NameReserver       = (*DryRun)(nil)
+	_ driver.ActionCounter      = (*DryRun)(nil)
 )
 
 // NewDryRun wraps a table.
@@ -139,4 +141,18 @@ func (d *DryRun) CheckRow(ref driver.RowRef) error {
 		return k.CheckRow(ref)
 	}
 	return nil
+}
+
+// ReservesName passes on the wrapped table's reserved names
+// (driver.Reserved).
+func (d *DryRun) ReservesName(name string) bool { return driver.Reserved(d.store, name) }
+
+// PutActions passes on the wrapped table's count (driver.Actions).
+func (d *DryRun) PutActions(p driver.RowPut) int {
+	return driver.Actions(d.store, &driver.Tx{Puts: []driver.RowPut{p}})
+}
+
+// DeleteActions passes on the wrapped table's count (driver.Actions).
+func (d *DryRun) DeleteActions(r driver.RowDelete) int {
+	return driver.Actions(d.store, &driver.Tx{Deletes: []driver.RowDelete{r}})
 }

@@ -64,7 +64,7 @@ type Engine struct {
 	store driver.Store
 	cfg   Config
 	mux   *pipeline.Mux[Projection]
-	names map[string]bool
+	names map[string]Projection
 	stats counters
 }
 
@@ -93,7 +93,7 @@ func newEngine(store driver.Store, cfg Config, ps ...Projection) *Engine {
 	if cfg.ClaimWait <= 0 {
 		cfg.ClaimWait = 5 * time.Minute
 	}
-	e := &Engine{store: store, cfg: cfg, mux: pipeline.NewMux[Projection](), names: map[string]bool{}}
+	e := &Engine{store: store, cfg: cfg, mux: pipeline.NewMux[Projection](), names: map[string]Projection{}}
 	e.mux.Policy = cfg.Policy
 	e.mux.Logger = cfg.Logger
 	for _, t := range cfg.Ignore {
@@ -103,12 +103,15 @@ func newEngine(store driver.Store, cfg Config, ps ...Projection) *Engine {
 		if p == nil {
 			panic("projections: New with a nil projection")
 		}
-		if e.names[p.Name()] {
+		if e.names[p.Name()] != nil {
 			panic("projections: two projections named " + p.Name())
 		}
-		e.names[p.Name()] = true
+		e.names[p.Name()] = p
 		for _, t := range p.EntityTypes() {
 			e.mux.Register(t, p)
+		}
+		if o, ok := p.(OthersReader); ok && o.ReadsOtherTypes() {
+			e.mux.RegisterOthers(p)
 		}
 	}
 	return e
@@ -183,9 +186,11 @@ type item struct {
 	// them. held: its claim failed for good (or for now); it is not written.
 	wait bool
 	held error
-	// takeover names, per row, the owner whose claim it takes over: one
+	// takeover names, per row, the owner whose claim it takes over, and
+	// takeoverRev the revision of that owner's ledger entry read: one
 	// whose own ledger entry no longer claims the row.
-	takeover map[driver.RowRef]string
+	takeover    map[driver.RowRef]string
+	takeoverRev map[driver.RowRef]int64
 }
 
 // written reports whether the item is to be written.
@@ -434,18 +439,21 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 				shards[ref] = ctr.Shards
 			}
 			for name, v := range ctr.Values {
-				if driver.ReservedName(name) {
+				if driver.Reserved(e.store, name) {
 					return set, fmt.Errorf("projection %s, item %s: value name %q is reserved", p.Name(), pipeline.KeyString(c.Keys), name)
 				}
 				vs[name] = vs[name].Add(v)
 			}
 		}
 		for _, r := range con.Rows {
-			if r.Partition == "" || r.Sort == "" {
+			if _, limits := e.store.(driver.KeyLimiter); r.Partition == "" || (r.Sort == "" && !limits) {
+				// A store that says its key limits (KeyLimiter, below) says
+				// whether a row may have an empty sort key: a target
+				// store's may, for a table without a sort key.
 				return set, fmt.Errorf("projection %s, item %s: row with an empty partition or sort key", p.Name(), pipeline.KeyString(c.Keys))
 			}
 			for name := range r.Attrs {
-				if driver.ReservedName(name) {
+				if driver.Reserved(e.store, name) {
 					return set, fmt.Errorf("projection %s, item %s: row attribute %q is reserved", p.Name(), pipeline.KeyString(c.Keys), name)
 				}
 			}
@@ -455,7 +463,7 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 					return set, fmt.Errorf("projection %s, item %s: two rows under one key, %s/%s: each of an item's rows needs a key of its own", p.Name(), pipeline.KeyString(c.Keys), quote.Value(r.Partition), quote.Value(r.Sort))
 				}
 			}
-			set.Rows = append(set.Rows, rowContrib{Ref: ref, Hash: hashItem(r.Attrs), Attrs: r.Attrs})
+			set.Rows = append(set.Rows, rowContrib{Ref: ref, Hash: hashItem(r.Attrs), Attrs: r.Attrs, Expires: r.Expires})
 		}
 	}
 	for ref, vs := range aggs {
@@ -597,22 +605,28 @@ func (e *Engine) settleClaim(ctx context.Context, it *item, claim *driver.ClaimE
 	}
 	if !claims {
 		if it.takeover == nil {
-			it.takeover = map[driver.RowRef]string{}
+			it.takeover, it.takeoverRev = map[driver.RowRef]string{}, map[driver.RowRef]int64{}
 		}
 		if it.takeover[claim.Ref] == claim.Owner {
-			return fmt.Errorf("row %s/%s: taking it over from %s was refused: %w", quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), claim.Owner, claim)
+			return fmt.Errorf("row %s/%s: taking it over from item %s was refused (its ledger entry changed since it was read): %w", quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), describeOwner(claim.Owner), claim)
 		}
 		it.takeover[claim.Ref] = claim.Owner
+		// The read may be stale: the commit checks the revision.
+		it.takeoverRev[claim.Ref] = got[claim.Owner].Rev
 		return nil
 	}
-	what := fmt.Sprintf("projection %s, row %s/%s: item %s claims it, and item %s holds it", claim.Ref.Projection,
-		quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort), pipeline.KeyString(it.newest.Keys), claim.Owner)
+	row := fmt.Sprintf("projection %s, row %s/%s", claim.Ref.Projection, quote.Value(claim.Ref.Partition), quote.Value(claim.Ref.Sort))
+	hint := "no row is written or removed on another item's behalf (rows whose keys do not identify their item collide; `projections check` warns of them)"
+	if d, ok := e.names[claim.Ref.Projection].(ClaimDescriber); ok {
+		row, hint = d.DescribeClaim(claim.Ref)
+	}
+	what := fmt.Sprintf("%s: item %s claims it, and item %s holds it", row, pipeline.KeyString(it.newest.Keys), describeOwner(claim.Owner))
 	age := e.cfg.Now().Sub(it.newest.Time)
 	if it.tok.Newer(holder.Tok) && !it.newest.Time.IsZero() && age < e.cfg.ClaimWait {
 		it.held = fmt.Errorf("%s since an older change, which a newer one not applied yet may release: retried until %s after the change", what, e.cfg.ClaimWait)
 		return nil
 	}
-	it.held = pipeline.Permanent(fmt.Errorf("%s: no row is written or removed on another item's behalf (rows whose keys do not identify their item collide; `projections check` warns of them)", what))
+	it.held = pipeline.Permanent(fmt.Errorf("%s: %s", what, hint))
 	return nil
 }
 
@@ -656,7 +670,9 @@ func (e *Engine) actions(it *item) (l driver.LedgerPut, deltas map[driver.Aggreg
 	for _, r := range it.next.Rows {
 		newRows[r.Ref] = true
 		if h, ok := oldRows[r.Ref]; !ok || h != r.Hash {
-			puts = append(puts, driver.RowPut{Ref: r.Ref, Attrs: r.Attrs, Owner: it.key, From: it.takeover[r.Ref]})
+			from := it.takeover[r.Ref]
+			puts = append(puts, driver.RowPut{Ref: r.Ref, Attrs: r.Attrs, Owner: it.key, From: from, Held: ok,
+				CheckFrom: from != "", FromRev: it.takeoverRev[r.Ref]})
 		}
 	}
 	for _, r := range old.Rows {
@@ -723,12 +739,12 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 			}
 			for _, p := range puts {
 				if !rows[p.Ref] {
-					add++
+					add += e.actionsOf(&driver.Tx{Puts: []driver.RowPut{p}})
 				}
 			}
 			for _, d := range dels {
 				if !rows[d.Ref] {
-					add++
+					add += e.actionsOf(&driver.Tx{Deletes: []driver.RowDelete{d}})
 				}
 			}
 			return add
@@ -773,6 +789,10 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 	}
 	return append(out, alone...)
 }
+
+// actionsOf is how many of a transaction's actions tx takes in the
+// engine's store (driver.Actions).
+func (e *Engine) actionsOf(tx *driver.Tx) int { return driver.Actions(e.store, tx) }
 
 // signature lists the aggregates an item's deltas touch, for grouping.
 func signature(deltas map[driver.AggregateRef]map[string]decimal.Decimal) string {
@@ -877,11 +897,20 @@ func (e *Engine) build(chunk []*item) (tx *driver.Tx, touches map[driver.Aggrega
 			tx.Adds = append(tx.Adds, driver.Add{Ref: ref, Values: vs})
 		}
 	}
+	written := make(map[string]bool, len(tx.Ledgers))
+	for _, l := range tx.Ledgers {
+		written[l.Key] = true
+	}
 	for _, ref := range rowOrder {
 		op := rowOps[ref]
 		if op.put == nil {
 			tx.Deletes = append(tx.Deletes, op.del)
 		} else {
+			if op.put.CheckFrom && written[op.put.From] {
+				// The owner taken from writes its own ledger entry here,
+				// conditioned on its revision: that is the check.
+				op.put.CheckFrom = false
+			}
 			tx.Puts = append(tx.Puts, *op.put)
 		}
 	}
@@ -914,10 +943,10 @@ func (e *Engine) commit(ctx context.Context, chunk []*item, p *Partial, batch *b
 		if p != nil && len(tx.Adds) > 0 {
 			deferred = p.absorb(tx, touches)
 		}
-		if tx.Len() > driver.MaxTxActions {
+		if n := e.actionsOf(tx); n > driver.MaxTxActions {
 			// One item contributes to more aggregates and rows than a
 			// transaction can write: no retry will fix that.
-			return pipeline.Permanent(fmt.Errorf("item %s needs %d actions, more than a transaction's %d", chunk[0].key, tx.Len(), driver.MaxTxActions))
+			return pipeline.Permanent(fmt.Errorf("item %s needs %d actions, more than a transaction's %d", chunk[0].key, n, driver.MaxTxActions))
 		}
 		err := e.store.Commit(ctx, tx)
 		e.stats.wu.Add(int64(driver.WriteUnitsOf(e.store, tx) * 10))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Environment is everything Tributary's entry points know of one table: the
@@ -39,7 +40,8 @@ type Environment struct {
 
 // Validate reports every problem of the environment at once: a schema
 // that pipeline.Schema.Validate refuses, and a transform that is nil,
-// unnamed, named twice, or has no rewrite or a nil one.
+// unnamed, named twice, has no rewrite or a nil one, or keys that are not
+// a table's.
 func (e *Environment) Validate() error {
 	var errs []error
 	if err := e.Schema.Validate(); err != nil {
@@ -60,6 +62,11 @@ func (e *Environment) Validate() error {
 		for _, typ := range t.Types() {
 			if t.ByType[typ] == nil {
 				errs = append(errs, fmt.Errorf("transform %s: nil rewrite of %s", t.Name, typ))
+			}
+		}
+		if len(t.Keys) > 0 {
+			if _, err := driver.NewTargetKey(t.Keys...); err != nil {
+				errs = append(errs, fmt.Errorf("transform %s: keys: %w", t.Name, err))
 			}
 		}
 	}

@@ -68,18 +68,33 @@ type rowContrib struct {
 	Ref   driver.RowRef `json:"-"`
 	Hash  string        `json:"-"`
 	Attrs pipeline.Item `json:"-"` // only on freshly computed contributions
+	// Expires is the row's Row.Expires; 0: none.
+	Expires int64 `json:"-"`
 }
 
+// MarshalJSON writes [projection, partition, sort, hash], and the expiry
+// as a fifth element when there is one: an entry written before rows had
+// one reads as without, and a reader that knows four elements ignores it.
 func (r rowContrib) MarshalJSON() ([]byte, error) {
+	if r.Expires != 0 {
+		return json.Marshal([5]string{r.Ref.Projection, r.Ref.Partition, r.Ref.Sort, r.Hash, strconv.FormatInt(r.Expires, 10)})
+	}
 	return json.Marshal([4]string{r.Ref.Projection, r.Ref.Partition, r.Ref.Sort, r.Hash})
 }
 
 func (r *rowContrib) UnmarshalJSON(b []byte) error {
-	var v [4]string
+	var v [5]string
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	r.Ref, r.Hash = driver.RowRef{Projection: v[0], Partition: v[1], Sort: v[2]}, v[3]
+	r.Ref, r.Hash, r.Expires = driver.RowRef{Projection: v[0], Partition: v[1], Sort: v[2]}, v[3], 0
+	if v[4] != "" {
+		n, err := strconv.ParseInt(v[4], 10, 64)
+		if err != nil {
+			return fmt.Errorf("row %s/%s: expiry %q: %w", v[1], v[2], v[4], err)
+		}
+		r.Expires = n
+	}
 	return nil
 }
 
@@ -167,4 +182,34 @@ func hashItem(item pipeline.Item) string {
 	h := fnv.New64a()
 	h.Write(pipeline.AppendItem(nil, item))
 	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// describeOwner renders a source item's ledger key for people, as
+// pipeline.KeyString renders keys ("PK=USER#u42 SK=PROFILE"): a key too
+// long to be stored as it is ("sha256:…") stays as it is.
+func describeOwner(key string) string {
+	var attrs map[string]map[string]string
+	if json.Unmarshal([]byte(key), &attrs) != nil || len(attrs) == 0 {
+		return key
+	}
+	names := make([]string, 0, len(attrs))
+	for name, v := range attrs {
+		if len(v) != 1 {
+			return key
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b []byte
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, name...)
+		b = append(b, '=')
+		for _, s := range attrs[name] {
+			b = append(b, s...)
+		}
+	}
+	return string(b)
 }

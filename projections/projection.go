@@ -18,6 +18,7 @@ package projections
 import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Projection derives contributions from one item image.
@@ -68,4 +69,25 @@ type Row struct {
 	// Attrs are the row's attributes. Names must not be reserved (see
 	// ReservedNames).
 	Attrs pipeline.Item
+	// Expires, when not 0, is when (epoch seconds) the row's store may
+	// remove it on its own (its time to live): a check of the table
+	// leaves a row out whose time has passed. The ledger keeps it.
+	Expires int64
+}
+
+// An OthersReader is a projection that may read items of entity types it
+// does not list, and items without one: one whose ReadsOtherTypes is true
+// is handed them too (a remodel that copies the types its transform does
+// not name).
+type OthersReader interface {
+	ReadsOtherTypes() bool
+}
+
+// A ClaimDescriber is a projection that names its rows itself in a
+// collision: two source items that claim one row. A remodel's rows are
+// target items, and two source items the transform maps to one key are
+// said so. DescribeClaim returns what the row is ("target item
+// PK=DOC#1 SK=CMT#2 of comments-table") and what to do about it.
+type ClaimDescriber interface {
+	DescribeClaim(ref driver.RowRef) (row, hint string)
 }

@@ -113,9 +113,13 @@ func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.
 		typeAttribute = pipeline.DefaultTypeAttribute
 	}
 	byType := map[string][]Projection{}
+	var others []Projection // OthersReaders: for every other type
 	for _, p := range ps {
 		for _, t := range p.EntityTypes() {
 			byType[t] = append(byType[t], p)
+		}
+		if o, ok := p.(OthersReader); ok && o.ReadsOtherTypes() {
+			others = append(others, p)
 		}
 	}
 	return func(item pipeline.Item) error {
@@ -123,7 +127,11 @@ func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.
 		if sv, ok := item[typeAttribute].(*types.AttributeValueMemberS); ok {
 			t = sv.Value
 		}
-		for _, p := range byType[t] {
+		read, ok := byType[t]
+		if !ok {
+			read = others
+		}
+		for _, p := range read {
 			con, err := contribute(p, item)
 			if err != nil {
 				if ie, ok := errors.AsType[*ItemError](err); ok && ie.Projection == p.Name() {

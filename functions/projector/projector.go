@@ -133,11 +133,9 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 			errs = append(errs, fmt.Errorf("SHADOW_FAILURES: %w", err))
 		}
 	}
-	if v, ok := lookup("FILTER_ENTITY_TYPES"); ok {
-		c.FilterTypes = entry.List(v)
-		if len(c.FilterTypes) == 0 {
-			errs = append(errs, errors.New("FILTER_ENTITY_TYPES is set but names no entity type: the event source mapping's filter would pass no record (the template's ProjectedEntityTypes is empty; `tributary projections check` prints what it must be)"))
-		}
+	var err error
+	if c.FilterTypes, err = entry.FilterTypes(lookup, " (the template's ProjectedEntityTypes is empty; `tributary projections check` prints what it must be)"); err != nil {
+		errs = append(errs, err)
 	}
 	switch v := getenv("UNKNOWN_TYPE_POLICY"); v {
 	case "", "skip":
@@ -146,12 +144,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("UNKNOWN_TYPE_POLICY %q: want skip or fail", v))
 	}
-	switch v := getenv("PERMANENT_FAILURES"); v {
-	case "", "report":
-	case "skip":
-		c.Permanent = pipeline.SkipPermanent
-	default:
-		errs = append(errs, fmt.Errorf("PERMANENT_FAILURES %q: want report or skip", v))
+	if c.Permanent, err = entry.Permanent(getenv); err != nil {
+		errs = append(errs, err)
 	}
 	if v := getenv("TOMBSTONE_TTL_DAYS"); v != "" {
 		days, err := strconv.Atoi(v)

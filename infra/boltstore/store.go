@@ -189,7 +189,7 @@ func (s *Store) Commit(ctx context.Context, tx *driver.Tx) error {
 	if tx == nil || tx.Len() == 0 {
 		return nil
 	}
-	if n := tx.Len(); n > driver.MaxTxActions {
+	if n := driver.Actions(s, tx); n > driver.MaxTxActions {
 		// DynamoDB refuses larger transactions; so does the embedded twin, so
 		// that code which builds them fails here first.
 		return fmt.Errorf("boltstore: commit: %d actions, more than the %d a transaction allows", n, driver.MaxTxActions)
@@ -245,6 +245,8 @@ type preparedPut struct {
 	key         []byte
 	value       []byte
 	owner, from string
+	checkFrom   bool
+	fromRev     int64
 }
 
 type preparedDelete struct {
@@ -306,7 +308,7 @@ func prepare(tx *driver.Tx) (*prepared, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		p.puts = append(p.puts, preparedPut{ref: r.Ref, key: key, value: value, owner: r.Owner, from: r.From})
+		p.puts = append(p.puts, preparedPut{ref: r.Ref, key: key, value: value, owner: r.Owner, from: r.From, checkFrom: r.CheckFrom, fromRev: r.FromRev})
 	}
 	for _, d := range tx.Deletes {
 		key, err := rowKey(d.Ref)
@@ -367,6 +369,21 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 	for _, r := range p.puts {
 		if err := claimed(r.ref, r.key, r.owner, r.from); err != nil {
 			return err
+		}
+		if r.checkFrom {
+			// A takeover rests on the revision of From's entry the
+			// engine read: one that has changed since refuses it.
+			var rev int64
+			if v := ledgers.Get([]byte(r.from)); v != nil {
+				cur, _, err := decodeLedger(v)
+				if err != nil {
+					return fmt.Errorf("ledger %q: %w", r.from, err)
+				}
+				rev = cur.Rev
+			}
+			if rev != r.fromRev {
+				return &driver.ClaimError{Ref: r.ref, Owner: r.from, Claimant: r.owner}
+			}
 		}
 	}
 	for _, d := range p.deletes {

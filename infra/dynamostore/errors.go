@@ -47,9 +47,9 @@ func (s *Store) canceledErr(tx *driver.Tx, canceled *types.TransactionCanceledEx
 			if i >= len(tx.Ledgers) {
 				// Besides ledger puts, only rows with an owner carry
 				// conditions: another item owns the row.
-				if ref, claimant, ok := rowAt(tx, i); ok {
-					owner := ""
-					if o, isS := reason.Item[attrOwner].(*types.AttributeValueMemberS); isS {
+				if ref, claimant, from, ok := rowAt(tx, i); ok {
+					owner := from // a takeover's check of the owner it takes from
+					if o, isS := reason.Item[attrOwner].(*types.AttributeValueMemberS); isS && from == "" {
 						owner = o.Value
 					}
 					return &driver.ClaimError{Ref: ref, Owner: owner, Claimant: claimant}
@@ -94,17 +94,29 @@ func (s *Store) canceledErr(tx *driver.Tx, canceled *types.TransactionCanceledEx
 }
 
 // rowAt returns the row, and the owner claiming it, of the transaction's
-// action i (ledger puts, adds, row puts, row deletes, in that order).
-func rowAt(tx *driver.Tx, i int) (driver.RowRef, string, bool) {
+// action i (ledger puts, adds, row puts, row deletes, then the checks of
+// the owners puts take rows from, in that order); for a check, from is the
+// owner checked.
+func rowAt(tx *driver.Tx, i int) (ref driver.RowRef, claimant, from string, ok bool) {
 	i -= len(tx.Ledgers) + len(tx.Adds)
 	switch {
 	case i >= 0 && i < len(tx.Puts):
-		return tx.Puts[i].Ref, tx.Puts[i].Owner, tx.Puts[i].Owner != ""
+		return tx.Puts[i].Ref, tx.Puts[i].Owner, "", tx.Puts[i].Owner != ""
 	case i >= len(tx.Puts) && i-len(tx.Puts) < len(tx.Deletes):
 		d := tx.Deletes[i-len(tx.Puts)]
-		return d.Ref, d.Owner, d.Owner != ""
+		return d.Ref, d.Owner, "", d.Owner != ""
 	}
-	return driver.RowRef{}, "", false
+	i -= len(tx.Puts) + len(tx.Deletes)
+	for _, p := range tx.Puts {
+		if !p.CheckFrom {
+			continue
+		}
+		if i == 0 {
+			return p.Ref, p.Owner, p.From, true
+		}
+		i--
+	}
+	return driver.RowRef{}, "", "", false
 }
 
 // txDescription names a transaction in an error message by its ledger keys.

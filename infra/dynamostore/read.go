@@ -84,19 +84,32 @@ func (s *Store) QueryRows(ctx context.Context, projection, partition string, lim
 		ScanIndexForward:          aws.Bool(false),
 		ConsistentRead:            aws.Bool(true),
 	}
+	return queryRows(ctx, s.client, in, limit, func(item map[string]types.AttributeValue) (driver.StoredRow, error) {
+		row, err := decodeRow(item)
+		if err != nil {
+			return row, fmt.Errorf("dynamostore: query rows of table %q, partition key %q: %w", s.table, pk, err)
+		}
+		return row, nil
+	}, func(err error) error { return s.wrapErr(err, "query rows", "partition key "+strconv.Quote(pk)) })
+}
+
+// queryRows runs a query a page at a time until it has limit rows (limit
+// <= 0: all of them), each item decoded by decode; wrap wraps a failed
+// call's error.
+func queryRows(ctx context.Context, client API, in *dynamodb.QueryInput, limit int, decode func(map[string]types.AttributeValue) (driver.StoredRow, error), wrap func(error) error) ([]driver.StoredRow, error) {
 	var rows []driver.StoredRow
 	for limit <= 0 || len(rows) < limit {
 		if limit > 0 {
 			in.Limit = aws.Int32(int32(min(limit-len(rows), 1<<30)))
 		}
-		res, err := s.client.Query(ctx, in)
+		res, err := client.Query(ctx, in)
 		if err != nil {
-			return nil, s.wrapErr(err, "query rows", "partition key "+strconv.Quote(pk))
+			return nil, wrap(err)
 		}
 		for _, item := range res.Items {
-			row, err := decodeRow(item)
+			row, err := decode(item)
 			if err != nil {
-				return nil, fmt.Errorf("dynamostore: query rows of table %q, partition key %q: %w", s.table, pk, err)
+				return nil, err
 			}
 			rows = append(rows, row)
 		}

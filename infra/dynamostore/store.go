@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -175,7 +176,7 @@ func (s *Store) Commit(ctx context.Context, tx *driver.Tx) error {
 	if tx == nil || tx.Len() == 0 {
 		return nil
 	}
-	if n := tx.Len(); n > driver.MaxTxActions {
+	if n := driver.Actions(s, tx); n > driver.MaxTxActions {
 		return fmt.Errorf("dynamostore: commit to table %q: %d actions, more than the %d TransactWriteItems allows", s.table, n, driver.MaxTxActions)
 	}
 	if tx.Len() == 1 && len(tx.Ledgers) == 1 {
@@ -250,5 +251,26 @@ func (s *Store) transactItems(tx *driver.Tx) ([]types.TransactWriteItem, error) 
 	for _, d := range tx.Deletes {
 		items = append(items, types.TransactWriteItem{Delete: s.rowDelete(d)})
 	}
+	for _, p := range tx.Puts {
+		if p.CheckFrom {
+			items = append(items, types.TransactWriteItem{ConditionCheck: s.ledgerCheck(p.From, p.FromRev)})
+		}
+	}
 	return items, nil
+}
+
+// ledgerCheck is the condition that the ledger entry of key is still at
+// revision rev (0: that there is none): what a row's takeover rests on
+// (driver.RowPut.CheckFrom).
+func (s *Store) ledgerCheck(key string, rev int64) *types.ConditionCheck {
+	c := &types.ConditionCheck{TableName: aws.String(s.table), Key: itemKeyAV(prefixLedger+key, skLedger)}
+	if rev == 0 {
+		c.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+		c.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
+		return c
+	}
+	c.ConditionExpression = aws.String("#rev = :rev")
+	c.ExpressionAttributeNames = map[string]string{"#rev": attrRev}
+	c.ExpressionAttributeValues = map[string]types.AttributeValue{":rev": &types.AttributeValueMemberN{Value: strconv.FormatInt(rev, 10)}}
+	return c
 }

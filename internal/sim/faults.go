@@ -89,6 +89,9 @@ type FaultyStore struct {
 var (
 	_ driver.Store              = (*FaultyStore)(nil)
 	_ driver.WriteUnitEstimator = (*FaultyStore)(nil)
+	_ driver.NameReserver       = (*FaultyStore)(nil)
+	_ driver.ActionCounter      = (*FaultyStore)(nil)
+	_ driver.KeyLimiter         = (*FaultyStore)(nil)
 )
 
 // FaultyTable is a FaultyStore over a table, what projections.Open takes:
@@ -182,6 +185,37 @@ func (f *FaultyStore) Commit(ctx context.Context, tx *driver.Tx) error {
 // (projections.WriteUnitEstimator), or 0 when it makes none.
 func (f *FaultyStore) WriteUnits(tx *driver.Tx) float64 {
 	return driver.WriteUnitsOf(f.Store, tx)
+}
+
+// ReservesName passes on the wrapped store's reserved names
+// (driver.Reserved).
+func (f *FaultyStore) ReservesName(name string) bool { return driver.Reserved(f.Store, name) }
+
+// PutActions passes on the wrapped store's count (driver.Actions).
+func (f *FaultyStore) PutActions(p driver.RowPut) int {
+	return driver.Actions(f.Store, &driver.Tx{Puts: []driver.RowPut{p}})
+}
+
+// DeleteActions passes on the wrapped store's count (driver.Actions).
+func (f *FaultyStore) DeleteActions(d driver.RowDelete) int {
+	return driver.Actions(f.Store, &driver.Tx{Deletes: []driver.RowDelete{d}})
+}
+
+// CheckAggregate passes on the wrapped store's key limits, if it has any
+// (driver.KeyLimiter).
+func (f *FaultyStore) CheckAggregate(ref driver.AggregateRef) error {
+	if k, ok := f.Store.(driver.KeyLimiter); ok {
+		return k.CheckAggregate(ref)
+	}
+	return nil
+}
+
+// CheckRow passes on the wrapped store's key limits, if it has any.
+func (f *FaultyStore) CheckRow(ref driver.RowRef) error {
+	if k, ok := f.Store.(driver.KeyLimiter); ok {
+		return k.CheckRow(ref)
+	}
+	return nil
 }
 
 // txHash identifies a transaction by the ledger entries (and revisions) and

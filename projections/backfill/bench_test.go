@@ -3,11 +3,8 @@ package backfill_test
 import (
 	"context"
 	"encoding/base64"
-	"runtime"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -36,31 +33,6 @@ func benchmarkExport(b *testing.B) (*export.Export, int64) {
 	return exportgen.Generated(b, 31, 5000, 48<<20, 4)
 }
 
-// peakHeap collects the garbage left before it (generating the export),
-// then samples the heap in use until stop is called, and returns the
-// largest sample.
-func peakHeap() (stop func() uint64) {
-	runtime.GC()
-	var (
-		peak uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Go(func() {
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	})
-	return func() uint64 { close(done); wg.Wait(); return peak }
-}
-
 // BenchmarkBackfill backfills the generated export into an embedded store
 // (no fsync), two data files at a time, and reports the throughput, the
 // write units the engine's commits would cost in DynamoDB (the store's
@@ -74,7 +46,7 @@ func BenchmarkBackfill(b *testing.B) {
 	full, size := benchmarkExport(b)
 	var items int64
 	var wu float64
-	stop := peakHeap()
+	stop := exportgen.PeakHeap()
 	var last *boltstore.Store
 	for b.Loop() {
 		// The store's opening and closing are not the backfill's.
@@ -129,7 +101,7 @@ func BenchmarkVerifyExport(b *testing.B) {
 	ctx := context.Background()
 	full, size := benchmarkExport(b)
 	var items int64
-	stop := peakHeap()
+	stop := exportgen.PeakHeap()
 	for b.Loop() {
 		_, n, err := verify.Recompute(ctx, full, nil, pipeline.Options{}, false, seed.All()...)
 		if err != nil {

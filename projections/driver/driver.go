@@ -218,6 +218,19 @@ type RowPut struct {
 	// From, when not "", is an owner the row may be taken from: one that
 	// releases it in the same transaction, or no longer claims it.
 	From string
+	// CheckFrom marks a From taken over because its ledger entry, as read,
+	// no longer claims the row: the store checks in the same transaction
+	// that the entry's revision is still FromRev (0: that it has none), so
+	// that a takeover never rests on a stale read; when it is not, the
+	// commit fails with a *ClaimError naming From as the owner. The check
+	// takes an action of its own (Actions).
+	CheckFrom bool
+	FromRev   int64
+	// Held says that Owner's ledger entry, whose revision the transaction
+	// is conditioned on, holds the row already: a store that keeps the
+	// claim apart from the row (a target store) need not check or write
+	// it again. A store that keeps the owner in the row ignores it.
+	Held bool
 }
 
 // RowDelete deletes a row, if its Owner (when not "") owns it.

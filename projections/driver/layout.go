@@ -123,19 +123,7 @@ const numberSize = 8
 // unit (rows are small). Both stores estimate their commits with it
 // (WriteUnitEstimator).
 func WriteUnits(tx *Tx) float64 {
-	factor := 2.0
-	if tx.Len() == 1 && len(tx.Ledgers) == 1 {
-		factor = 1
-	}
-	var units float64
-	for _, l := range tx.Ledgers {
-		size := len(AttrPK) + len(PrefixLedger) + len(l.Key) + len(AttrSK) + len(SortLedger) +
-			len(AttrRev) + numberSize + len(AttrLedger) + len(l.Body)
-		if l.ExpiresAt != 0 {
-			size += len(AttrTTL) + numberSize
-		}
-		units += kb(size)
-	}
+	factor, units := ledgerUnits(tx)
 	for _, a := range tx.Adds {
 		// PK is "A#" projection "#" key "#" shard: 4 for the separators and a
 		// shard of one or two digits; the shard attribute's number, 2.
@@ -157,6 +145,30 @@ func WriteUnits(tx *Tx) float64 {
 	}
 	units += float64(len(tx.Deletes))
 	return units * factor
+}
+
+// ledgerUnits returns what a transaction's cost is multiplied by (2, or
+// 1 for a single ledger entry, written as one conditional PutItem) and
+// the units of its ledger entries.
+func ledgerUnits(tx *Tx) (factor, units float64) {
+	factor = 2
+	if tx.Len() == 1 && len(tx.Ledgers) == 1 {
+		factor = 1
+	}
+	for _, l := range tx.Ledgers {
+		units += kb(ledgerSize(l))
+	}
+	return factor, units
+}
+
+// ledgerSize is a ledger entry's size in the layout.
+func ledgerSize(l LedgerPut) int {
+	size := len(AttrPK) + len(PrefixLedger) + len(l.Key) + len(AttrSK) + len(SortLedger) +
+		len(AttrRev) + numberSize + len(AttrLedger) + len(l.Body)
+	if l.ExpiresAt != 0 {
+		size += len(AttrTTL) + numberSize
+	}
+	return size
 }
 
 // kb is the number of started kilobytes in size bytes.

@@ -111,17 +111,7 @@ func (p *Projection) canonical() string {
 			cr.Attributes = map[string]canonRowAttr{}
 		}
 		for _, a := range r.attrs {
-			var ca canonRowAttr
-			switch {
-			case a.copy >= 0:
-				ca.Copy = p.vars[a.copy].name
-			case a.typ == typeN:
-				ca.N = a.tmpl.canonical(p.vars)
-			default:
-				s := a.tmpl.canonical(p.vars)
-				ca.S = &s
-			}
-			cr.Attributes[a.name] = ca
+			cr.Attributes[a.name] = canonAttr(a, p.vars)
 		}
 		c.Rows = append(c.Rows, marshal(cr))
 	}
@@ -129,6 +119,21 @@ func (p *Projection) canonical() string {
 		slices.SortFunc(list, func(a, b json.RawMessage) int { return bytes.Compare(a, b) })
 	}
 	return string(marshal(c))
+}
+
+// canonAttr is a row attribute's canonical form.
+func canonAttr(a rowAttr, vars []variable) canonRowAttr {
+	var ca canonRowAttr
+	switch {
+	case a.copy >= 0:
+		ca.Copy = vars[a.copy].name
+	case a.typ == typeN:
+		ca.N = a.tmpl.canonical(vars)
+	default:
+		s := a.tmpl.canonical(vars)
+		ca.S = &s
+	}
+	return ca
 }
 
 // marshal encodes v as JSON without HTML escaping. The canonical types

@@ -146,7 +146,7 @@ func (l *loader) list(n *node, path string) ([]*node, bool) {
 
 // spec reads the document.
 func (l *loader) spec(root *node) *Spec {
-	f := l.fields(root, "", "version", "typeAttribute", "versionAttribute", "keyAttributes", "ttlAttribute", "projections")
+	f := l.fields(root, "", "version", "typeAttribute", "versionAttribute", "keyAttributes", "ttlAttribute", "projections", "transforms")
 	if f == nil {
 		return nil
 	}
@@ -191,9 +191,14 @@ func (l *loader) spec(root *node) *Spec {
 			l.problem(root.line, "", "%v", e)
 		}
 	}
+	if tn, ok := f["transforms"]; ok {
+		s.transforms = l.transforms(tn, s.typeAttribute, keyAttrs)
+	}
 	pn, ok := f["projections"]
 	if !ok {
-		l.problem(root.line, "projections", "missing: a spec declares at least one projection")
+		if _, ok := f["transforms"]; !ok {
+			l.problem(root.line, "projections", "missing: a spec declares at least one projection, or transforms")
+		}
 		return s
 	}
 	items, ok := l.list(pn, "projections")
@@ -315,16 +320,24 @@ func (l *loader) projection(n *node, i int, typeAttr string, keyAttrs []string, 
 	if len(l.probs) == before && len(p.counters) == 0 && len(p.rows) == 0 {
 		l.problem(n.line, "counters", "missing: the projection contributes nothing (give counters or rows)")
 	}
-	if len(l.probs) > before {
+	if len(l.probs) > before || !l.finish(p, "projection") {
 		return nil
 	}
+	p.def = p.canonical()
+	return p
+}
+
+// finish checks what p's expressions may cost together (what names p in
+// the problem: "projection", "rewrite") and counts the variables they
+// read; false if they may cost too much.
+func (l *loader) finish(p *Projection, what string) bool {
 	var steps, bytes float64
 	for _, e := range p.expressions() {
 		steps += e.estSteps
 		bytes += e.estBytes
 		if steps > maxSteps || bytes > maxBytes {
-			l.problem(e.line, e.field, "with the projection's expressions before it, it may take %s", describeLimit(steps, bytes))
-			return nil
+			l.problem(e.line, e.field, "with the %s's expressions before it, it may take %s", what, describeLimit(steps, bytes))
+			return false
 		}
 	}
 	for _, v := range p.vars {
@@ -332,8 +345,7 @@ func (l *loader) projection(n *node, i int, typeAttr string, keyAttrs []string, 
 			p.inExpr++
 		}
 	}
-	p.def = p.canonical()
-	return p
+	return true
 }
 
 // validName reports whether s can name a projection: it appears in

@@ -120,18 +120,24 @@ func (p *Projection) Definition() string { return p.def }
 func (p *Projection) Contribute(item pipeline.Item) (projections.Contribution, error) {
 	c, err := p.contribute(item)
 	if err != nil {
-		var ie *projections.ItemError
-		if !errors.As(err, &ie) {
-			ie = &projections.ItemError{Err: err}
-		}
-		ie.Projection = p.name
-		sort := ""
-		if len(p.keyAttrs) > 1 {
-			sort = p.keyAttrs[1]
-		}
-		return projections.Contribution{}, ie.SetKeys(item, p.keyAttrs[0], sort)
+		return projections.Contribution{}, p.itemError(item, err)
 	}
 	return c, nil
+}
+
+// itemError makes err item's *projections.ItemError, naming p (a
+// projection, or a transform's rewrite of one type) and the item's keys.
+func (p *Projection) itemError(item pipeline.Item, err error) error {
+	var ie *projections.ItemError
+	if !errors.As(err, &ie) {
+		ie = &projections.ItemError{Err: err}
+	}
+	ie.Projection = p.name
+	sort := ""
+	if len(p.keyAttrs) > 1 {
+		sort = p.keyAttrs[1]
+	}
+	return ie.SetKeys(item, p.keyAttrs[0], sort)
 }
 
 // run holds one item's values while a Contribute reads it, and the meter
@@ -145,30 +151,8 @@ type run struct {
 
 func (p *Projection) contribute(item pipeline.Item) (projections.Contribution, error) {
 	var none projections.Contribution
-	if err := p.entityType(item); err != nil {
-		return none, err
-	}
-	r := &run{p: p, vals: make([]val, len(p.vars)), env: make(map[string]any, p.inExpr+1)}
-	r.env[meterName] = &r.m
-	for i := range p.vars {
-		v := &p.vars[i]
-		var err error
-		if r.vals[i], err = v.read(item); err != nil {
-			return none, err
-		}
-		if v.inExpr {
-			r.env[v.name] = r.vals[i].native
-		}
-	}
-	// The checks first: an item the projection's condition leaves out is
-	// still checked, so that a value written otherwise than the checks
-	// want ("SETTLED" for "settled") is an error, not left out silently.
-	for i := range p.checks {
-		if err := r.check(&p.checks[i]); err != nil {
-			return none, err
-		}
-	}
-	if ok, err := r.holds(p.when, "when"); err != nil || !ok {
+	r, ok, err := p.begin(item)
+	if err != nil || !ok {
 		return none, err
 	}
 	var c projections.Contribution
@@ -191,6 +175,36 @@ func (p *Projection) contribute(item pipeline.Item) (projections.Contribution, e
 		}
 	}
 	return c, nil
+}
+
+// begin reads item for p: its entity type, its declared attributes, its
+// checks, and whether p's condition (when) holds for it.
+func (p *Projection) begin(item pipeline.Item) (*run, bool, error) {
+	if err := p.entityType(item); err != nil {
+		return nil, false, err
+	}
+	r := &run{p: p, vals: make([]val, len(p.vars)), env: make(map[string]any, p.inExpr+1)}
+	r.env[meterName] = &r.m
+	for i := range p.vars {
+		v := &p.vars[i]
+		var err error
+		if r.vals[i], err = v.read(item); err != nil {
+			return nil, false, err
+		}
+		if v.inExpr {
+			r.env[v.name] = r.vals[i].native
+		}
+	}
+	// The checks first: an item the projection's condition leaves out is
+	// still checked, so that a value written otherwise than the checks
+	// want ("SETTLED" for "settled") is an error, not left out silently.
+	for i := range p.checks {
+		if err := r.check(&p.checks[i]); err != nil {
+			return nil, false, err
+		}
+	}
+	ok, err := r.holds(p.when, "when")
+	return r, ok, err
 }
 
 // entityType checks the item's type attribute: an S naming one of the
@@ -303,7 +317,17 @@ func (r *run) row(rw *row) (projections.Row, bool, error) {
 		return out, false, err
 	}
 	out.Attrs = make(pipeline.Item, len(rw.attrs))
-	for _, a := range rw.attrs {
+	if err := r.attributes(out.Attrs, rw.attrs, rw.field+".attributes"); err != nil {
+		return out, false, err
+	}
+	return out, true, nil
+}
+
+// attributes builds attrs into out: copies of declared attributes (none
+// for an optional one the item lacks), and S and N built from templates;
+// field names them in errors.
+func (r *run) attributes(out pipeline.Item, attrs []rowAttr, field string) error {
+	for _, a := range attrs {
 		if a.copy >= 0 {
 			x := r.vals[a.copy]
 			if x.av == nil {
@@ -311,25 +335,25 @@ func (r *run) row(rw *row) (projections.Row, bool, error) {
 			}
 			c, err := cloneValue(x.av, 0)
 			if err != nil {
-				return out, false, attrErr(r.p.vars[a.copy].attr, err)
+				return attrErr(r.p.vars[a.copy].attr, err)
 			}
-			out.Attrs[a.name] = c
+			out[a.name] = c
 			continue
 		}
 		s, err := r.render(a.tmpl)
 		if err != nil {
-			return out, false, err
+			return err
 		}
 		if a.typ == typeN {
 			if _, err := decimal.Parse(s); err != nil {
-				return out, false, fmt.Errorf("%s.attributes.%s: %q is not a number", rw.field, a.name, clip(s))
+				return fmt.Errorf("%s.%s: %q is not a number", field, a.name, clip(s))
 			}
-			out.Attrs[a.name] = &types.AttributeValueMemberN{Value: s}
+			out[a.name] = &types.AttributeValueMemberN{Value: s}
 			continue
 		}
-		out.Attrs[a.name] = &types.AttributeValueMemberS{Value: s}
+		out[a.name] = &types.AttributeValueMemberS{Value: s}
 	}
-	return out, true, nil
+	return nil
 }
 
 // render substitutes the item's values into t.
@@ -340,7 +364,7 @@ func (r *run) render(t template) (string, error) {
 			b.WriteString(p.lit)
 			continue
 		}
-		s, err := r.substitute(p)
+		s, err := r.substitute(p, t.free)
 		if err != nil {
 			return "", err
 		}
@@ -349,8 +373,9 @@ func (r *run) render(t template) (string, error) {
 	return b.String(), nil
 }
 
-// substitute returns one placeholder's text: non-empty and free of '#'.
-func (r *run) substitute(p part) (string, error) {
+// substitute returns one placeholder's text: non-empty and, unless its
+// template is free, free of '#'.
+func (r *run) substitute(p part, free bool) (string, error) {
 	v := &r.p.vars[p.v]
 	x := r.vals[p.v]
 	if !x.present {
@@ -388,7 +413,7 @@ func (r *run) substitute(p part) (string, error) {
 	switch {
 	case s == "":
 		return "", attrErr(v.attr, errors.New("empty"))
-	case strings.Contains(s, "#"):
+	case strings.Contains(s, "#") && !free:
 		return "", attrErr(v.attr, fmt.Errorf("%s contains '#'", strconv.Quote(clip(s))))
 	}
 	return s, nil

@@ -48,6 +48,7 @@ type Spec struct {
 	// always: EntityType when it names none).
 	schema      pipeline.Schema
 	projections []*Projection
+	transforms  []*transform
 }
 
 // LoadFile reads and loads the spec file at path (see Parse).
@@ -85,11 +86,25 @@ func Load(path string) (*projections.Environment, error) {
 // Environment returns the spec's environment (see Load); name names the
 // spec in errors.
 func (s *Spec) Environment(name string) (*projections.Environment, error) {
-	set, err := s.Set()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	env := &projections.Environment{Schema: s.schema, Transforms: s.Transforms(), LoadSpec: Load}
+	if len(s.projections) > 0 {
+		set, err := s.Set()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		env.Projections = set
 	}
-	return &projections.Environment{Schema: s.schema, Projections: set, LoadSpec: Load}, nil
+	return env, nil
+}
+
+// Transforms returns the transforms the spec declares, in the order the
+// file lists them (docs/projections-spec.md, "Transforms").
+func (s *Spec) Transforms() []*projections.Transform {
+	out := make([]*projections.Transform, len(s.transforms))
+	for i, t := range s.transforms {
+		out[i] = t.transform()
+	}
+	return out
 }
 
 // Parse loads a spec from data. name is the file's name: it prefixes every
@@ -160,7 +175,8 @@ type Problem struct {
 	// Line is the line of the field at fault, from 1; 0 if unknown.
 	Line int
 	// Projection is the name of the projection at fault (or
-	// "projections[N]" when it has no valid name); "" outside projections.
+	// "projections[N]" when it has no valid name), or "transform NAME"
+	// ("transforms[N]"); "" outside both.
 	Projection string
 	// Field is the path of the field at fault within the projection (or
 	// the document), e.g. "counters[0].key"; "" for the document itself.
@@ -180,7 +196,7 @@ func (p Problem) String() string {
 	}
 	b.WriteString(": ")
 	switch {
-	case strings.HasPrefix(p.Projection, "projections["):
+	case strings.HasPrefix(p.Projection, "projections["), strings.HasPrefix(p.Projection, "transforms["), strings.HasPrefix(p.Projection, "transform "):
 		b.WriteString(p.Projection)
 		b.WriteString(": ")
 	case p.Projection != "":

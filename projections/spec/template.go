@@ -20,9 +20,15 @@ import (
 //	                 text whose byte order is the numbers' order
 //	{{ and }}        a literal { and }
 //
-// Every substituted value must be non-empty and free of '#'.
+// Every substituted value must be non-empty and, but in a free template,
+// free of '#'.
 type template struct {
 	parts []part
+	// free takes substituted values with '#' in them: a transform's
+	// target key and attributes, which may copy a key's whole value
+	// (a projection's keys are made of parts, which must not run into one
+	// another).
+	free bool
 }
 
 // part is a literal (v < 0) or a placeholder.

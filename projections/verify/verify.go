@@ -37,6 +37,32 @@ func Recompute(ctx context.Context, full *export.Export, overlay *export.Overlay
 	return v, n, nil
 }
 
+// Watermark is the point in time a check against an export (with an
+// overlay of incremental exports, or nil) is as of: the full export's
+// time, or the end of the last incremental export. Zero when the export
+// does not say (no manifest).
+func Watermark(full *export.Export, overlay *export.Overlay) time.Time {
+	t := full.Time()
+	if overlay != nil {
+		for _, e := range overlay.Exports {
+			if et := e.Time(); et.After(t) {
+				t = et
+			}
+		}
+	}
+	return t
+}
+
+// Effective is the point in time a check takes for a watermark: the
+// watermark, or for an unknown (zero) one a time after every change, so
+// that every item is checked against the export.
+func Effective(watermark time.Time) time.Time {
+	if watermark.IsZero() {
+		return time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	}
+	return watermark
+}
+
 // Result is what AsOf found.
 type Result struct {
 	// Differences lists how the table differs from the expectation, one a
@@ -62,18 +88,8 @@ type Result struct {
 // export whose point in time is not known (no manifest) is taken as newer
 // than every change: every item is checked against the export.
 func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, table driver.Reader, opts pipeline.Options, skipMD5 bool, ps ...projections.Projection) (*Result, error) {
-	res := &Result{AsOf: full.Time()}
-	if overlay != nil {
-		for _, e := range overlay.Exports {
-			if t := e.Time(); t.After(res.AsOf) {
-				res.AsOf = t
-			}
-		}
-	}
-	asOf := res.AsOf
-	if asOf.IsZero() {
-		asOf = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
-	}
+	res := &Result{AsOf: Watermark(full, overlay)}
+	asOf := Effective(res.AsOf)
 	check := projections.NewAsOfCheck(asOf, opts.TypeAttribute, ps...)
 	if err := check.AddLedgers(ctx, table); err != nil {
 		return nil, err

@@ -12,8 +12,10 @@ import (
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // runBackfill is `tributary backfill`: build the projections' aggregates
@@ -74,46 +76,16 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	progress := newByteProgress(e.Stderr, "backfill", src.Summary.ItemCount)
-	progress.unit = "items"
-	job, err := backfill.Open(src, overlay, engine, st, set, backfill.Options{
-		Decode:   pipeline.Options{Schema: xf.schema},
-		SkipMD5:  xf.skipMD5,
-		AsOf:     asOf,
-		Progress: func(n int64) { progress.add(n, n) },
-	})
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	sum, runErr := job.Run(ctx, *workers)
-	progress.done()
-	took := time.Since(start)
-
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
-	s := sum.Stats
-	fmt.Fprintf(w, "backfill of %s into %s, as of %s (job %s)\n", src, sf.String(), job.AsOf().Format(time.RFC3339Nano), job.ID())
-	fmt.Fprintf(w, "files:    %d (%d done by an earlier run)\n", sum.Files, sum.FilesDone)
-	rate := 0.0
-	if took > 0 {
-		rate = float64(sum.Items) / took.Seconds()
-	}
-	fmt.Fprintf(w, "items:    %d read in %.1fs (%.0f items/s); %d item states written in %d transactions (%.0f write units), %d already newer in the store, %d of types no projection reads\n",
-		sum.Items, took.Seconds(), rate, s.Items, s.Transactions, s.WriteUnits, s.Stale, s.Unprojected)
-	if sum.Items > 0 && s.Items == 0 && s.Stale == 0 && sum.Failed == 0 {
-		fmt.Fprintf(w, "warning:  none of the %d items is of a type the projections read (%s), by the attribute %s: is that the table's type attribute (--type-attribute)?\n",
-			sum.Items, printableList(set.EntityTypes(), ", "), quote.Printable(xf.schema.TypeAttribute))
-	}
-	for _, f := range sum.Failures {
-		fmt.Fprintf(w, "failed:   %s\n", quote.Printable(f.Error()))
-	}
-	if n := sum.Failed - int64(len(sum.Failures)); n > 0 {
-		fmt.Fprintf(w, "failed:   ... and %d more\n", n)
-	}
+	job, _, runErr := runBackfillJob(ctx, e, w, backfillRun{
+		verb: "backfill", src: src, overlay: overlay, engine: engine, store: st, set: set, workers: *workers,
+		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, SkipMD5: xf.skipMD5, AsOf: asOf},
+		title: fmt.Sprintf("backfill of %s into %s", src, sf.String()),
+		words: [3]string{"item states", "store", "no projection reads"}, reads: "the projections read",
+	})
 	var failed *backfill.FailedItemsError
-	if runErr != nil && !errors.As(runErr, &failed) {
-		fmt.Fprintf(w, "status:   stopped; run the same command again to resume\n")
+	if job == nil || runErr != nil && !errors.As(runErr, &failed) {
 		return runErr
 	}
 	from := job.AsOf().Truncate(time.Second).Format(time.RFC3339)
@@ -128,4 +100,63 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 		return errFailed
 	}
 	return nil
+}
+
+// backfillRun is one run of a backfill job, as a command prints it.
+type backfillRun struct {
+	verb    string // the progress line's
+	src     *export.Export
+	overlay *export.Overlay
+	engine  *projections.Engine
+	store   driver.Store
+	set     *projections.Set
+	workers int
+	opts    backfill.Options
+	// title is the first line's start: what is backfilled into what.
+	title string
+	// words name, in the items line, what the engine writes, where, and
+	// what reads the types it skips; reads what reads the types it takes.
+	words [3]string
+	reads string
+}
+
+// runBackfillJob opens the job, runs it with a progress line on stderr
+// and prints what it did to w: its title and point in time, its files,
+// its items and its failures, and that it stopped when it did (a nil job:
+// it did not open). The caller says what comes next.
+func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) (*backfill.Job, backfill.Summary, error) {
+	progress := newByteProgress(e.Stderr, r.verb, r.src.Summary.ItemCount)
+	progress.unit = "items"
+	r.opts.Progress = func(n int64) { progress.add(n, n) }
+	job, err := backfill.Open(r.src, r.overlay, r.engine, r.store, r.set, r.opts)
+	if err != nil {
+		return nil, backfill.Summary{}, err
+	}
+	start := time.Now()
+	sum, runErr := job.Run(ctx, r.workers)
+	progress.done()
+	took := time.Since(start)
+	s := sum.Stats
+	fmt.Fprintf(w, "%s, as of %s (job %s)\n", r.title, job.AsOf().Format(time.RFC3339Nano), job.ID())
+	fmt.Fprintf(w, "files:    %d (%d done by an earlier run)\n", sum.Files, sum.FilesDone)
+	rate := 0.0
+	if took > 0 {
+		rate = float64(sum.Items) / took.Seconds()
+	}
+	fmt.Fprintf(w, "items:    %d read in %.1fs (%.0f items/s); %d %s written in %d transactions (%.0f write units), %d already newer in the %s, %d of types %s\n",
+		sum.Items, took.Seconds(), rate, s.Items, r.words[0], s.Transactions, s.WriteUnits, s.Stale, r.words[1], s.Unprojected, r.words[2])
+	if sum.Items > 0 && s.Items == 0 && s.Stale == 0 && sum.Failed == 0 {
+		fmt.Fprintf(w, "warning:  none of the %d items is of a type %s (%s), by the attribute %s: is that the table's type attribute (--type-attribute)?\n",
+			sum.Items, r.reads, printableList(r.set.EntityTypes(), ", "), quote.Printable(r.opts.Decode.Schema.WithDefaults().TypeAttribute))
+	}
+	for _, f := range sum.Failures {
+		fmt.Fprintf(w, "failed:   %s\n", quote.Printable(f.Error()))
+	}
+	if n := sum.Failed - int64(len(sum.Failures)); n > 0 {
+		fmt.Fprintf(w, "failed:   ... and %d more\n", n)
+	}
+	if runErr != nil && !errors.As(runErr, new(*backfill.FailedItemsError)) {
+		fmt.Fprintf(w, "status:   stopped; run the same command again to resume\n")
+	}
+	return job, sum, runErr
 }

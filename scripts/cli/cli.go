@@ -123,6 +123,7 @@ func (e *Env) commands() []Command {
 		{"reimport", "load a repartition's output into DynamoDB: ImportTable, BatchWriteItem loader, or StartBulkPutItems", runReimport},
 		{"verify", "recompute every projection from an export and diff it against the live aggregates", runVerify},
 		{"backfill", "build the projections from an export, into a store the stream then keeps current (exactly once with it)", runBackfill},
+		{"remodel", "put the table's items through a transform into a target of a new key design: backfill, apply, verify, items", runRemodel},
 		{"filters", "print the FilterCriteria of the projector's or archiver's event source mapping", runFilters},
 		{"projections", "show the projection set (and a store's marker), adopt a store for it, or check a spec file", runProjections},
 	}

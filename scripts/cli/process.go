@@ -67,30 +67,11 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	failed := false
 	for _, name := range files {
-		f, data, err := readLambdaEvent(e, name, *format)
+		f, data, report, err := processEvent(ctx, e, engine, cfg, name, *format, "no projection reads their entity type")
 		if err != nil {
 			return err
 		}
-		p := pipeline.NewStreamsProcessor(engine, cfg)
-		if f == "kinesis" {
-			p = pipeline.NewKinesisProcessor(engine, cfg)
-		}
-		// Exactly the handler the Lambda runs: bytes in, partial batch response out.
-		res, err := p.Process(ctx, data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		resp, err := p.Response(res)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.Stdout, "%s: %d records, %d applied, %d skipped (no projection reads their entity type), %d failed; response %s\n", name, res.Records, res.Applied, res.Skipped, len(res.Failed), resp)
-		for _, f := range res.Failed {
-			fmt.Fprintf(e.Stderr, "%s: %s\n", name, quote.Printable(f.String()))
-		}
-		if res.Report != "" {
-			failed = true
-		}
+		failed = failed || report
 		if archiver != nil {
 			ap := pipeline.NewStreamsProcessor(archiver, cfg)
 			if f == "kinesis" {
@@ -122,6 +103,36 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 		return errFailed
 	}
 	return nil
+}
+
+// processEvent runs the captured Lambda event in file name (in format,
+// "" to tell it from the file) through exactly the handler a Lambda
+// function runs over h (bytes in, partial batch response out), prints
+// what it did (skipped says why records were skipped) and the records
+// that failed, and returns the event's form and bytes and whether its
+// response reports failures.
+func processEvent(ctx context.Context, e *Env, h pipeline.BatchHandler, cfg pipeline.Config, name, format, skipped string) (string, []byte, bool, error) {
+	f, data, err := readLambdaEvent(e, name, format)
+	if err != nil {
+		return "", nil, false, err
+	}
+	p := pipeline.NewStreamsProcessor(h, cfg)
+	if f == "kinesis" {
+		p = pipeline.NewKinesisProcessor(h, cfg)
+	}
+	res, err := p.Process(ctx, data)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("%s: %w", name, err)
+	}
+	resp, err := p.Response(res)
+	if err != nil {
+		return "", nil, false, err
+	}
+	fmt.Fprintf(e.Stdout, "%s: %d records, %d applied, %d skipped (%s), %d failed; response %s\n", name, res.Records, res.Applied, res.Skipped, skipped, len(res.Failed), resp)
+	for _, f := range res.Failed {
+		fmt.Fprintf(e.Stderr, "%s: %s\n", name, quote.Printable(f.String()))
+	}
+	return f, data, res.Report != "", nil
 }
 
 // readLambdaEvent reads a captured Lambda event, gzip-compressed or not, in

@@ -155,19 +155,29 @@ func checkSpec(e *Env, file string) (err error) {
 	if err != nil {
 		return err
 	}
+	ts := sp.DescribeTransforms()
+	ps := sp.SpecProjections()
+	out := bufio.NewWriter(e.Stdout)
+	defer flush(out, &err)
+	if len(ps) == 0 {
+		fmt.Fprintf(out, "%s: %d transforms, valid\n", quote.Printable(file), len(ts))
+		printTransforms(out, ts)
+		return nil
+	}
 	set, err := sp.Set()
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	out := bufio.NewWriter(e.Stdout)
-	defer flush(out, &err)
 	ids := map[string]projections.ProjectionID{}
 	for _, id := range set.IDs() {
 		ids[id.Name] = id
 	}
-	ps := sp.SpecProjections()
 	keys := sp.Schema().WithDefaults().KeyAttributes
-	fmt.Fprintf(out, "%s: %d projections, valid\n", quote.Printable(file), len(ps))
+	if len(ts) > 0 {
+		fmt.Fprintf(out, "%s: %d projections, %d transforms, valid\n", quote.Printable(file), len(ps), len(ts))
+	} else {
+		fmt.Fprintf(out, "%s: %d projections, valid\n", quote.Printable(file), len(ps))
+	}
 	for _, p := range ps {
 		fmt.Fprintf(out, "  %s  reads %s\n", quote.Printable(ids[p.Name()].String()), printableList(p.EntityTypes(), ", "))
 		for _, c := range p.Counters() {
@@ -184,6 +194,7 @@ func checkSpec(e *Env, file string) (err error) {
 			}
 		}
 	}
+	printTransforms(out, ts)
 	types := set.EntityTypes()
 	fmt.Fprintf(out, "entity types: %s (attribute %s)\n", printableList(types, ", "), quote.Printable(sp.TypeAttribute()))
 	for _, src := range []struct {
@@ -233,6 +244,30 @@ func rowIdentity(r spec.RowInfo, keys []string) string {
 		return fmt.Sprintf("warning: the row's keys hold nothing of the item's key (%s): %s", printableList(keys, ", "), then)
 	}
 	return fmt.Sprintf("note: the row's keys hold %s: %s", strings.Join(gaps, " and "), then)
+}
+
+// printTransforms prints what a spec's transforms make of each entity
+// type's items (`tributary remodel`, docs/remodel.md).
+func printTransforms(out *bufio.Writer, ts []spec.TransformInfo) {
+	for _, t := range ts {
+		others := "items of other types are not part of it"
+		if t.CopyOthers {
+			others = "items of other types are copied as they are"
+		}
+		fmt.Fprintf(out, "  transform %s: target keyed %s; %s\n", quote.Printable(t.Name), quote.Printable(t.Keys), others)
+		for _, r := range t.Rewrites {
+			fmt.Fprintf(out, "    %s: key %s; copies %s", quote.Printable(r.EntityType), printableList(r.Key, " "), quote.Printable(r.Copy))
+			for _, part := range []struct {
+				what  string
+				names []string
+			}{{"drops", r.Drop}, {"renames", r.Rename}, {"builds", r.Attributes}} {
+				if len(part.names) > 0 {
+					fmt.Fprintf(out, "; %s %s", part.what, printableList(part.names, ", "))
+				}
+			}
+			fmt.Fprintln(out)
+		}
+	}
 }
 
 // templateParameters are the SAM template's parameters a table's entity

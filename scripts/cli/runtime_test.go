@@ -269,6 +269,8 @@ func figures(t *testing.T, name string, inits []time.Duration, arm64Bootstrap st
 	switch {
 	case name == "backfiller":
 		limit = maxBackfillerBytes
+	case name == "remodeler":
+		limit = maxRemodelerBytes
 	case strings.Contains(name, "projector"):
 		limit = maxProjectorBytes
 	}

@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Row/Delete", testRowDelete},
 		{"Row/AttributeTypes", testRowAttributeTypes},
 		{"Row/Owners", testRowOwners},
+		{"Row/TakeoverChecksTheOwner", testTakeoverCheck},
 		{"QueryRows/DescendingSortOrder", testQueryOrder},
 		{"QueryRows/Limit", testQueryLimit},
 		{"QueryRows/OnlyOneProjectionAndPartition", testQueryIsolation},
@@ -841,6 +842,40 @@ func testRowOwners(t *testing.T, s Store) {
 	commit(t, s, &driver.Tx{Puts: []driver.RowPut{{Ref: r, Attrs: attrs, Owner: "C"}}})
 	if got := scanRows(t, s); len(got) != 1 || got[0].Owner != "C" {
 		t.Fatalf("an ownerless row claimed: %+v", got)
+	}
+}
+
+// testTakeoverCheck: a put that takes a row over from an owner whose
+// ledger entry no longer claims it (CheckFrom) is refused, writing
+// nothing, when that entry's revision is not the one the taker read; it
+// takes the row when it is.
+func testTakeoverCheck(t *testing.T, s Store) {
+	ctx := context.Background()
+	r := rowRef("p", "BOARD", "R#1")
+	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "A", Body: []byte("a")}}, Puts: []driver.RowPut{{Ref: r, Attrs: pipeline.Item{"v": avS("a")}, Owner: "A"}}})
+	take := func(rev int64) error {
+		return s.Commit(ctx, &driver.Tx{
+			Ledgers: []driver.LedgerPut{{Key: "B", Body: []byte("b")}},
+			Puts:    []driver.RowPut{{Ref: r, Attrs: pipeline.Item{"v": avS("b")}, Owner: "B", From: "A", CheckFrom: true, FromRev: rev}},
+		})
+	}
+	for _, stale := range []int64{0, 2} {
+		var ce *driver.ClaimError
+		if err := take(stale); !errors.As(err, &ce) || ce.Ref != r || ce.Owner != "A" || ce.Claimant != "B" {
+			t.Fatalf("a takeover read at revision %d of A's entry (at 1): %v, want a *ClaimError owned by A", stale, err)
+		}
+	}
+	if got := readLedgers(t, s, "B"); len(got) != 0 {
+		t.Fatalf("a refused takeover wrote its ledger entry: %v", got)
+	}
+	if got := scanRows(t, s); len(got) != 1 || got[0].Owner != "A" {
+		t.Fatalf("after the refusals: %+v", got)
+	}
+	if err := take(1); err != nil {
+		t.Fatalf("a takeover read at A's revision: %v", err)
+	}
+	if got := scanRows(t, s); len(got) != 1 || got[0].Owner != "B" {
+		t.Fatalf("taken over: %+v", got)
 	}
 }
 

@@ -1,0 +1,78 @@
+package boltstore
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/drivertest"
+)
+
+func openTarget(t *testing.T, key driver.TargetKey) *TargetStore {
+	t.Helper()
+	ts, err := OpenTarget(filepath.Join(t.TempDir(), "target.db"), drivertest.TargetName, key, WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ts.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ts
+}
+
+func TestTargetConformance(t *testing.T) {
+	drivertest.RunTarget(t, func(t *testing.T, key driver.TargetKey) drivertest.Store { return openTarget(t, key) })
+}
+
+// TestTargetRecordsItsRemodel: a target file is one remodel's, keyed one
+// way; it opens as recorded for readers, and an aggregate store's file
+// with data is not a target.
+func TestTargetRecordsItsRemodel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "target.db")
+	key, _ := driver.NewTargetKey("PK", "SK")
+	ts, err := OpenTarget(path, "comments-table", key, WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := driver.NewTargetKey("id:N")
+	for _, tt := range []struct {
+		name string
+		key  driver.TargetKey
+	}{{"another", key}, {"comments-table", other}} {
+		if _, err := OpenTarget(path, tt.name, tt.key, WithoutSync()); err == nil || !strings.Contains(err.Error(), "it is the target of comments-table, keyed PK:S,SK:S") {
+			t.Errorf("opened as %s keyed %s: %v", tt.name, tt.key, err)
+		}
+	}
+	ts, err = OpenTarget(path, "", driver.TargetKey{}, WithoutSync())
+	if err != nil || ts.Name() != "comments-table" || ts.Key != key {
+		t.Fatalf("opened as recorded: %v %v", ts, err)
+	}
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	agg := filepath.Join(t.TempDir(), "aggregates.db")
+	st, err := Open(agg, WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(t.Context(), &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "x", Body: []byte("y")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenTarget(agg, "r", key, WithoutSync()); err == nil || !strings.Contains(err.Error(), "an aggregate store's") {
+		t.Errorf("an aggregate store opened as a target: %v", err)
+	}
+	if _, err := OpenTarget(filepath.Join(t.TempDir(), "new.db"), "", driver.TargetKey{}, WithoutSync()); !errors.Is(err, ErrNoTarget) {
+		t.Errorf("a new file opened as recorded: %v, want ErrNoTarget", err)
+	}
+}

@@ -1,0 +1,373 @@
+package remodel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math/bits"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/verify"
+)
+
+// The gate before a switch: does the target hold exactly what the
+// transform makes of the table as of an export, while the stream goes on
+// changing it?
+//
+// The expected target is the transform of the export's items, but for the
+// source items whose state in the target's ledger is newer than the
+// export's point in time (changed, created or removed since): for those,
+// the target items their ledger entries say they hold, by the hash of
+// their attributes. The check compares it with the target without holding
+// either in memory: the key space is cut into partitions by a hash of the
+// target key, and each side is folded, item by item, into a content hash
+// per partition (a 128-bit sum of a SHA-256 of each item's key and
+// content, and a count), on one pass over the ledger, the export and the
+// target each. Partitions whose hashes agree agree item for item (but for
+// a hash collision); those that differ are read again, and only they,
+// and every difference in them is named: a target item missing, one that
+// should not be there, one whose content differs. Memory holds the
+// partitions' hashes, the keys of the items changed since the export,
+// and on the second pass the differing partitions' items.
+//
+// A target item whose TTL attribute has passed at the check's time is
+// left out on both sides: the target's own TTL may have removed it, or
+// not yet, as the source's TTL will (and the stream then removes it from
+// the target).
+
+// Reader is what the check reads of a target: its items and its ledger
+// (a driver target store's ScanRows and ScanLedgers).
+type Reader interface {
+	ScanRows(ctx context.Context, fn func(row driver.StoredRow) error) error
+	ScanLedgers(ctx context.Context, fn func(key string, entry driver.LedgerEntry) error) error
+}
+
+// CheckOptions configures Check. The zero value is ready to use.
+type CheckOptions struct {
+	// Decode names the source items' attributes (the table's schema: the
+	// export items' key attributes).
+	Decode pipeline.Options
+	// SkipMD5 skips checking the export's data files against the
+	// manifest's checksums.
+	SkipMD5 bool
+	// Now is the check's time, which the target items' TTL is compared
+	// with. Default time.Now.
+	Now time.Time
+	// Partitions is how many hash partitions the key space is cut into.
+	// Default 4,096.
+	Partitions int
+	// MaxNamed bounds the differences named; the rest are counted. It
+	// also bounds the partitions read again. Default 1,000.
+	MaxNamed int
+}
+
+// CheckResult is what Check found.
+type CheckResult struct {
+	// AsOf is the export's point in time (the end of the last incremental
+	// export, with an overlay): the watermark.
+	AsOf time.Time
+	// Items is how many export items were read; Changed how many source
+	// items' state in the target is newer than the export's.
+	Items, Changed int64
+	// Expected and Found count the target items expected and read (those
+	// whose TTL has passed left out of both), Expired the expected ones so
+	// left out.
+	Expected, Found, Expired int64
+	// Newest is the time of the newest state the target's ledger records
+	// (a change's, or the export's for a backfilled item; zero: none): how
+	// far the stream has been applied.
+	Newest time.Time
+	// Partitions is how many the key space was cut into, Differing how
+	// many of them differ.
+	Partitions, Differing int
+	// Differences names how the target differs, one a line, sorted; More
+	// counts those not named (past MaxNamed, or in partitions not read
+	// again).
+	Differences []string
+	More        int64
+	// Unsettled counts differences seen on one reading of a partition and
+	// not on the next: the stream changed those items while they were
+	// read. Check again.
+	Unsettled int
+}
+
+// Agree reports whether the target holds exactly what was expected.
+func (c *CheckResult) Agree() bool {
+	return c.Differing == 0 && len(c.Differences) == 0 && c.More == 0 && c.Unsettled == 0
+}
+
+// bucket is one partition's content hash: a count and a 128-bit sum.
+type bucket struct {
+	n      int64
+	hi, lo uint64
+}
+
+func (b *bucket) add(h [16]byte) {
+	var carry uint64
+	b.lo, carry = bits.Add64(b.lo, binary.BigEndian.Uint64(h[8:]), 0)
+	b.hi, _ = bits.Add64(b.hi, binary.BigEndian.Uint64(h[:8]), carry)
+	b.n++
+}
+
+// entry is one target item in the check, expected or found.
+type entry struct {
+	hash string
+	// attrs is the item (nil for an expected item of a source item
+	// changed since the export: its ledger keeps only the hash).
+	attrs pipeline.Item
+	// source names the source item an expected item comes from.
+	source string
+}
+
+// checker is one run of Check.
+type checker struct {
+	r      *Remodel
+	opts   CheckOptions
+	asOf   projections.Token
+	now    int64 // epoch seconds
+	newer  map[string]bool
+	res    *CheckResult
+	parts  int
+	keys   []string
+	refuse []string // export items the transform refuses
+	// On the second pass, only the partitions of only are collected.
+	only        map[int]bool
+	want, got   map[driver.RowRef]entry
+	wantB, gotB []bucket
+	collecting  bool
+}
+
+// Check compares target, the remodel's target, with the transform of an
+// export (with an overlay of incremental exports, or nil) as of its point
+// in time, while the stream goes on changing the target (see above). An
+// export whose point in time is not known (no manifest) is taken as newer
+// than every change: every item is checked against the export.
+func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *export.Overlay, target Reader, opts CheckOptions) (*CheckResult, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	if opts.Partitions <= 0 {
+		opts.Partitions = 4096
+	}
+	if opts.MaxNamed <= 0 {
+		opts.MaxNamed = 1000
+	}
+	res := &CheckResult{AsOf: verify.Watermark(full, overlay), Partitions: opts.Partitions}
+	asOf := verify.Effective(res.AsOf)
+	c := &checker{r: r, opts: opts, asOf: projections.AsOfToken(asOf), now: opts.Now.Unix(), newer: map[string]bool{}, res: res, parts: opts.Partitions,
+		keys: opts.Decode.WithDefaults().KeyAttributes}
+	if overlay != nil && len(overlay.KeyAttributes) > 0 {
+		c.keys = overlay.KeyAttributes
+	}
+	c.wantB, c.gotB = make([]bucket, c.parts), make([]bucket, c.parts)
+	if err := c.pass(ctx, full, overlay, target); err != nil {
+		return nil, err
+	}
+	var differing []int
+	for i := range c.parts {
+		if c.wantB[i] != c.gotB[i] {
+			differing = append(differing, i)
+		}
+	}
+	res.Differing = len(differing)
+	res.Differences = append(res.Differences, c.refuse...)
+	if len(differing) == 0 {
+		return res, nil
+	}
+	// Read the differing partitions again, as many as it takes to name
+	// MaxNamed differences at most one partition over.
+	c.only, c.collecting = map[int]bool{}, true
+	var budget int64
+	for _, p := range differing {
+		n := max(c.wantB[p].n, c.gotB[p].n)
+		if len(c.only) > 0 && budget+n > 64*int64(opts.MaxNamed) {
+			res.More++ // at least one difference in each partition left unread
+			continue
+		}
+		c.only[p] = true
+		budget += n
+	}
+	// Twice: a difference the stream made while the partition was read
+	// (an item changed between the reads of its ledger entry and of the
+	// target) does not persist; one in both readings does.
+	var readings [2][]string
+	for i := range readings {
+		c.res, c.refuse = &CheckResult{}, nil // the first pass counted
+		c.want, c.got = map[driver.RowRef]entry{}, map[driver.RowRef]entry{}
+		if err := c.pass(ctx, full, overlay, target); err != nil {
+			return nil, err
+		}
+		readings[i] = c.name()
+	}
+	first := make(map[string]bool, len(readings[0]))
+	for _, d := range readings[0] {
+		first[d] = true
+	}
+	for _, d := range readings[1] {
+		if first[d] {
+			res.Differences = append(res.Differences, d)
+			delete(first, d)
+		} else {
+			res.Unsettled++
+		}
+	}
+	res.Unsettled += len(first)
+	sort.Strings(res.Differences)
+	if n := len(res.Differences); n > opts.MaxNamed {
+		res.More += int64(n - opts.MaxNamed)
+		res.Differences = res.Differences[:opts.MaxNamed]
+	}
+	return res, nil
+}
+
+// pass reads the ledger, the export and the target once.
+func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export.Overlay, target Reader) error {
+	err := target.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
+		s, ok, err := projections.DecodeItemState(key, e)
+		if err != nil || !ok {
+			return err
+		}
+		if t := time.UnixMicro(s.Token.Micros); s.Token.Micros != 0 && t.After(c.res.Newest) {
+			c.res.Newest = t.UTC()
+		}
+		if !s.Token.Newer(c.asOf) {
+			return nil
+		}
+		c.newer[key] = true
+		c.res.Changed++
+		for _, row := range s.Rows {
+			if row.Ref.Projection != c.r.Name() {
+				continue
+			}
+			c.expect(row.Ref, row.Hash, row.Expires, nil, projections.DescribeOwner(key)+" (changed since the export: as its ledger entry says)")
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the target's ledger: %w", err)
+	}
+	err = export.Items(ctx, full, overlay, c.opts.Decode, c.opts.SkipMD5, func(it pipeline.Item) error {
+		c.res.Items++
+		keys := make(pipeline.Item, len(c.keys))
+		for _, k := range c.keys {
+			if v, ok := it[k]; ok {
+				keys[k] = v
+			}
+		}
+		if c.newer[projections.LedgerKey(keys)] {
+			return nil
+		}
+		rows, err := c.r.rows(it)
+		if err != nil {
+			if !c.collecting {
+				c.refuse = append(c.refuse, fmt.Sprintf("source item %s: %v", pipeline.KeyString(keys), err))
+			}
+			return nil
+		}
+		for _, row := range rows {
+			ref := driver.RowRef{Projection: c.r.Name(), Partition: row.Partition, Sort: row.Sort}
+			c.expect(ref, projections.RowHash(row.Attrs), row.Expires, row.Attrs, pipeline.KeyString(keys))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the export: %w", err)
+	}
+	err = target.ScanRows(ctx, func(row driver.StoredRow) error {
+		if e := expiry(row.Attrs[c.r.ttlAttr]); e != 0 && e <= c.now {
+			return nil
+		}
+		c.res.Found++
+		p := c.partition(row.Ref)
+		if c.collecting {
+			if c.only[p] {
+				c.got[row.Ref] = entry{hash: projections.RowHash(row.Attrs), attrs: row.Attrs}
+			}
+			return nil
+		}
+		c.gotB[p].add(itemHash(row.Ref, projections.RowHash(row.Attrs)))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the target: %w", err)
+	}
+	return nil
+}
+
+// expect adds an expected target item.
+func (c *checker) expect(ref driver.RowRef, hash string, expires int64, attrs pipeline.Item, source string) {
+	if expires != 0 && expires <= c.now {
+		c.res.Expired++
+		return
+	}
+	c.res.Expected++
+	p := c.partition(ref)
+	if c.collecting {
+		if c.only[p] {
+			c.want[ref] = entry{hash: hash, attrs: attrs, source: source}
+		}
+		return
+	}
+	c.wantB[p].add(itemHash(ref, hash))
+}
+
+func (c *checker) partition(ref driver.RowRef) int {
+	h := fnv.New64a()
+	h.Write([]byte(ref.Partition))
+	h.Write([]byte{0})
+	h.Write([]byte(ref.Sort))
+	return int(h.Sum64() % uint64(c.parts))
+}
+
+// itemHash is one item's share of its partition's hash.
+func itemHash(ref driver.RowRef, content string) [16]byte {
+	sum := sha256.Sum256([]byte(ref.Partition + "\x00" + ref.Sort + "\x00" + content))
+	var out [16]byte
+	copy(out[:], sum[:16])
+	return out
+}
+
+// name lists the differences between the collected partitions' items.
+func (c *checker) name() []string {
+	var out []string
+	refs := make([]driver.RowRef, 0, len(c.want)+len(c.got))
+	for ref := range c.want {
+		refs = append(refs, ref)
+	}
+	for ref := range c.got {
+		if _, ok := c.want[ref]; !ok {
+			refs = append(refs, ref)
+		}
+	}
+	slices.SortFunc(refs, func(a, b driver.RowRef) int {
+		if a.Partition != b.Partition {
+			return strings.Compare(a.Partition, b.Partition)
+		}
+		return strings.Compare(a.Sort, b.Sort)
+	})
+	for _, ref := range refs {
+		w, wok := c.want[ref]
+		g, gok := c.got[ref]
+		item := "target item " + c.r.DescribeKey(ref)
+		switch {
+		case !gok:
+			out = append(out, fmt.Sprintf("%s: missing (from source item %s)", item, w.source))
+		case !wok:
+			out = append(out, fmt.Sprintf("%s: not expected (no source item makes it, as of the export): %s", item, pipeline.AppendItem(nil, g.attrs)))
+		case w.hash != g.hash && w.attrs == nil:
+			out = append(out, fmt.Sprintf("%s: got %s, not what the ledger entry of source item %s says", item, pipeline.AppendItem(nil, g.attrs), w.source))
+		case w.hash != g.hash:
+			out = append(out, fmt.Sprintf("%s: got %s, want %s (from source item %s)", item, pipeline.AppendItem(nil, g.attrs), pipeline.AppendItem(nil, w.attrs), w.source))
+		}
+	}
+	return out
+}

@@ -1,0 +1,155 @@
+package remodel_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/remodel"
+)
+
+// built is a target the remodel built from an export and its stream's
+// tail, as TestRemodelThenStream builds one.
+func built(t *testing.T) (*live, *remodel.Remodel, driver.Table) {
+	t.Helper()
+	ctx := context.Background()
+	l := newLive(t, 61, 2500, 300)
+	r := mustRemodel(t, newDesign())
+	ts := openTarget(t, r)
+	e, err := r.Open(ctx, ts, projections.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backfillUntilDone(ctx, t, l, r, e, ts)
+	form{name: "streams"}.deliver(ctx, t, l, e)
+	sameTarget(t, "built", ts, expected(t, r, l.h.Table.Items()))
+	return l, r, ts
+}
+
+// beforeAnyTTL is a check's time before every simulated item expires:
+// nothing is left out for its TTL.
+func beforeAnyTTL(l *live) time.Time { return l.h.Workload.Start.Add(-30 * 24 * time.Hour) }
+
+// TestCheckNamesEveryDifference: a target the remodel built agrees with
+// its export, with the items changed since told apart; a target item
+// deleted, one changed and one that no source item makes are each named,
+// whatever the number of partitions, and nothing else is.
+func TestCheckNamesEveryDifference(t *testing.T) {
+	ctx := context.Background()
+	l, r, ts := built(t)
+	res, err := r.Check(ctx, l.full, nil, ts, remodel.CheckOptions{Now: beforeAnyTTL(l)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Agree() || res.Changed == 0 || res.Expected != res.Found || res.Expired != 0 || res.Newest.IsZero() {
+		t.Fatalf("the built target: %+v", res)
+	}
+	t.Logf("agreeing: %+v", res)
+
+	// Tamper with it behind the engine's back: one item changed since the
+	// export (checked against its ledger entry), one from the export, and
+	// one that nothing makes.
+	var fromLedger, fromExport driver.StoredRow
+	changed := map[string]bool{}
+	if err := ts.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
+		st, ok, err := projections.DecodeItemState(key, e)
+		if ok && st.Token.Newer(projections.AsOfToken(l.full.Time())) {
+			for _, row := range st.Rows {
+				changed[row.Ref.Partition+"/"+row.Ref.Sort] = true
+			}
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.ScanRows(ctx, func(row driver.StoredRow) error {
+		switch {
+		case changed[row.Ref.Partition+"/"+row.Ref.Sort] && fromLedger.Attrs == nil:
+			fromLedger = row
+		case !changed[row.Ref.Partition+"/"+row.Ref.Sort] && fromExport.Attrs == nil:
+			fromExport = row
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fromLedger.Attrs == nil || fromExport.Attrs == nil {
+		t.Fatal("no target item of each kind to tamper with")
+	}
+	altered := clone(fromLedger.Attrs)
+	altered["tampered"] = s("yes")
+	stray := pipeline.Item{"PK": s("STRAY"), "SK": s("1")}
+	strayRef, _ := r.Key().Ref(r.Name(), stray)
+	if err := ts.Commit(ctx, &driver.Tx{
+		Puts:    []driver.RowPut{{Ref: fromLedger.Ref, Attrs: altered, Owner: "tamper", Held: true}, {Ref: strayRef, Attrs: stray, Owner: "tamper"}},
+		Deletes: []driver.RowDelete{{Ref: fromExport.Ref}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, parts := range []int{1, 7, 4096} {
+		t.Run(strconv.Itoa(parts)+" partitions", func(t *testing.T) {
+			res, err := r.Check(ctx, l.full, nil, ts, remodel.CheckOptions{Now: beforeAnyTTL(l), Partitions: parts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{
+				"target item PK=STRAY SK=1: not expected (no source item makes it, as of the export)",
+				"target item " + r.DescribeKey(fromExport.Ref) + ": missing (from source item",
+				"target item " + r.DescribeKey(fromLedger.Ref) + `: got ` + string(pipeline.AppendItem(nil, altered)) + ", not what the ledger entry of source item",
+			}
+			if res.Agree() || len(res.Differences) != len(want) || res.More != 0 || res.Unsettled != 0 {
+				t.Fatalf("the tampered target: %+v, want %d differences", res, len(want))
+			}
+			for _, w := range want {
+				if !slices.ContainsFunc(res.Differences, func(d string) bool { return strings.HasPrefix(d, w) }) {
+					t.Errorf("no difference starting %q in:\n%s", w, strings.Join(res.Differences, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// TestCheckLeavesOutExpired: an expired target item that the target's own
+// TTL removed is no difference; one not expired yet is.
+func TestCheckLeavesOutExpired(t *testing.T) {
+	ctx := context.Background()
+	l, r, ts := built(t)
+	var victim driver.StoredRow
+	var ttl int64
+	if err := ts.ScanRows(ctx, func(row driver.StoredRow) error {
+		if v, err := strconv.ParseInt(num(row.Attrs, "ttl"), 10, 64); err == nil && victim.Attrs == nil {
+			victim, ttl = row, v
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if victim.Attrs == nil {
+		t.Fatal("no target item with a TTL")
+	}
+	// The target's TTL removes it (a delete of its own, not the stream's).
+	if err := ts.Commit(ctx, &driver.Tx{Deletes: []driver.RowDelete{{Ref: victim.Ref}}}); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Unix(ttl, 0)
+	res, err := r.Check(ctx, l.full, nil, ts, remodel.CheckOptions{Now: after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Agree() || res.Expired == 0 {
+		t.Fatalf("after its TTL: %+v", res)
+	}
+	res, err = r.Check(ctx, l.full, nil, ts, remodel.CheckOptions{Now: after.Add(-time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Agree() || len(res.Differences) != 1 || !strings.Contains(res.Differences[0], r.DescribeKey(victim.Ref)+": missing") {
+		t.Fatalf("a second before its TTL: %+v, want it named missing", res)
+	}
+}
