@@ -100,7 +100,7 @@ func TestRuntimeEmulatorRemodeler(t *testing.T) {
 	// One data file at a time: moto's transactions are not isolated from
 	// concurrent ones (dynamostore's tests, serialAPI).
 	code, out, stderr := runCLI(t, "remodel", "backfill", "--export", l.export, "--spec", specFile, "--table", target, "--endpoint", motoURL, "--workers", "1")
-	if code != 0 || !strings.Contains(out, "status:   complete.") {
+	if code != 0 || !strings.Contains(out, "status:   complete\n") {
 		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
 	}
 
