@@ -78,28 +78,16 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
-	job, _, runErr := runBackfillJob(ctx, e, w, backfillRun{
+	return runBackfillJob(ctx, e, w, backfillRun{
 		verb: "backfill", src: src, overlay: overlay, engine: engine, store: st, set: set, workers: *workers,
 		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, SkipMD5: xf.skipMD5, AsOf: asOf},
 		title: fmt.Sprintf("backfill of %s into %s", src, sf.String()),
 		words: [3]string{"item states", "store", "no projection reads"}, reads: "the projections read",
+		failed: "%d items in %d data files that the projections could not take (listed above, or by the run that read them): they are in no aggregate, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the projections and backfill a new table",
+		stream: func(from string) string {
+			return fmt.Sprintf("the stream's changes from %s on must reach this store: a projector (or shadow) attached before then, or `%s replay --start %s`", from, e.Name, from)
+		},
 	})
-	var failed *backfill.FailedItemsError
-	if job == nil || runErr != nil && !errors.As(runErr, &failed) {
-		return runErr
-	}
-	from := job.AsOf().Truncate(time.Second).Format(time.RFC3339)
-	if failed != nil {
-		fmt.Fprintf(w, "status:   complete but for %d items in %d data files that the projections could not take (listed above, or by the run that read them): they are in no aggregate, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the projections and backfill a new table\n",
-			failed.Items, failed.Files)
-	} else {
-		fmt.Fprintf(w, "status:   complete\n")
-	}
-	fmt.Fprintf(w, "stream:   the stream's changes from %s on must reach this store: a projector (or shadow) attached before then, or `%s replay --start %s`\n", from, e.Name, from)
-	if failed != nil {
-		return errFailed
-	}
-	return nil
 }
 
 // backfillRun is one run of a backfill job, as a command prints it.
@@ -118,19 +106,24 @@ type backfillRun struct {
 	// what reads the types it skips; reads what reads the types it takes.
 	words [3]string
 	reads string
+	// failed is the status line of a job complete but for items it could
+	// not take (its %ds: how many, in how many files); stream the line
+	// that says from when the stream must reach the store.
+	failed string
+	stream func(from string) string
 }
 
 // runBackfillJob opens the job, runs it with a progress line on stderr
 // and prints what it did to w: its title and point in time, its files,
 // its items and its failures, and that it stopped when it did (a nil job:
 // it did not open). The caller says what comes next.
-func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) (*backfill.Job, backfill.Summary, error) {
+func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) error {
 	progress := newByteProgress(e.Stderr, r.verb, r.src.Summary.ItemCount)
 	progress.unit = "items"
 	r.opts.Progress = func(n int64) { progress.add(n, n) }
 	job, err := backfill.Open(r.src, r.overlay, r.engine, r.store, r.set, r.opts)
 	if err != nil {
-		return nil, backfill.Summary{}, err
+		return err
 	}
 	start := time.Now()
 	sum, runErr := job.Run(ctx, r.workers)
@@ -155,8 +148,19 @@ func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) (*b
 	if n := sum.Failed - int64(len(sum.Failures)); n > 0 {
 		fmt.Fprintf(w, "failed:   ... and %d more\n", n)
 	}
-	if runErr != nil && !errors.As(runErr, new(*backfill.FailedItemsError)) {
+	var failed *backfill.FailedItemsError
+	if runErr != nil && !errors.As(runErr, &failed) {
 		fmt.Fprintf(w, "status:   stopped; run the same command again to resume\n")
+		return runErr
 	}
-	return job, sum, runErr
+	if failed != nil {
+		fmt.Fprintf(w, "status:   complete but for "+r.failed+"\n", failed.Items, failed.Files)
+	} else {
+		fmt.Fprintf(w, "status:   complete\n")
+	}
+	fmt.Fprintf(w, "stream:   %s\n", r.stream(job.AsOf().Truncate(time.Second).Format(time.RFC3339)))
+	if failed != nil {
+		return errFailed
+	}
+	return nil
 }

@@ -321,28 +321,16 @@ func remodelBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
-	job, _, runErr := runBackfillJob(ctx, e, w, backfillRun{
+	return runBackfillJob(ctx, e, w, backfillRun{
 		verb: "remodel backfill", src: src, overlay: overlay, engine: engine, store: target, set: r.Set(), workers: *workers,
 		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, SkipMD5: xf.skipMD5, AsOf: asOf},
 		title: fmt.Sprintf("remodel backfill of %s by transform %s into %s, keyed %s", src, r.Name(), rf.target.String(), r.Key()),
 		words: [3]string{"source items' states", "target", "the transform does not take"}, reads: "the transform takes",
+		failed: "%d source items in %d data files that the transform could not take (listed above, or by the run that read them): they are not in the target, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the transform and backfill a new target",
+		stream: func(from string) string {
+			return fmt.Sprintf("the stream's changes from %s on must reach this target: the remodeler attached before then (docs/remodel.md), or `%s remodel apply` of them", from, e.Name)
+		},
 	})
-	var failed *backfill.FailedItemsError
-	if job == nil || runErr != nil && !errors.As(runErr, &failed) {
-		return runErr
-	}
-	from := job.AsOf().Truncate(time.Second).Format(time.RFC3339)
-	if failed != nil {
-		fmt.Fprintf(w, "status:   complete but for %d source items in %d data files that the transform could not take (listed above, or by the run that read them): they are not in the target, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the transform and backfill a new target\n",
-			failed.Items, failed.Files)
-	} else {
-		fmt.Fprintf(w, "status:   complete\n")
-	}
-	fmt.Fprintf(w, "stream:   the stream's changes from %s on must reach this target: the remodeler attached before then (docs/remodel.md), or `%s remodel apply` of them\n", from, e.Name)
-	if failed != nil {
-		return errFailed
-	}
-	return nil
 }
 
 // remodelApply is `tributary remodel apply`: captured Lambda events
