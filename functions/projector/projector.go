@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -147,12 +146,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	if c.Permanent, err = entry.Permanent(getenv); err != nil {
 		errs = append(errs, err)
 	}
-	if v := getenv("TOMBSTONE_TTL_DAYS"); v != "" {
-		days, err := strconv.Atoi(v)
-		if err != nil || days < 1 {
-			errs = append(errs, fmt.Errorf("TOMBSTONE_TTL_DAYS %q: want a whole number of days, at least 1", v))
-		}
-		c.TombstoneTTL = time.Duration(days) * 24 * time.Hour
+	if c.TombstoneTTL, err = entry.Count(getenv, "TOMBSTONE_TTL_DAYS", 24*time.Hour); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("invalid configuration: %w", err)

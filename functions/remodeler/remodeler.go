@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -119,20 +118,11 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	if c.Permanent, err = entry.Permanent(getenv); err != nil {
 		errs = append(errs, err)
 	}
-	for _, d := range []struct {
-		name string
-		unit time.Duration
-		into *time.Duration
-	}{{"TOMBSTONE_TTL_DAYS", 24 * time.Hour, &c.TombstoneTTL}, {"CLAIM_WAIT_SECONDS", time.Second, &c.ClaimWait}} {
-		v := getenv(d.name)
-		if v == "" {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("%s %q: want a whole number, at least 1", d.name, v))
-		}
-		*d.into = time.Duration(n) * d.unit
+	if c.TombstoneTTL, err = entry.Count(getenv, "TOMBSTONE_TTL_DAYS", 24*time.Hour); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ClaimWait, err = entry.Count(getenv, "CLAIM_WAIT_SECONDS", time.Second); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("invalid configuration: %w", err)

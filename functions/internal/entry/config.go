@@ -3,6 +3,8 @@ package entry
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/tributary/tributary/pipeline"
 )
@@ -33,4 +35,18 @@ func Permanent(getenv func(string) string) (pipeline.PermanentPolicy, error) {
 	default:
 		return pipeline.ReportPermanent, fmt.Errorf("PERMANENT_FAILURES %q: want report or skip", v)
 	}
+}
+
+// Count reads the variable name as a whole number, at least 1, of unit:
+// 0 when it is unset.
+func Count(getenv func(string) string, name string, unit time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s %q: want a whole number, at least 1", name, v)
+	}
+	return time.Duration(n) * unit, nil
 }
