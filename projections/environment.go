@@ -55,8 +55,8 @@ func (e *Environment) Validate() error {
 			continue
 		case seen[t.Name]:
 			errs = append(errs, fmt.Errorf("transform %s: named twice", t.Name))
-		case len(t.ByType) == 0:
-			errs = append(errs, fmt.Errorf("transform %s: rewrites no entity type", t.Name))
+		case len(t.ByType) == 0 && !t.CopyOthers:
+			errs = append(errs, fmt.Errorf("transform %s: rewrites no entity type and copies no other", t.Name))
 		}
 		seen[t.Name] = true
 		for _, typ := range t.Types() {
@@ -101,9 +101,10 @@ func (e *Environment) TransformNames() []string {
 }
 
 // WithSpec returns the environment a spec file makes of e: the spec's
-// projections in place of e's, the attributes it declares in place of e's
-// (those it does not declare stay e's), and its transforms beside e's. It
-// is an error when e has no LoadSpec.
+// projections in place of e's (a spec of transforms alone leaves e's), the
+// attributes it declares in place of e's (those it does not declare stay
+// e's), and its transforms beside e's, one of the name of one of e's in
+// its place. It is an error when e has no LoadSpec.
 func (e *Environment) WithSpec(path string) (*Environment, error) {
 	if e.LoadSpec == nil {
 		return nil, fmt.Errorf("%s: this binary runs its own projections and loads no spec (a main that does sets Environment.LoadSpec to spec.Load)", path)
@@ -114,8 +115,16 @@ func (e *Environment) WithSpec(path string) (*Environment, error) {
 	}
 	out := *e
 	out.Schema = e.Schema.Override(sp.Schema)
-	out.Projections = sp.Projections
-	out.Transforms = append(slices.Clone(e.Transforms), sp.Transforms...)
+	if sp.Projections != nil && len(sp.Projections.Projections()) > 0 {
+		out.Projections = sp.Projections
+	}
+	out.Transforms = nil
+	for _, t := range e.Transforms {
+		if t == nil || !slices.ContainsFunc(sp.Transforms, func(s *Transform) bool { return s != nil && s.Name == t.Name }) {
+			out.Transforms = append(out.Transforms, t)
+		}
+	}
+	out.Transforms = append(out.Transforms, sp.Transforms...)
 	if err := out.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -21,6 +21,7 @@ func CommentsTable() *projections.Transform {
 	return &projections.Transform{
 		Name: "comments-table",
 		Doc:  "move Comment items to PK=DOC#<doc>, SK=CMT#<comment> for a comments table of their own",
+		Keys: []string{"PK", "SK"},
 		ByType: map[string]projections.TransformFunc{
 			"Comment": moveComment,
 		},

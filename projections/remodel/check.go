@@ -144,6 +144,9 @@ type checker struct {
 	want, got   map[driver.RowRef]entry
 	wantB, gotB []bucket
 	collecting  bool
+	// collided names the target keys that two source items make, with
+	// those items, on a collecting pass.
+	collided map[driver.RowRef][]string
 }
 
 // Check compares target, the remodel's target, with the transform of an
@@ -203,6 +206,7 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	for i := range readings {
 		c.res, c.refuse = &CheckResult{}, nil // the first pass counted
 		c.want, c.got = map[driver.RowRef]entry{}, map[driver.RowRef]entry{}
+		c.collided = map[driver.RowRef][]string{}
 		if err := c.pass(ctx, full, overlay, target); err != nil {
 			return nil, err
 		}
@@ -313,6 +317,12 @@ func (c *checker) expect(ref driver.RowRef, hash string, expires int64, attrs pi
 	p := c.partition(ref)
 	if c.collecting {
 		if c.only[p] {
+			if prev, ok := c.want[ref]; ok && prev.source != source {
+				if c.collided[ref] == nil {
+					c.collided[ref] = []string{prev.source}
+				}
+				c.collided[ref] = append(c.collided[ref], source)
+			}
 			c.want[ref] = entry{hash: hash, attrs: attrs, source: source}
 		}
 		return
@@ -359,6 +369,8 @@ func (c *checker) name() []string {
 		g, gok := c.got[ref]
 		item := "target item " + c.r.DescribeKey(ref)
 		switch {
+		case len(c.collided[ref]) > 1:
+			out = append(out, fmt.Sprintf("%s: source items %s all make it (a collision: the transform must give each its own key; the target holds at most one of them)", item, strings.Join(c.collided[ref], ", ")))
 		case !gok:
 			out = append(out, fmt.Sprintf("%s: missing (from source item %s)", item, w.source))
 		case !wok:

@@ -107,7 +107,6 @@ func mustRemodel(t testing.TB, tr *projections.Transform) *remodel.Remodel {
 	return r
 }
 
-// openTarget opens an empty embedded target of r, closed when t ends.
 // openEngine opens r's engine over tab (Remodel.Open), again while an
 // injected fault (a sim.FaultyTable's) fails its read of the marker.
 func openEngine(t testing.TB, r *remodel.Remodel, tab driver.Table, cfg projections.Config) *projections.Engine {
@@ -123,6 +122,7 @@ func openEngine(t testing.TB, r *remodel.Remodel, tab driver.Table, cfg projecti
 	}
 }
 
+// openTarget opens an empty embedded target of r, closed when t ends.
 func openTarget(t testing.TB, r *remodel.Remodel) *boltstore.TargetStore {
 	t.Helper()
 	ts, err := boltstore.OpenTarget(filepath.Join(t.TempDir(), "target.db"), r.Name(), r.Key(), boltstore.WithoutSync())

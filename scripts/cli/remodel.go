@@ -495,10 +495,15 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	switch {
 	case len(res.Differences) > 0 || res.More > 0:
-		fmt.Fprintf(w, "MISMATCH: %d differences between the target and the transform of the export (the items changed since it taken from their state in the ledger)\n", int64(len(res.Differences))+res.More)
+		fmt.Fprintf(w, "MISMATCH: %d differences between the target and the transform of the export (the items changed since it taken as their state in the ledger says)\n", int64(len(res.Differences))+res.More)
 		return errFailed
 	case res.Unsettled > 0:
 		fmt.Fprintf(w, "UNSETTLED: %d differences the stream made while they were read, and no other: verify again\n", res.Unsettled)
+		return errFailed
+	case !res.Agree():
+		// The partitions' hashes differ, and reading them again named
+		// nothing: never an agreement.
+		fmt.Fprintf(w, "UNSETTLED: %d partitions differ, but reading them again named no difference (the stream changed them meanwhile?): verify again\n", res.Differing)
 		return errFailed
 	}
 	fmt.Fprintf(w, "AGREE: every target item equals the transform of its source item as of the export, with the %d source items changed since as their ledger entries say\n", res.Changed)

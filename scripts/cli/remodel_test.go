@@ -305,9 +305,39 @@ func TestRemodelCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = runCLI(t, "remodel", "verify", "--export", fullExport, "--transform", "comments-table", "--store", dir, "--at", at)
-	if code != 1 || !strings.Contains(out, "  target item PK=DOC#d1 SK=CMT#c250: missing (from source item PK=WS#w5 SK=DOC#d1#CMT#c250)\n") || !strings.HasSuffix(out, "MISMATCH: 1 differences between the target and the transform of the export (the items changed since it taken from their state in the ledger)\n") {
+	if code != 1 || !strings.Contains(out, "  target item PK=DOC#d1 SK=CMT#c250: missing (from source item PK=WS#w5 SK=DOC#d1#CMT#c250)\n") || !strings.HasSuffix(out, "MISMATCH: 1 differences between the target and the transform of the export (the items changed since it taken as their state in the ledger says)\n") {
 		t.Fatalf("verify of a target that lost an item: exit %d\n%s", code, out)
 	}
 }
 
 func sv(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+// TestRemodelGateCollision: two comments of an export that the transform
+// gives one target key (two workspaces, one document and comment ID): the
+// backfill takes the first and fails the second, naming both; the gate
+// then names the collision and disagrees, rather than agreeing with a
+// target that holds one of the two.
+func TestRemodelGateCollision(t *testing.T) {
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	comment := func(ws string) pipeline.Item {
+		return pipeline.Item{"PK": s("WS#" + ws), "SK": s("DOC#dX#CMT#cX"), "EntityType": s("Comment"), "body": s("from " + ws),
+			"version": &types.AttributeValueMemberN{Value: "1"}}
+	}
+	items := []pipeline.Item{comment("zz1"), comment("zz2"), {"PK": s("WS#zz3"), "SK": s("DOC#dY#CMT#cY"), "EntityType": s("Comment"), "version": &types.AttributeValueMemberN{Value: "1"}}}
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(dir).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 9), Time: at, Files: 1}, slices.Values(items))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := filepath.Join(dir, res.Dir)
+	store := t.TempDir()
+	code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", store, "--no-sync")
+	if code != 1 || !strings.Contains(out, "PK=WS#zz1 SK=DOC#dX#CMT#cX") || !strings.Contains(out, "PK=WS#zz2 SK=DOC#dX#CMT#cX") {
+		t.Fatalf("backfill: exit %d, want 1 naming both source items\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "remodel", "verify", "--export", exp, "--transform", "comments-table", "--store", store)
+	if code != 1 || !strings.Contains(out, "all make it (a collision") || !strings.Contains(out, "MISMATCH") || strings.Contains(out, "AGREE") {
+		t.Fatalf("verify: exit %d, want 1 naming the collision\n%s%s", code, out, stderr)
+	}
+}
