@@ -146,10 +146,32 @@ func (r *Remodel) Set() *projections.Set { return projections.MustSet(r) }
 // a log line.
 func (r *Remodel) Open(ctx context.Context, t driver.Table, cfg projections.Config) (*projections.Engine, error) {
 	e, err := projections.Open(ctx, t, r.Set(), engineConfig(cfg))
-	if errors.Is(err, projections.ErrProjectionSet) {
-		return nil, fmt.Errorf("%w (for a remodel: the target was built by another transform, or a changed one, or holds items of its own; remodel into a new, empty target: docs/remodel.md)", err)
+	if mismatch, ok := errors.AsType[*projections.SetMismatchError](err); ok {
+		return nil, r.refusal(mismatch)
 	}
 	return e, err
+}
+
+// refusal says why a target is not this remodel's, in a remodel's terms
+// (the projection-set marker's advice is for aggregate tables).
+func (r *Remodel) refusal(m *projections.SetMismatchError) error {
+	var built string
+	switch {
+	case m.Table == nil:
+		built = "it holds items but no remodel's marker: a table of its own, or one written by another tool"
+	default:
+		ids := make([]string, len(m.Table.Set))
+		for i, id := range m.Table.Set {
+			ids[i] = id.String()
+		}
+		built = "it is the target of " + strings.Join(ids, ", ")
+		for _, id := range m.Table.Set {
+			if id.Name == r.Name() {
+				built += " (this transform as it was, with another definition: a changed transform, or other attributes: --type-attribute, --ttl-attribute, --key-attributes)"
+			}
+		}
+	}
+	return fmt.Errorf("%w: not a target of transform %s: %s; remodel into a new, empty target (docs/remodel.md)", projections.ErrProjectionSet, r.Set().IDs()[0], built)
 }
 
 // engineConfig is cfg for a remodel's engine: the types the remodel does

@@ -341,3 +341,22 @@ func TestRemodelGateCollision(t *testing.T) {
 		t.Fatalf("verify: exit %d, want 1 naming the collision\n%s%s", code, out, stderr)
 	}
 }
+
+// TestRemodelRefusesAnotherTarget: a target backfilled by other attributes
+// (another TTL attribute) is another remodel's: apply refuses it, saying so
+// in a remodel's terms, not an aggregate table's.
+func TestRemodelRefusesAnotherTarget(t *testing.T) {
+	store := t.TempDir()
+	if code, out, stderr := runCLI(t, "remodel", "backfill", "--export", fullExport, "--transform", "comments-table", "--store", store, "--no-sync", "--ttl-attribute", "expiresAt"); code != 0 {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	code, _, stderr := runCLI(t, "remodel", "apply", "--events", fixtures+"streams/event.json", "--transform", "comments-table", "--store", store)
+	for _, want := range []string{"projection set mismatch: not a target of transform comments-table@", "(this transform as it was, with another definition", "--ttl-attribute", "remodel into a new, empty target"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "projections adopt") || strings.Count(stderr, "tributary remodel") != 1 {
+		t.Errorf("an aggregate table's advice, or the prefix twice:\n%s", stderr)
+	}
+}
