@@ -197,7 +197,7 @@ func TestRepartitionResumedSummary(t *testing.T) {
 
 // TestRepartitionConcurrentProcesses runs two repartitions into one output
 // at once, in two processes, the second with another --max-part-mb (the
-// issue's case): the second is refused, naming the first, which ends with
+// case reported): the second is refused, naming the first, which ends with
 // an output entirely its own.
 func TestRepartitionConcurrentProcesses(t *testing.T) {
 	exp := bigExport(t)

@@ -31,7 +31,7 @@ import (
 // maxBackfillerBytes is the backfiller's ceiling, above the other
 // functions' maxBinaryBytes: it is the one function that links the S3
 // and DynamoDB clients, the export reader and the spec loader together
-// (19.3 MiB), and it runs for minutes per invocation, once per data file,
+// (19.4 MiB), and it runs for minutes per invocation, once per data file,
 // where a larger binary's few milliseconds of cold start do not count.
 const maxBackfillerBytes = 22 << 20
 

@@ -50,15 +50,15 @@ import (
 
 const (
 	envRIE = "TRIBUTARY_RIE"
-	// Targets from the deployment issue: a function's cold start (the
+	// Targets from the deployment targets: a function's cold start (the
 	// emulator's INIT REPORT) and its linux/arm64 bootstrap.
 	initTarget     = 50 * time.Millisecond
 	maxBinaryBytes = 15 << 20
 	// maxProjectorBytes is the two projectors' ceiling: they link the spec
 	// loader (expr calls methods by reflection, so the linker keeps every
 	// exported method of the SDK clients they reach) and, for a shadow's
-	// failed batches, the S3 client: 19.2 MiB, of which the S3 client is
-	// 4.9 MB (docs/deploy.md, "Size and cold start").
+	// failed batches, the S3 client: 19.4 MiB, of which the S3 client is
+	// about 5 MB (docs/deploy.md, "Under the Lambda runtime").
 	maxProjectorBytes = 20 << 20
 	// What the test fails on: the target, with room for a loaded CI machine.
 	initLimit  = 10 * initTarget

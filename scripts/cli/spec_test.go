@@ -163,7 +163,7 @@ func TestProjectionsCheckUnbounded(t *testing.T) {
 }
 
 // TestProcessEvaluationBudget: an item whose expression would loop 8.1e11
-// times (the issue's: a CPU burnt for 847 s on one record) fails at its
+// times (before budgets: a CPU burnt for 847 s on one record) fails at its
 // budget, in milliseconds, as a permanent error naming the projection,
 // the field and the expression; the item before it applies. The command
 // runs in a process of its own, so that a command that loops is killed.
@@ -307,7 +307,7 @@ projections:
 // TestProjectionsCheckCosts: what a spec may cost to load is bounded: its
 // size, its values with aliases expanded, its expressions and their
 // nodes, and compiling its patterns. A spec over a limit is refused,
-// saying which, quickly and in little memory (the issue's: an alias bomb
+// saying which, quickly and in little memory (as found before the limits: an alias bomb
 // refused after 185 MB, 49 KB of patterns loading in 5.3 s, 3 MB of
 // projections in 99 s and 3.9 GB).
 func TestProjectionsCheckCosts(t *testing.T) {

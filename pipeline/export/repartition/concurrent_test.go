@@ -39,7 +39,7 @@ func (h *holdingStore) Create(ctx context.Context, key string) (objstore.Writer,
 
 // TestConcurrentRunsRefused starts a repartition, holds it in the middle of
 // its writes, and starts a second one into the same output with another
-// part size (the case: one output, two --max-part-mb). The second
+// part size (one output, two --max-part-mb). The second
 // is refused, naming the first, before it writes anything; the first ends
 // with an output entirely its own. Once it is done, a third run may go.
 func TestConcurrentRunsRefused(t *testing.T) {
@@ -120,7 +120,7 @@ func TestOutInsideExportRefused(t *testing.T) {
 }
 
 // TestFinishChecksPartSizes: a part that another writer replaced after its
-// record was committed (the other run's bytes) fails the finish,
+// record was committed (the other run's bytes) fails the finish,
 // naming the part, instead of a summary that says complete.
 func TestFinishChecksPartSizes(t *testing.T) {
 	ctx := context.Background()
