@@ -406,8 +406,7 @@ func TestTransform(t *testing.T) {
 // TTL_ATTRIBUTE that names another attribute stops it at init.
 func TestArchiver(t *testing.T) {
 	dir := t.TempDir()
-	getenv := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
-	cfg, err := archiver.LoadConfig(getenv(map[string]string{"ARCHIVE_DIR": dir}))
+	cfg, err := archiver.LoadConfig(lookup(map[string]string{"ARCHIVE_DIR": dir}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +429,7 @@ func TestArchiver(t *testing.T) {
 		t.Errorf("archive objects %v, want %s", keys, want)
 	}
 
-	cfg, err = archiver.LoadConfig(getenv(map[string]string{"ARCHIVE_DIR": dir, "TTL_ATTRIBUTE": "ttl"}))
+	cfg, err = archiver.LoadConfig(lookup(map[string]string{"ARCHIVE_DIR": dir, "TTL_ATTRIBUTE": "ttl"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,6 +437,11 @@ func TestArchiver(t *testing.T) {
 		!strings.Contains(err.Error(), `TTL_ATTRIBUTE "ttl", but this table's environment reads the expiry from "expiresAt"`) {
 		t.Errorf("TTL_ATTRIBUTE ttl: %v", err)
 	}
+}
+
+// lookup looks variables up in vars, as os.LookupEnv does in a main.
+func lookup(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 }
 
 // TestRepartitioner runs the ledger's repartitioner function through a
@@ -448,11 +452,14 @@ func TestRepartitioner(t *testing.T) {
 	ctx := context.Background()
 	out := t.TempDir()
 	vars := map[string]string{"EXPORT_LOCATION": exportDir, "OUTPUT_LOCATION": out, "TRANSFORM": "transfers-by-account"}
-	cfg, err := repartitioner.LoadConfig(func(k string) string { return vars[k] }, ledger.Environment())
+	cfg, err := repartitioner.LoadConfig(lookup(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := repartitioner.New(cfg, nil, ledger.Environment(), quiet())
+	h, err := repartitioner.New(cfg, nil, ledger.Environment(), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
 	step := func(ev repartitioner.Event) repartitioner.Response {
 		t.Helper()
 		ev.ExecutionID = "arn:aws:states:eu-west-1:111122223333:execution:ledger-repartition:run-1"
@@ -488,7 +495,10 @@ func TestRepartitioner(t *testing.T) {
 	}
 
 	vars["KEY_ATTRIBUTES"] = "PK,SK"
-	if _, err := repartitioner.LoadConfig(func(k string) string { return vars[k] }, ledger.Environment()); err == nil ||
+	if cfg, err = repartitioner.LoadConfig(lookup(vars)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repartitioner.New(cfg, nil, ledger.Environment(), quiet()); err == nil ||
 		!strings.Contains(err.Error(), "KEY_ATTRIBUTES PK,SK, but this table's environment has the key attributes pk,sk") {
 		t.Errorf("KEY_ATTRIBUTES PK,SK: %v", err)
 	}

@@ -55,9 +55,11 @@ type Config struct {
 	EntityTypes []string
 }
 
-// LoadConfig reads the archiver's configuration with getenv, fills in the
+// LoadConfig reads the archiver's configuration with lookup (os.LookupEnv in
+// a main), fills in the
 // defaults and reports every problem at once.
-func LoadConfig(getenv func(string) string) (Config, error) {
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	getenv := entry.Getenv(lookup)
 	given := entry.GivenSchema(getenv)
 	c := Config{
 		Bucket:      strings.TrimSpace(getenv("ARCHIVE_BUCKET")),
@@ -112,7 +114,7 @@ func (c Config) S3Options() objstore.S3Options {
 // Main runs the TTL archiver of env's table. It does not return.
 func Main(env *projections.Environment) {
 	entry.Start("archiver", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.Getenv)
+		cfg, err := LoadConfig(os.LookupEnv)
 		if err != nil {
 			return nil, err
 		}

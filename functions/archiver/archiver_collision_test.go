@@ -38,7 +38,7 @@ func TestArchiverRefusesCollidingTypes(t *testing.T) {
 		t.Fatal("the injected hash does not make the types collide")
 	}
 	dir := t.TempDir()
-	cfg, err := archiver.LoadConfig(env(map[string]string{"ARCHIVE_DIR": dir}))
+	cfg, err := archiver.LoadConfig(vars(map[string]string{"ARCHIVE_DIR": dir}))
 	if err != nil {
 		t.Fatal(err)
 	}

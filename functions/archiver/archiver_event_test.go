@@ -23,7 +23,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func TestArchiverEvent(t *testing.T) {
 	dir := t.TempDir()
 	var metrics bytes.Buffer
-	cfg, err := archiver.LoadConfig(env(map[string]string{"ARCHIVE_DIR": dir, "ARCHIVE_PREFIX": "ttl"}))
+	cfg, err := archiver.LoadConfig(vars(map[string]string{"ARCHIVE_DIR": dir, "ARCHIVE_PREFIX": "ttl"}))
 	if err != nil {
 		t.Fatal(err)
 	}

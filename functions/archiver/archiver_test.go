@@ -11,7 +11,7 @@ import (
 )
 
 func TestLoadArchiverConfig(t *testing.T) {
-	c, err := archiver.LoadConfig(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ARCHIVE_PREFIX": "ttl/app"}))
+	c, err := archiver.LoadConfig(vars(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ARCHIVE_PREFIX": "ttl/app"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestLoadArchiverConfig(t *testing.T) {
 	if c.Prefix != "ttl/app" || c.EntityTypes != nil {
 		t.Errorf("config %+v (no ENTITY_TYPES: no entity types named)", c)
 	}
-	c, _ = archiver.LoadConfig(env(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ENTITY_TYPES": " Comment, Document ,,"}))
+	c, _ = archiver.LoadConfig(vars(map[string]string{"ARCHIVE_BUCKET": "my-archive", "ENTITY_TYPES": " Comment, Document ,,"}))
 	if strings.Join(c.EntityTypes, "|") != "Comment|Document" {
 		t.Errorf("ENTITY_TYPES: %q", c.EntityTypes)
 	}
@@ -45,7 +45,7 @@ func TestLoadArchiverConfig(t *testing.T) {
 		{"malformed threshold", map[string]string{"ARCHIVE_DIR": "/tmp", "ARCHIVE_MULTIPART_THRESHOLD": "5MB"}, []string{"not a number of bytes"}},
 		{"all at once", map[string]string{"ARCHIVE_BUCKET": "x", "ARCHIVE_PREFIX": "/a"}, []string{"ARCHIVE_BUCKET", "ARCHIVE_PREFIX"}},
 	} {
-		_, err := archiver.LoadConfig(env(tc.env))
+		_, err := archiver.LoadConfig(vars(tc.env))
 		if err == nil {
 			t.Errorf("%s: accepted", tc.name)
 			continue
@@ -58,15 +58,16 @@ func TestLoadArchiverConfig(t *testing.T) {
 	}
 }
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// vars looks variables up in m, as os.LookupEnv does in a main.
+func vars(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
 
 // TestArchiverSchema: the archiver dates items by the TTL attribute its
 // environment declares, and refuses a TTL_ATTRIBUTE that names another.
 func TestArchiverSchema(t *testing.T) {
 	env := &projections.Environment{Schema: pipeline.Schema{TTLAttribute: "expires"}}
-	cfg, err := archiver.LoadConfig(func(k string) string {
-		return map[string]string{"ARCHIVE_DIR": t.TempDir(), "TTL_ATTRIBUTE": "ttl"}[k]
-	})
+	cfg, err := archiver.LoadConfig(vars(map[string]string{"ARCHIVE_DIR": t.TempDir(), "TTL_ATTRIBUTE": "ttl"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,9 +78,11 @@ type Config struct {
 	Margin time.Duration
 }
 
-// LoadConfig reads the backfiller's configuration with getenv and reports
+// LoadConfig reads the backfiller's configuration with lookup (os.LookupEnv in
+// a main) and reports
 // every problem at once.
-func LoadConfig(getenv func(string) string) (Config, error) {
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	getenv := entry.Getenv(lookup)
 	c := Config{
 		Table:       strings.TrimSpace(getenv("AGGREGATE_TABLE")),
 		Export:      strings.TrimSpace(getenv("EXPORT_LOCATION")),
@@ -114,7 +116,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 // DynamoDB. It does not return.
 func Main(env *projections.Environment) {
 	entry.Start("backfiller", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.Getenv)
+		cfg, err := LoadConfig(os.LookupEnv)
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,11 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// vars looks variables up in m, as os.LookupEnv does in a main.
+func vars(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
 // errInjected is what failingStore's commits fail with.
 var errInjected = errors.New("injected: the store stopped answering")
 
@@ -103,9 +108,7 @@ func TestStateMachine(t *testing.T) {
 	ctx := context.Background()
 	client, full, inc := fixtureInS3(t)
 	st := boltstoretest.Open(t)
-	cfg, err := backfiller.LoadConfig(func(k string) string {
-		return map[string]string{"AGGREGATE_TABLE": "aggregates", "EXPORT_LOCATION": full, "BATCH_SIZE": "50"}[k]
-	})
+	cfg, err := backfiller.LoadConfig(vars(map[string]string{"AGGREGATE_TABLE": "aggregates", "EXPORT_LOCATION": full, "BATCH_SIZE": "50"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,18 +272,14 @@ func TestBadEvents(t *testing.T) {
 }
 
 func TestLoadConfig(t *testing.T) {
-	_, err := backfiller.LoadConfig(func(k string) string {
-		return map[string]string{"EXPORT_LOCATION": "s3://", "BATCH_SIZE": "0"}[k]
-	})
+	_, err := backfiller.LoadConfig(vars(map[string]string{"EXPORT_LOCATION": "s3://", "BATCH_SIZE": "0"}))
 	for _, want := range []string{"AGGREGATE_TABLE", "EXPORT_LOCATION", "BATCH_SIZE"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("config error %v does not mention %s", err, want)
 		}
 	}
-	c, err := backfiller.LoadConfig(func(k string) string {
-		return map[string]string{"AGGREGATE_TABLE": " aggregates ", "BATCH_SIZE": "250", "PROJECTIONS": "order-totals, player-season-stats",
-			"TYPE_ATTRIBUTE": "kind", "KEY_ATTRIBUTES": "Id"}[k]
-	})
+	c, err := backfiller.LoadConfig(vars(map[string]string{"AGGREGATE_TABLE": " aggregates ", "BATCH_SIZE": "250", "PROJECTIONS": "order-totals, player-season-stats",
+		"TYPE_ATTRIBUTE": "kind", "KEY_ATTRIBUTES": "Id"}))
 	if err != nil || c.Table != "aggregates" || c.BatchSize != 250 || strings.Join(c.Projections, ",") != "order-totals,player-season-stats" ||
 		c.Schema.TypeAttribute != "kind" || strings.Join(c.Schema.KeyAttributes, ",") != "Id" {
 		t.Errorf("config %+v, %v", c, err)

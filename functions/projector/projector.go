@@ -103,7 +103,7 @@ type Config struct {
 // LoadConfig reads a projector's configuration with lookup (os.LookupEnv in
 // a main) and reports every problem at once.
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
-	getenv := func(k string) string { v, _ := lookup(k); return v }
+	getenv := entry.Getenv(lookup)
 	given := entry.GivenSchema(getenv)
 	c := Config{
 		Table:       strings.TrimSpace(getenv("AGGREGATE_TABLE")),

@@ -83,7 +83,8 @@ type Config struct {
 // LoadConfig reads a remodeler's configuration with lookup (os.LookupEnv
 // in a main) and reports every problem at once.
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
-	getenv := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
+	get := entry.Getenv(lookup)
+	getenv := func(k string) string { return strings.TrimSpace(get(k)) }
 	c := Config{
 		Table:       getenv("TARGET_TABLE"),
 		LedgerTable: getenv("LEDGER_TABLE"),

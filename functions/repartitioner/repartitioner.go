@@ -41,11 +41,11 @@ type Config struct {
 	TempDir string
 }
 
-// LoadConfig reads the repartitioner's configuration with getenv and
-// reports every problem at once: the attributes are checked against env's
-// schema (and the defaults filled in), and TRANSFORM must name one of env's
-// transforms.
-func LoadConfig(getenv func(string) string, env *projections.Environment) (Config, error) {
+// LoadConfig reads the repartitioner's configuration with lookup
+// (os.LookupEnv in a main) and reports every problem at once. New checks it
+// against the table's environment.
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	getenv := entry.Getenv(lookup)
 	given := entry.GivenSchema(getenv)
 	given.TTLAttribute = ""
 	c := Config{
@@ -59,11 +59,7 @@ func LoadConfig(getenv func(string) string, env *projections.Environment) (Confi
 		TempDir:  getenv("TMPDIR"),
 	}
 	var errs []error
-	schema, err := entry.Schema(env, given)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	c.Job.Schema = schema
+	c.Job.Schema = given
 	if c.Job.Compression != "" {
 		if _, err := repartition.ParseCompression(string(c.Job.Compression)); err != nil {
 			errs = append(errs, fmt.Errorf("COMPRESSION: %w", err))
@@ -91,11 +87,6 @@ func LoadConfig(getenv func(string) string, env *projections.Environment) (Confi
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	if c.Job.Transform != "" {
-		if _, err := env.Transform(c.Job.Transform); err != nil {
-			errs = append(errs, fmt.Errorf("TRANSFORM: %w", err))
-		}
-	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("invalid configuration: %w", err)
 	}
@@ -107,7 +98,7 @@ func LoadConfig(getenv func(string) string, env *projections.Environment) (Confi
 // TRANSFORM (and an event's transform) to name. It does not return.
 func Main(env *projections.Environment) {
 	entry.Start("repartitioner", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.Getenv, env)
+		cfg, err := LoadConfig(os.LookupEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +106,11 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
-		return lambda.NewHandler(New(cfg, s3.NewFromConfig(aws), env, log).Handle), nil
+		h, err := New(cfg, s3.NewFromConfig(aws), env, log)
+		if err != nil {
+			return nil, err
+		}
+		return lambda.NewHandler(h.Handle), nil
 	})
 }
 
@@ -162,9 +157,25 @@ type Handler struct {
 }
 
 // New returns the repartitioner's handler over S3 (client), with env's
-// transforms for the jobs' transform names.
-func New(cfg Config, client objstore.S3API, env *projections.Environment, log *slog.Logger) *Handler {
-	return &Handler{cfg: cfg, s3: client, env: env, log: log}
+// transforms for the jobs' transform names. It reports every way cfg
+// disagrees with env at once: an attribute that differs from one env
+// declares (the defaults fill in the rest), a TRANSFORM env does not have.
+func New(cfg Config, client objstore.S3API, env *projections.Environment, log *slog.Logger) (*Handler, error) {
+	var errs []error
+	schema, err := entry.Schema(env, cfg.Job.Schema)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.Job.Schema = schema
+	if cfg.Job.Transform != "" {
+		if _, err := env.Transform(cfg.Job.Transform); err != nil {
+			errs = append(errs, fmt.Errorf("TRANSFORM: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return &Handler{cfg: cfg, s3: client, env: env, log: log}, nil
 }
 
 func (h *Handler) store(l objstore.Location) (objstore.Store, error) {

@@ -29,13 +29,14 @@ func TestStoppedExecutionRecovered(t *testing.T) {
 	if err := exportgen.CopyDir(ctx, objstore.NewS3(client, bucket, "exports/app", objstore.S3Options{}), exportgen.FixtureDir()); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := repartitioner.LoadConfig(func(k string) string {
-		return map[string]string{"EXPORT_LOCATION": "s3://" + bucket + "/exports/app/AWSDynamoDB/01796032802314-fa5ad9a8", "OUTPUT_LOCATION": "s3://" + bucket + "/split/app", "TMPDIR": t.TempDir()}[k]
-	}, seed.Environment())
+	cfg, err := repartitioner.LoadConfig(vars(map[string]string{"EXPORT_LOCATION": "s3://" + bucket + "/exports/app/AWSDynamoDB/01796032802314-fa5ad9a8", "OUTPUT_LOCATION": "s3://" + bucket + "/split/app", "TMPDIR": t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	exec := func(name string) repartition.JobConfig {
 		return repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:" + name}
 	}

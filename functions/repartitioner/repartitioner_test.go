@@ -43,13 +43,14 @@ func TestStateMachine(t *testing.T) {
 	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := repartitioner.LoadConfig(func(k string) string {
-		return map[string]string{"EXPORT_LOCATION": ev.Export, "OUTPUT_LOCATION": ev.Out, "TRANSFORM": "comments-table", "TMPDIR": t.TempDir()}[k]
-	}, seed.Environment())
+	cfg, err := repartitioner.LoadConfig(vars(map[string]string{"EXPORT_LOCATION": ev.Export, "OUTPUT_LOCATION": ev.Out, "TRANSFORM": "comments-table", "TMPDIR": t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	run := repartition.JobConfig{ExecutionID: ev.ExecutionID}
 
 	plan, err := h.Handle(ctx, repartitioner.Event{Action: "plan", JobConfig: run})
@@ -101,22 +102,40 @@ func TestStateMachine(t *testing.T) {
 	}
 }
 
+// vars looks variables up in m, as os.LookupEnv does in a main.
+func vars(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
 func TestLoadRepartitionerConfig(t *testing.T) {
-	_, err := repartitioner.LoadConfig(func(k string) string {
-		return map[string]string{"COMPRESSION": "lz4", "MAX_PART_MB": "0", "TRANSFORM": "nope", "OUTPUT_LOCATION": "s3://"}[k]
-	}, seed.Environment())
-	for _, want := range []string{"COMPRESSION", "MAX_PART_MB", "TRANSFORM", "OUTPUT_LOCATION"} {
+	_, err := repartitioner.LoadConfig(vars(map[string]string{"COMPRESSION": "lz4", "MAX_PART_MB": "0", "OUTPUT_LOCATION": "s3://"}))
+	for _, want := range []string{"COMPRESSION", "MAX_PART_MB", "OUTPUT_LOCATION"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("config error %v does not mention %s", err, want)
 		}
 	}
-	c, err := repartitioner.LoadConfig(func(k string) string {
-		return map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3",
-			"TYPE_ATTRIBUTE": "kind", "VERSION_ATTRIBUTE": "rev", "KEY_ATTRIBUTES": "Id"}[k]
-	}, seed.Environment())
+	c, err := repartitioner.LoadConfig(vars(map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3",
+		"TYPE_ATTRIBUTE": "kind", "VERSION_ATTRIBUTE": "rev", "KEY_ATTRIBUTES": "Id"}))
 	if err != nil || c.Job.Compression != repartition.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 ||
 		c.Job.TypeAttribute != "kind" || c.Job.VersionAttribute != "rev" || strings.Join(c.Job.KeyAttributes, ",") != "Id" {
 		t.Errorf("config %+v, %v", c, err)
+	}
+	// New checks the configuration against the environment, every
+	// problem at once: a transform it does not have, an attribute that
+	// differs from one it declares.
+	env := seed.Environment()
+	env.Schema.TypeAttribute = "EntityType"
+	c.Job.Transform = "nope"
+	_, err = repartitioner.New(c, nil, env, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, want := range []string{"TRANSFORM", "TYPE_ATTRIBUTE"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New's error %v does not mention %s", err, want)
+		}
+	}
+	c.Job.Transform = "comments-table"
+	c.Job.TypeAttribute = ""
+	if _, err := repartitioner.New(c, nil, env, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Errorf("New with the environment's attributes and transform: %v", err)
 	}
 }
 
@@ -132,13 +151,14 @@ func TestSecondExecutionRefused(t *testing.T) {
 	if err := exportgen.CopyDir(ctx, objstore.NewS3(client, bucket, "exports/app", objstore.S3Options{}), exportgen.FixtureDir()); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := repartitioner.LoadConfig(func(k string) string {
-		return map[string]string{"EXPORT_LOCATION": "s3://" + bucket + "/exports/app/AWSDynamoDB/01796032802314-fa5ad9a8", "OUTPUT_LOCATION": "s3://" + bucket + "/split/app", "TMPDIR": t.TempDir()}[k]
-	}, seed.Environment())
+	cfg, err := repartitioner.LoadConfig(vars(map[string]string{"EXPORT_LOCATION": "s3://" + bucket + "/exports/app/AWSDynamoDB/01796032802314-fa5ad9a8", "OUTPUT_LOCATION": "s3://" + bucket + "/split/app", "TMPDIR": t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:first"}
 	second := repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:second"}
 

@@ -121,6 +121,12 @@ func List(v string) []string {
 	return out
 }
 
+// Getenv turns lookup (os.LookupEnv in a main) into a getter that gives an
+// unset variable as empty.
+func Getenv(lookup func(string) (string, bool)) func(string) string {
+	return func(k string) string { v, _ := lookup(k); return v }
+}
+
 // GivenSchema reads the attributes the variables TYPE_ATTRIBUTE,
 // VERSION_ATTRIBUTE, KEY_ATTRIBUTES and TTL_ATTRIBUTE give (the template's
 // TypeAttribute, VersionAttribute, KeyAttributes and TTLAttribute); an
