@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -25,7 +26,7 @@ import (
 // export, then Diff.
 type AsOfCheck struct {
 	asOf Token
-	add  func(pipeline.Item) error
+	add  func(pipeline.Item) (string, error)
 	want *View
 	// wantRows holds the rows of newer items, by hash of their attributes
 	// (the ledger keeps no more of a row).
@@ -37,6 +38,11 @@ type AsOfCheck struct {
 	Changed  int64
 	Unfolded []string
 	Items    int64
+	// Refused lists the export items a projection refuses, one a line
+	// naming the projection, the item and why: they add nothing to the
+	// expected view (the projectors fail their records as permanent, a
+	// backfill lists them as failed), and Diff counts each as a difference.
+	Refused []string
 }
 
 // NewAsOfCheck returns a check of a table built by ps against an export
@@ -45,7 +51,7 @@ func NewAsOfCheck(asOf time.Time, typeAttribute string, ps ...Projection) *AsOfC
 	v := NewView()
 	return &AsOfCheck{
 		asOf: AsOfToken(asOf),
-		add:  v.Adder(typeAttribute, ps...), want: v, wantRows: map[driver.RowRef]string{}, newer: map[string]bool{},
+		add:  v.adder(typeAttribute, ps...), want: v, wantRows: map[driver.RowRef]string{}, newer: map[string]bool{},
 	}
 }
 
@@ -95,7 +101,8 @@ func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
 
 // AddExportItems adds the export items whose state in the table is not
 // newer than the export's to the expected view. Their keys are read from
-// keyAttributes.
+// keyAttributes. An item a projection refuses is listed in Refused, and
+// the others go on.
 func (a *AsOfCheck) AddExportItems(items []pipeline.Item, keyAttributes []string) error {
 	for _, it := range items {
 		a.Items++
@@ -108,8 +115,14 @@ func (a *AsOfCheck) AddExportItems(items []pipeline.Item, keyAttributes []string
 		if a.newer[ledgerKey(keys)] {
 			continue
 		}
-		if err := a.add(it); err != nil {
-			return err
+		if p, err := a.add(it); err != nil {
+			if ie, ok := errors.AsType[*ItemError](err); ok && ie.Projection == p {
+				err = ie.Err
+				if ie.Attr != "" {
+					err = fmt.Errorf("%s: %w", ie.Attr, ie.Err)
+				}
+			}
+			a.Refused = append(a.Refused, fmt.Sprintf("%s export item %s: refused: %v (its record fails as permanent, so it adds to no projection)", p, pipeline.KeyString(keys), err))
 		}
 	}
 	return nil
@@ -146,6 +159,7 @@ func (a *AsOfCheck) Diff(ctx context.Context, r driver.Reader) ([]string, error)
 		}
 	}
 	out = append(out, Diff(&View{Aggregates: got.Aggregates, Rows: compared}, a.want)...)
+	out = append(out, a.Refused...)
 	sort.Strings(out)
 	return out, nil
 }

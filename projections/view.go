@@ -107,8 +107,26 @@ func Recompute(items []pipeline.Item, typeAttribute string, ps ...Projection) (*
 // every projection of ps that reads the item's entity type (typeAttribute;
 // default EntityType): its counters' values add up, its rows are set. Items
 // added one by one make the view Recompute makes of them all; call Prune at
-// the end.
+// the end. An item a projection refuses adds nothing to any projection (as
+// the engine applies nothing of a record it fails), and the error names
+// the projection.
 func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.Item) error {
+	add := v.adder(typeAttribute, ps...)
+	return func(item pipeline.Item) error {
+		p, err := add(item)
+		if err == nil {
+			return nil
+		}
+		if ie, ok := errors.AsType[*ItemError](err); ok && ie.Projection == p {
+			return fmt.Errorf("recompute: %w", err) // it names the projection and the item already
+		}
+		return fmt.Errorf("recompute: projection %s: %w", p, err)
+	}
+}
+
+// adder is Adder's function, whose error comes with the name of the
+// projection that refused the item, unwrapped.
+func (v *View) adder(typeAttribute string, ps ...Projection) func(item pipeline.Item) (string, error) {
 	if typeAttribute == "" {
 		typeAttribute = pipeline.DefaultTypeAttribute
 	}
@@ -122,7 +140,8 @@ func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.
 			others = append(others, p)
 		}
 	}
-	return func(item pipeline.Item) error {
+	var cons []Contribution
+	return func(item pipeline.Item) (string, error) {
 		var t string
 		if sv, ok := item[typeAttribute].(*types.AttributeValueMemberS); ok {
 			t = sv.Value
@@ -131,22 +150,23 @@ func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.
 		if !ok {
 			read = others
 		}
+		cons = cons[:0]
 		for _, p := range read {
 			con, err := contribute(p, item)
 			if err != nil {
-				if ie, ok := errors.AsType[*ItemError](err); ok && ie.Projection == p.Name() {
-					return fmt.Errorf("recompute: %w", err) // it names the projection and the item already
-				}
-				return fmt.Errorf("recompute: projection %s: %w", p.Name(), err)
+				return p.Name(), err
 			}
-			for _, c := range con.Counters {
+			cons = append(cons, con)
+		}
+		for i, p := range read {
+			for _, c := range cons[i].Counters {
 				v.add(AggregateKey{p.Name(), c.Key}, c.Values)
 			}
-			for _, r := range con.Rows {
+			for _, r := range cons[i].Rows {
 				v.Rows[driver.RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}] = r.Attrs
 			}
 		}
-		return nil
+		return "", nil
 	}
 }
 

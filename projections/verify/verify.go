@@ -73,6 +73,10 @@ type Result struct {
 	// the partials of a backfill not folded yet.
 	Items, Changed int64
 	Unfolded       []string
+	// Refused lists the export items a projection refuses (among
+	// Differences too): the projectors fail their records as permanent and
+	// a backfill lists them as failed, so they add to no projection.
+	Refused []string
 	// AsOf is the export's point in time (the end of the last incremental
 	// export, with an overlay).
 	AsOf time.Time
@@ -118,7 +122,7 @@ func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, tab
 	if err != nil {
 		return nil, err
 	}
-	res.Differences, res.Items, res.Changed, res.Unfolded = diff, check.Items, check.Changed, check.Unfolded
+	res.Differences, res.Items, res.Changed, res.Unfolded, res.Refused = diff, check.Items, check.Changed, check.Unfolded, check.Refused
 	res.Aggregates, res.Rows = check.Expected()
 	return res, nil
 }

@@ -79,17 +79,20 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	diff := res.Differences
+	diff, refused := res.Differences, res.Refused
 	if len(only.names) > 0 {
 		// The ledger may hold other projections' state: keep these ones'
 		// lines.
-		kept := diff[:0]
-		for _, d := range diff {
-			if slices.ContainsFunc(only.names, func(n string) bool { return strings.HasPrefix(d, n+" ") }) {
-				kept = append(kept, d)
+		keep := func(lines []string) []string {
+			var kept []string
+			for _, d := range lines {
+				if slices.ContainsFunc(only.names, func(n string) bool { return strings.HasPrefix(d, n+" ") }) {
+					kept = append(kept, d)
+				}
 			}
+			return kept
 		}
-		diff = kept
+		diff, refused = keep(diff), keep(refused)
 	}
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
@@ -115,6 +118,9 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	if len(diff) > 0 {
 		fmt.Fprintf(w, "MISMATCH: %d differences between the store and the recomputation from the export (the items changed since it taken as their state in the store says)\n", len(diff))
+		if len(refused) > 0 {
+			fmt.Fprintf(w, "%d of them are export items the projections refuse (a backfill lists them as failed): correct the items or the projections, then backfill and verify again\n", len(refused))
+		}
 		return errFailed
 	}
 	fmt.Fprintf(w, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the %d items changed since it as their state in the store says\n", res.Changed)
