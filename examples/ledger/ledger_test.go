@@ -212,14 +212,14 @@ func invoke(t *testing.T, p interface {
 func TestProjectors(t *testing.T) {
 	for _, tc := range []struct {
 		file string
-		new  func(context.Context, projector.Config, driver.Table, *projections.Environment, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
+		new  func(context.Context, projector.Config, *projections.Environment, driver.Table, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
 	}{
 		{streamsEvent, projector.New},
 		{kinesisEvent, kinesisprojector.New},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			st := boltstoretest.Open(t)
-			p, err := tc.new(context.Background(), projector.Config{Table: "ledger-aggregates"}, st, ledger.Environment(), quiet(), io.Discard)
+			p, err := tc.new(context.Background(), projector.Config{Table: "ledger-aggregates"}, ledger.Environment(), st, quiet(), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +239,7 @@ func TestProjectorRefusesOtherAttributes(t *testing.T) {
 		{pipeline.Schema{TypeAttribute: "EntityType"}, `TYPE_ATTRIBUTE "EntityType", but this table's environment reads the entity type from "kind"`},
 		{pipeline.Schema{VersionAttribute: "version"}, `VERSION_ATTRIBUTE "version", but this table's environment reads the version from "rev"`},
 	} {
-		_, err := projector.New(context.Background(), projector.Config{Table: "ledger-aggregates", Schema: tc.schema}, boltstoretest.Open(t), ledger.Environment(), quiet(), io.Discard)
+		_, err := projector.New(context.Background(), projector.Config{Table: "ledger-aggregates", Schema: tc.schema}, ledger.Environment(), boltstoretest.Open(t), quiet(), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.schema, err, tc.want)
 		}
@@ -250,7 +250,7 @@ func TestProjectorRefusesOtherAttributes(t *testing.T) {
 // failure, named by its sequence number, and the records before it apply.
 func TestBadTransfer(t *testing.T) {
 	st := boltstoretest.Open(t)
-	p, err := projector.New(context.Background(), projector.Config{Table: "ledger-aggregates"}, st, ledger.Environment(), quiet(), io.Discard)
+	p, err := projector.New(context.Background(), projector.Config{Table: "ledger-aggregates"}, ledger.Environment(), st, quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestRepartitioner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := repartitioner.New(cfg, nil, ledger.Environment(), quiet())
+	h, err := repartitioner.New(cfg, ledger.Environment(), nil, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +498,7 @@ func TestRepartitioner(t *testing.T) {
 	if cfg, err = repartitioner.LoadConfig(lookup(vars)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repartitioner.New(cfg, nil, ledger.Environment(), quiet()); err == nil ||
+	if _, err := repartitioner.New(cfg, ledger.Environment(), nil, quiet()); err == nil ||
 		!strings.Contains(err.Error(), "KEY_ATTRIBUTES PK,SK, but this table's environment has the key attributes pk,sk") {
 		t.Errorf("KEY_ATTRIBUTES PK,SK: %v", err)
 	}

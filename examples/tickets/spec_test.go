@@ -144,14 +144,14 @@ func TestSpecAgreesWithGo(t *testing.T) {
 func TestSpecProjector(t *testing.T) {
 	for _, f := range []struct {
 		file string
-		new  func(context.Context, projector.Config, driver.Table, *projections.Environment, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
+		new  func(context.Context, projector.Config, *projections.Environment, driver.Table, *slog.Logger, io.Writer, ...projector.Option) (*projector.Handler, error)
 	}{
 		{"streams-event.json", projector.New},
 		{"kinesis-event.json", kinesisprojector.New},
 	} {
 		t.Run(f.file, func(t *testing.T) {
 			st := boltstoretest.Open(t)
-			p, err := f.new(context.Background(), projector.Config{Table: "desk-aggregates"}, st, &projections.Environment{Projections: specSet(t)}, quiet(), io.Discard)
+			p, err := f.new(context.Background(), projector.Config{Table: "desk-aggregates"}, &projections.Environment{Projections: specSet(t)}, st, quiet(), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -88,7 +88,7 @@ func invoke(t *testing.T, p interface {
 // projector function, as its main builds it, into the embedded store.
 func TestStreamsProjector(t *testing.T) {
 	st := boltstoretest.Open(t)
-	p, err := projector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, st, tickets.Environment(), quiet(), io.Discard)
+	p, err := projector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, tickets.Environment(), st, quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestStreamsProjector(t *testing.T) {
 // stream, out of order and duplicated, through the Kinesis projector.
 func TestKinesisProjector(t *testing.T) {
 	st := boltstoretest.Open(t)
-	p, err := kinesisprojector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, st, tickets.Environment(), quiet(), io.Discard)
+	p, err := kinesisprojector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, tickets.Environment(), st, quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestKinesisProjector(t *testing.T) {
 // failure, named by its sequence number, and the records before it apply.
 func TestBadTicket(t *testing.T) {
 	st := boltstoretest.Open(t)
-	p, err := projector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, st, tickets.Environment(), quiet(), io.Discard)
+	p, err := projector.New(context.Background(), projector.Config{Table: "desk-aggregates"}, tickets.Environment(), st, quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

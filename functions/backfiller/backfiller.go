@@ -125,7 +125,7 @@ func Main(env *projections.Environment) {
 			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
 		table := dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table)
-		h, err := New(cfg, s3.NewFromConfig(aws), table, env, log)
+		h, err := New(cfg, env, s3.NewFromConfig(aws), table, log)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +210,7 @@ type Handler struct {
 // cfg.Projections names) into the aggregate table t, the exports read from
 // S3 through client. It checks the configuration against env; the table is
 // opened (projections.Open) by the first invocation.
-func New(cfg Config, client objstore.S3API, t driver.Table, env *projections.Environment, log *slog.Logger) (*Handler, error) {
+func New(cfg Config, env *projections.Environment, client objstore.S3API, t driver.Table, log *slog.Logger) (*Handler, error) {
 	schema, err := entry.Schema(env, cfg.Schema)
 	if err != nil {
 		return nil, err

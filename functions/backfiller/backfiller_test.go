@@ -116,7 +116,7 @@ func TestStateMachine(t *testing.T) {
 	// A handler is a Lambda execution environment: each child of a round
 	// gets its own, as children run in environments of their own.
 	newHandler := func(t *testing.T, table driver.Table) *backfiller.Handler {
-		h, err := backfiller.New(cfg, client, table, seed.Environment(), quiet())
+		h, err := backfiller.New(cfg, seed.Environment(), client, table, quiet())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestStateMachine(t *testing.T) {
 func TestPlanWithoutProgress(t *testing.T) {
 	ctx := context.Background()
 	client, full, _ := fixtureInS3(t)
-	h, err := backfiller.New(backfiller.Config{Table: "t", Export: full}, client, boltstoretest.Open(t), seed.Environment(), quiet())
+	h, err := backfiller.New(backfiller.Config{Table: "t", Export: full}, seed.Environment(), client, boltstoretest.Open(t), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestBadEvents(t *testing.T) {
 	ctx := context.Background()
 	client, full, _ := fixtureInS3(t)
 	st := boltstoretest.Open(t)
-	h, err := backfiller.New(backfiller.Config{Table: "t"}, client, st, seed.Environment(), quiet())
+	h, err := backfiller.New(backfiller.Config{Table: "t"}, seed.Environment(), client, st, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,10 +288,10 @@ func TestLoadConfig(t *testing.T) {
 	// projections it does not have, are refused by New.
 	env := seed.Environment()
 	env.Schema.TypeAttribute = "EntityType"
-	if _, err := backfiller.New(c, nil, boltstoretest.Open(t), env, quiet()); err == nil || !strings.Contains(err.Error(), "TYPE_ATTRIBUTE") {
+	if _, err := backfiller.New(c, env, nil, boltstoretest.Open(t), quiet()); err == nil || !strings.Contains(err.Error(), "TYPE_ATTRIBUTE") {
 		t.Errorf("New with TYPE_ATTRIBUTE against the environment's: %v", err)
 	}
-	if _, err := backfiller.New(backfiller.Config{Table: "t", Projections: []string{"nope"}}, nil, boltstoretest.Open(t), seed.Environment(), quiet()); err == nil || !strings.Contains(err.Error(), "PROJECTIONS") {
+	if _, err := backfiller.New(backfiller.Config{Table: "t", Projections: []string{"nope"}}, seed.Environment(), nil, boltstoretest.Open(t), quiet()); err == nil || !strings.Contains(err.Error(), "PROJECTIONS") {
 		t.Errorf("New with an unknown projection: %v", err)
 	}
 }

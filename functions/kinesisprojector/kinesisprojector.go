@@ -44,14 +44,14 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		return New(ctx, cfg, t, env, log, os.Stdout, opts...)
+		return New(ctx, cfg, env, t, log, os.Stdout, opts...)
 	})
 }
 
 // New returns the Kinesis projector's handler: projector.New for Kinesis
 // events, whatever cfg.Source says (partial batch responses name Kinesis
 // sequence numbers).
-func New(ctx context.Context, cfg Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...projector.Option) (*projector.Handler, error) {
+func New(ctx context.Context, cfg Config, env *projections.Environment, t driver.Table, log *slog.Logger, metrics io.Writer, opts ...projector.Option) (*projector.Handler, error) {
 	cfg.Source = pipeline.SourceKinesis
-	return projector.New(ctx, cfg, t, env, log, metrics, opts...)
+	return projector.New(ctx, cfg, env, t, log, metrics, opts...)
 }

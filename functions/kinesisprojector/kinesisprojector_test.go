@@ -27,7 +27,7 @@ import (
 var kinesisEvent = filepath.Join("testdata", "event.json")
 
 func newKinesis(ctx context.Context, cfg projector.Config, t driver.Table, metrics io.Writer) (*projector.Handler, error) {
-	return kinesisprojector.New(ctx, cfg, t, seed.Environment(), quiet(), metrics)
+	return kinesisprojector.New(ctx, cfg, seed.Environment(), t, quiet(), metrics)
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -143,7 +143,7 @@ func TestProjectionsSubset(t *testing.T) {
 		t.Errorf("a subset on a full table: %v", err)
 	}
 	// The Streams projector refuses it too.
-	if _, err := projector.New(ctx, projector.Config{Table: "t"}, st, seed.Environment(), quiet(), nil); !errors.Is(err, projections.ErrProjectionSet) {
+	if _, err := projector.New(ctx, projector.Config{Table: "t"}, seed.Environment(), st, quiet(), nil); !errors.Is(err, projections.ErrProjectionSet) {
 		t.Errorf("the Streams projector on a season-standings table: %v", err)
 	}
 }

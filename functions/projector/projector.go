@@ -164,7 +164,7 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		return New(ctx, cfg, t, env, log, os.Stdout, opts...)
+		return New(ctx, cfg, env, t, log, os.Stdout, opts...)
 	})
 }
 
@@ -214,7 +214,7 @@ var streamsFilterNeed = pipeline.ImageNeed{Images: pipeline.OldImages,
 // of its own. A shadow that cannot start (its table another set's, say)
 // does not stop the function: it keeps every batch for redrive, says why,
 // and tries again each minute.
-func New(ctx context.Context, cfg Config, t driver.Table, env *projections.Environment, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
+func New(ctx context.Context, cfg Config, env *projections.Environment, t driver.Table, log *slog.Logger, metrics io.Writer, opts ...Option) (*Handler, error) {
 	source := cfg.Source
 	if source != pipeline.SourceKinesis {
 		source = pipeline.SourceStreams

@@ -63,7 +63,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func TestStreamsEvent(t *testing.T) {
 	ctx := context.Background()
 	st := boltstoretest.Open(t)
-	p, err := projector.New(ctx, projector.Config{Table: "local"}, st, seed.Environment(), quiet(), io.Discard)
+	p, err := projector.New(ctx, projector.Config{Table: "local"}, seed.Environment(), st, quiet(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestFilterTypes(t *testing.T) {
 		{"fewer", []string{"CartItem", "Comment", "Document", "Match", "Player"}, "also read Order,"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := projector.New(ctx, projector.Config{Table: "t", FilterTypes: tt.filter}, boltstoretest.Open(t), seed.Environment(), quiet(), nil)
+			_, err := projector.New(ctx, projector.Config{Table: "t", FilterTypes: tt.filter}, seed.Environment(), boltstoretest.Open(t), quiet(), nil)
 			switch {
 			case tt.missing == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -172,7 +172,7 @@ func TestSpecFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := boltstoretest.Open(t)
-		p, err := projector.New(ctx, projector.Config{Table: "t"}, st, env, quiet(), nil)
+		p, err := projector.New(ctx, projector.Config{Table: "t"}, env, st, quiet(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestSpecFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = projector.New(ctx, projector.Config{Table: "t", Schema: pipeline.Schema{TypeAttribute: "kind"}}, boltstoretest.Open(t), env, quiet(), nil)
+	_, err = projector.New(ctx, projector.Config{Table: "t", Schema: pipeline.Schema{TypeAttribute: "kind"}}, env, boltstoretest.Open(t), quiet(), nil)
 	if err == nil || !strings.Contains(err.Error(), `TYPE_ATTRIBUTE "kind"`) {
 		t.Errorf("another type attribute: %v", err)
 	}
@@ -229,7 +229,7 @@ func TestRefusesViewTypes(t *testing.T) {
 	for _, view := range []string{"keys-only", "new-image", "old-image", "new-and-old-images"} {
 		t.Run(view, func(t *testing.T) {
 			st := boltstoretest.Open(t)
-			p, err := projector.New(ctx, projector.Config{Table: "local"}, st, seed.Environment(), quiet(), io.Discard)
+			p, err := projector.New(ctx, projector.Config{Table: "local"}, seed.Environment(), st, quiet(), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +295,7 @@ func TestEnvironmentSchema(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = projector.New(ctx, cfg, boltstoretest.Open(t), declared, quiet(), nil)
+			_, err = projector.New(ctx, cfg, declared, boltstoretest.Open(t), quiet(), nil)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("refused: %v", err)

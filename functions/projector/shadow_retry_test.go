@@ -29,7 +29,7 @@ func TestShadowStartsLater(t *testing.T) {
 	unreadable := &sim.FaultyStore{Store: st, Seed: 1, ReadFail: 1}
 	keep := t.TempDir()
 	cfg := Config{Table: "live", ShadowTable: "shadow", ShadowFailures: keep}
-	h, err := New(ctx, cfg, boltstoretest.Open(t), seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard,
+	h, err := New(ctx, cfg, seed.Environment(), boltstoretest.Open(t), slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard,
 		WithShadow(unreadable.Table(st), objstore.NewDir(keep)))
 	if err != nil {
 		t.Fatal(err)

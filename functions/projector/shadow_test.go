@@ -83,9 +83,9 @@ func shadowRoad(t *testing.T, kinesis bool) {
 			err error
 		)
 		if kinesis {
-			h, err = kinesisprojector.New(ctx, cfg, live, env, quiet(), nil, opts...)
+			h, err = kinesisprojector.New(ctx, cfg, env, live, quiet(), nil, opts...)
 		} else {
-			h, err = projector.New(ctx, cfg, live, env, quiet(), nil, opts...)
+			h, err = projector.New(ctx, cfg, env, live, quiet(), nil, opts...)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -278,7 +278,7 @@ func TestShadowNeverFailsLive(t *testing.T) {
 			live := boltstoretest.Open(t)
 			keep := t.TempDir()
 			cfg := projector.Config{Table: "live", ShadowTable: "shadow", ShadowFailures: keep}
-			h, err := projector.New(ctx, cfg, live, seed.Environment(), quiet(), io.Discard, projector.WithShadow(tt.shadow(t), objstore.NewDir(keep)))
+			h, err := projector.New(ctx, cfg, seed.Environment(), live, quiet(), io.Discard, projector.WithShadow(tt.shadow(t), objstore.NewDir(keep)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,7 +37,7 @@ func TestSpecRecordFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := projector.New(ctx, projector.Config{Table: "t"}, boltstoretest.Open(t), env, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+			p, err := projector.New(ctx, projector.Config{Table: "t"}, env, boltstoretest.Open(t), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

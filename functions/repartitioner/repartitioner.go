@@ -106,7 +106,7 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
-		h, err := New(cfg, s3.NewFromConfig(aws), env, log)
+		h, err := New(cfg, env, s3.NewFromConfig(aws), log)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +160,7 @@ type Handler struct {
 // transforms for the jobs' transform names. It reports every way cfg
 // disagrees with env at once: an attribute that differs from one env
 // declares (the defaults fill in the rest), a TRANSFORM env does not have.
-func New(cfg Config, client objstore.S3API, env *projections.Environment, log *slog.Logger) (*Handler, error) {
+func New(cfg Config, env *projections.Environment, client objstore.S3API, log *slog.Logger) (*Handler, error) {
 	var errs []error
 	schema, err := entry.Schema(env, cfg.Job.Schema)
 	if err != nil {

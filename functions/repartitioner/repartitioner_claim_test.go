@@ -33,7 +33,7 @@ func TestStoppedExecutionRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := repartitioner.New(cfg, seed.Environment(), client, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

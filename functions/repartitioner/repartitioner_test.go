@@ -47,7 +47,7 @@ func TestStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := repartitioner.New(cfg, seed.Environment(), client, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestLoadRepartitionerConfig(t *testing.T) {
 	env := seed.Environment()
 	env.Schema.TypeAttribute = "EntityType"
 	c.Job.Transform = "nope"
-	_, err = repartitioner.New(c, nil, env, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = repartitioner.New(c, env, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for _, want := range []string{"TRANSFORM", "TYPE_ATTRIBUTE"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New's error %v does not mention %s", err, want)
@@ -134,7 +134,7 @@ func TestLoadRepartitionerConfig(t *testing.T) {
 	}
 	c.Job.Transform = "comments-table"
 	c.Job.TypeAttribute = ""
-	if _, err := repartitioner.New(c, nil, env, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if _, err := repartitioner.New(c, env, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Errorf("New with the environment's attributes and transform: %v", err)
 	}
 }
@@ -155,7 +155,7 @@ func TestSecondExecutionRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := repartitioner.New(cfg, client, seed.Environment(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := repartitioner.New(cfg, seed.Environment(), client, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

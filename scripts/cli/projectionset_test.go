@@ -89,9 +89,9 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 			}()
 			cfg := projector.Config{Table: dir}
 			if kinesis {
-				_, err = kinesisprojector.New(ctx, cfg, st, opts.Environment, quiet, io.Discard)
+				_, err = kinesisprojector.New(ctx, cfg, opts.Environment, st, quiet, io.Discard)
 			} else {
-				_, err = projector.New(ctx, cfg, st, opts.Environment, quiet, io.Discard)
+				_, err = projector.New(ctx, cfg, opts.Environment, st, quiet, io.Discard)
 			}
 			return err
 		}

@@ -59,7 +59,7 @@ func TestRuntimeEmulatorRolesCoverCalls(t *testing.T) {
 			if tt.kinesis {
 				build = kinesisprojector.New
 			}
-			p, err := build(ctx, projector.Config{Table: table}, st, seed.Environment(), quiet, io.Discard)
+			p, err := build(ctx, projector.Config{Table: table}, seed.Environment(), st, quiet, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

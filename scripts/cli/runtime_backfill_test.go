@@ -188,8 +188,9 @@ func TestRuntimeEmulatorBackfillerRoleCoversCalls(t *testing.T) {
 	wire.Reset()
 	s3log.Take()
 
-	h, err := backfiller.New(backfiller.Config{Table: table, BatchSize: 100}, client, dynamostore.New(ddb, table), seed.Environment(),
+	h, err := backfiller.New(backfiller.Config{Table: table, BatchSize: 100}, seed.Environment(), client, dynamostore.New(ddb, table),
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
+
 	if err != nil {
 		t.Fatal(err)
 	}
