@@ -62,6 +62,10 @@ var errBudget = errors.New("evaluation stopped")
 // division by zero, an overflow): it would compare as no number does.
 var errNotFinite = errors.New("not a finite number")
 
+// errIntOverflow is an integer operation whose result is beyond the 64-bit
+// integers: expr would wrap it around, to a number of the other sign.
+var errIntOverflow = errors.New("integer overflow")
+
 // A limitError is an evaluation the meter stopped: over budget, or a
 // result not finite. It is permanent: the same item fails the same way
 // every time.
@@ -124,7 +128,8 @@ const (
 	opDeep            // operands walked whole: compared, hashed, sorted or copied
 	opSort            // an array sorted
 	opCopy            // operands walked whole and copied into a new array
-	opConcat          // a + b
+	opConcat          // a + b of texts or arrays, and the builtins that concatenate
+	opPlus            // a + b of values that may be texts or integers: the index of its text, a, b
 	opRepeat          // repeat(s, n)
 	opReplace         // replace(s, old, new)
 	opSplit           // split(s, sep[, n]) and splitAfter
@@ -137,6 +142,17 @@ const (
 	opRange           // a..b
 	opMatch           // s matches pattern: the program's size (a constant), s
 	opFinite          // an arithmetic result: the index of its text, the value
+	opInt             // an integer operation: the index of its text, the operator (intOp), the operands
+	opSum             // sum(a): a loop over a's elements, whose integer sum must not overflow; the index of its text, a
+)
+
+// The integer operations opInt checks.
+const (
+	intAdd = iota
+	intSub
+	intMul
+	intNeg
+	intAbs
 )
 
 // meterName is the environment entry of an evaluation's *meter, and
@@ -146,6 +162,49 @@ const (
 	meterName = "\x00meter"
 	meterFunc = "\x00charge"
 )
+
+// intFunc is the function an instrumented program calls for an integer
+// operation (intCall): a name no expression can write.
+const intFunc = "\x00int"
+
+// intCall is the function behind intFunc: intFunc(meter, text, op, a, b)
+// is the integer operation op (intAdd, ...; b unused by intNeg and intAbs)
+// of a and b, or the error that stops the evaluation where the result is
+// beyond the 64-bit integers. It never panics on a value of an unexpected
+// type.
+func intCall(args ...any) (any, error) {
+	if len(args) != 5 {
+		return nil, errors.New("int: want 5 arguments")
+	}
+	m, _ := args[0].(*meter)
+	idx, _ := args[1].(int)
+	op, _ := args[2].(int)
+	a, ok := args[3].(int)
+	b, ok2 := args[4].(int)
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("int: operands %T and %T", args[3], args[4])
+	}
+	if op == intAbs {
+		op = intNeg
+		if a >= 0 {
+			return a, nil
+		}
+	}
+	if overflows(int64(op), []any{a, b}) {
+		return nil, &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(idx), int64(math.MaxInt64))}
+	}
+	switch op {
+	case intAdd:
+		return a + b, nil
+	case intSub:
+		return a - b, nil
+	case intMul:
+		return a * b, nil
+	case intNeg:
+		return -a, nil
+	}
+	return nil, fmt.Errorf("int: unknown operation %d", op)
+}
 
 // meterCall is the function behind meterFunc. Its arguments are the
 // meter, an operation and the operation's operands; it returns true, or
@@ -204,6 +263,14 @@ func meterCall(args ...any) (any, error) {
 			b := shallowBytes(v)
 			steps, bytes = satAdd(steps, b/copyPerStep+1), satAdd(bytes, b)
 		}
+	case opPlus:
+		if overflows(intAdd, x[1:]) {
+			return nil, &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(arg(0)), int64(math.MaxInt64))}
+		}
+		for _, v := range x[1:] {
+			b := shallowBytes(v)
+			steps, bytes = satAdd(steps, b/copyPerStep+1), satAdd(bytes, b)
+		}
 	case opRepeat:
 		n := satMul(int64(len(str(arg(0)))), max(toInt64(arg(1)), 0))
 		steps, bytes = satAdd(steps, n/copyPerStep), n
@@ -247,13 +314,19 @@ func meterCall(args ...any) (any, error) {
 		steps = satAdd(steps, satMul(shallowLen(arg(1))+1, 10+toInt64(arg(0)))/5)
 	case opFinite:
 		if f, ok := arg(1).(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-			text := "an operation"
-			if i := toInt64(arg(0)); m.e != nil && i >= 0 && i < int64(len(m.e.arith)) {
-				text = clip(m.e.arith[i])
-			}
-			return nil, &limitError{fmt.Errorf("%w: %s gives %v", errNotFinite, text, f)}
+			return nil, &limitError{fmt.Errorf("%w: %s gives %v", errNotFinite, m.text(arg(0)), f)}
 		}
 		return true, nil
+	case opInt:
+		if overflows(toInt64(arg(1)), x[2:]) {
+			return nil, &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(arg(0)), int64(math.MaxInt64))}
+		}
+		return true, nil
+	case opSum:
+		steps = satAdd(steps, satMul(shallowLen(arg(1)), iterSteps))
+		if sumOverflows(arg(1)) {
+			return nil, &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(arg(0)), int64(math.MaxInt64))}
+		}
 	default:
 		return nil, fmt.Errorf("meter: unknown operation %d", op)
 	}
@@ -261,6 +334,80 @@ func meterCall(args ...any) (any, error) {
 		return nil, err
 	}
 	return true, nil
+}
+
+// text is the text of the arithmetic operation of index i, for messages.
+func (m *meter) text(i any) string {
+	if n := toInt64(i); m != nil && m.e != nil && n >= 0 && n < int64(len(m.e.arith)) {
+		return clip(m.e.arith[n])
+	}
+	return "an operation"
+}
+
+// overflows reports whether the integer operation op (intAdd, ...) of
+// operands overflows int64, as Go's would wrap around. Operands that are
+// not both ints (a float among them) are not an integer operation.
+func overflows(op int64, operands []any) bool {
+	if len(operands) == 0 {
+		return false
+	}
+	a, ok := operands[0].(int)
+	if !ok {
+		return false
+	}
+	if op == intNeg {
+		return a == math.MinInt
+	}
+	if len(operands) < 2 {
+		return false
+	}
+	b, ok := operands[1].(int)
+	if !ok {
+		return false
+	}
+	switch op {
+	case intAdd:
+		return b > 0 && a > math.MaxInt-b || b < 0 && a < math.MinInt-b
+	case intSub:
+		return b < 0 && a > math.MaxInt+b || b > 0 && a < math.MinInt+b
+	case intMul:
+		if a == 0 || b == 0 {
+			return false
+		}
+		if a == -1 || b == -1 {
+			return a == math.MinInt || b == math.MinInt
+		}
+		c := a * b
+		return c/b != a
+	}
+	return false
+}
+
+// sumOverflows reports whether sum(a) adds integers past int64: the sum
+// of a's int elements, in order, as expr adds them, up to the first
+// float.
+func sumOverflows(a any) bool {
+	var xs []any
+	switch a := a.(type) {
+	case []any:
+		xs = a
+	case []int:
+		for _, x := range a {
+			xs = append(xs, x)
+		}
+	}
+	acc := 0
+	for _, v := range xs {
+		x, ok := v.(int)
+		if !ok {
+			return false // a float: the sum goes on in floats
+		}
+		if overflows(intAdd, []any{acc, x}) {
+			return true
+		}
+		acc += x
+	}
+	return false
 }
 
 func toInt64(v any) int64 {

@@ -123,6 +123,59 @@ projections:
 	}
 }
 
+// TestIntOverflow: an integer operation whose result is beyond the 64-bit
+// integers (expr would wrap it around, to a number of the other sign)
+// fails the item, permanently, naming the expression and the operation;
+// results at the edge are what they are.
+func TestIntOverflow(t *testing.T) {
+	const big = "4611686018427387904" // 2^62
+	cases := []struct {
+		name, decl, when string
+		item             pipeline.Item
+		want             string // after the expression; "" when it holds
+	}{
+		{name: "product", decl: "n: int", when: "n * n > 0", item: item("n", n("4294967296")),
+			want: "integer overflow: n * n is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "sum", decl: "a: int, b: int", when: "a + b > 0", item: item("a", n(big), "b", n(big)),
+			want: "integer overflow: a + b is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "difference", decl: "a: int, b: int", when: "a - b < 0", item: item("a", n("-"+big), "b", n("4611686018427387905")),
+			want: "integer overflow: a - b is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "negation", decl: "a: int", when: "-a > 0", item: item("a", n("-9223372036854775808")),
+			want: "integer overflow: -a is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "sum of an array", decl: "a: int", when: "sum([a, a, a]) > 0", item: item("a", n(big)),
+			want: "integer overflow: sum([a, a, a]) is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "sum by a predicate", decl: "a: int", when: "sum([a, a], {# + 1}) > 0", item: item("a", n(big)),
+			want: "integer overflow: sum([a, a], # + 1) is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "absolute value", decl: "a: int", when: "abs(a) > 0", item: item("a", n("-9223372036854775808")),
+			want: "integer overflow: abs(a) is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "in a loop", decl: "a: int", when: "all(1..3, {# * a > 0})", item: item("a", n(big)),
+			want: "integer overflow: # * a is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "at the edge", decl: "a: int, b: int", when: "a + (b - 1) + a == 9223372036854775807 && -(a - 1 + a) < 0", item: item("a", n(big), "b", n("0"))},
+		{name: "a product of -1", decl: "a: int", when: "a * -1 == -9223372036854775807", item: item("a", n("9223372036854775807"))},
+		{name: "sums at the edge", decl: "a: int", when: "sum([a, a - 1], {# + 0}) == 9223372036854775807 && abs(-a) == a && sum([a, -a, a]) == a", item: item("a", n(big))},
+		{name: "floats", decl: "x: N", when: "x * x + x - x > 0 && sum([x, x]) > 0", item: item("x", n("9E+18"))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sp, err := spec.Parse("overflow.yaml", whenSpec(tc.decl, tc.when))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := sp.Projections()[0].Contribute(tc.item)
+			if tc.want == "" {
+				if err != nil || len(c.Counters) != 1 {
+					t.Errorf("%s: %+v, %v; want it to hold", tc.when, c, err)
+				}
+				return
+			}
+			want := "p: item T#1/A: when: " + tc.when + ": " + tc.want
+			if err == nil || err.Error() != want || !errors.Is(err, pipeline.ErrPermanent) {
+				t.Errorf("error\n got %v\nwant %s (permanent)", err, want)
+			}
+		})
+	}
+}
+
 // TestNotFinite: an arithmetic result that is not a finite number (expr's
 // / is a float division, and a float overflows) fails the item,
 // permanently, naming the expression and the operation, wherever it is.

@@ -134,7 +134,8 @@ func compileExpr(src string, vars []variable, index map[string]int, b *loadBudge
 		}
 	}
 	config := conf.CreateNew()
-	opts := []expr.Option{expr.Env(env), expr.AsBool(), expr.MaxNodes(maxExprNodes), expr.Function(meterFunc, meterCall)}
+	opts := []expr.Option{expr.Env(env), expr.AsBool(), expr.MaxNodes(maxExprNodes), expr.Function(meterFunc, meterCall),
+		expr.Function(intFunc, intCall, new(func(any, int, int, int, int) int))}
 	for _, b := range disabledBuiltins {
 		opts = append(opts, expr.DisableBuiltin(b))
 	}

@@ -26,7 +26,9 @@ import (
 //     string, and the builtins that scan, copy or build strings and arrays:
 //     repeat, replace, join, split, toJSON, sort, ...) charges the meter
 //     with what its operands cost, before it runs, in steps and in bytes;
-//   - every arithmetic result that may be a float is checked finite.
+//   - every arithmetic result that may be a float is checked finite, and
+//     every integer +, -, *, unary -, abs and sum checked not to overflow
+//     the 64-bit integers, which expr would wrap around.
 //
 // The meter is an entry of the evaluation's environment under a name no
 // expression can write, charged by a function no expression can name. A
@@ -244,12 +246,18 @@ func (v *instrumenter) after(node *ast.Node, op int, args ...ast.Node) {
 // finite checks the value of *node finite, naming it by the text of n,
 // the operation it is (or wraps).
 func (v *instrumenter) finite(node *ast.Node, n ast.Node) {
+	v.after(node, opFinite, &ast.IntegerNode{Value: int(v.textOf(n))})
+}
+
+// textOf records the text of n, an arithmetic operation, for the messages
+// of its checks, and returns its index.
+func (v *instrumenter) textOf(n ast.Node) int64 {
 	text, ok := v.texts[n]
 	if !ok {
 		text = n.String()
 	}
 	v.arith = append(v.arith, text)
-	v.after(node, opFinite, &ast.IntegerNode{Value: len(v.arith) - 1})
+	return int64(len(v.arith) - 1)
 }
 
 // texter records, before the instrumentation rewrites their children,
@@ -351,7 +359,26 @@ func (v *instrumenter) Visit(node *ast.Node) {
 		}
 	case *ast.BuiltinNode:
 		v.builtin(node, n)
+	case *ast.UnaryNode:
+		switch {
+		case n.Operator != "-" || isLiteral(n.Node):
+		case isInt(n.Type()):
+			*node = v.intOp(n, intNeg, n.Node, &ast.IntegerNode{})
+		case isUnknown(n.Type()):
+			v.bind(node, opInt, ints(v.textOf(n), intNeg), &n.Node)
+		}
 	}
+}
+
+// intOp is intFunc(meter, text, op, a, b): the integer operation op of a
+// and b, checked not to overflow, in n's place (whose text it keeps).
+func (v *instrumenter) intOp(n ast.Node, op int64, a, b ast.Node) ast.Node {
+	out := &ast.CallNode{
+		Callee:    &ast.IdentifierNode{Value: intFunc},
+		Arguments: append(append([]ast.Node{meterIdent()}, ints(v.textOf(n), op)...), a, b),
+	}
+	out.SetLocation(n.Location())
+	return out
 }
 
 func (v *instrumenter) binary(node *ast.Node, n *ast.BinaryNode) {
@@ -371,14 +398,22 @@ func (v *instrumenter) binary(node *ast.Node, n *ast.BinaryNode) {
 		default:
 			v.bind(node, opDeep, nil, &n.Left, &n.Right)
 		}
-	case "+":
-		if mayBeText(t) && !(isLiteral(n.Left) && isLiteral(n.Right)) {
-			v.bind(node, opConcat, nil, &n.Left, &n.Right)
+	case "+", "-", "*":
+		op := map[string]int64{"+": intAdd, "-": intSub, "*": intMul}[n.Operator]
+		switch {
+		case isLiteral(n.Left) && isLiteral(n.Right):
+		case isInt(t):
+			// Of two ints: the operation itself, checked.
+			*node = v.intOp(n, op, n.Left, n.Right)
+		case n.Operator == "+" && mayBeText(t):
+			v.bind(node, opPlus, ints(v.textOf(n)), &n.Left, &n.Right)
+		case isUnknown(t):
+			v.bind(node, opInt, ints(v.textOf(n), op), &n.Left, &n.Right)
 		}
 		if mayBeFloat(t) {
 			v.finite(node, n)
 		}
-	case "-", "*", "/", "**", "^", "%":
+	case "/", "**", "^", "%":
 		if mayBeFloat(t) {
 			v.finite(node, n)
 		}
@@ -429,6 +464,18 @@ func (v *instrumenter) builtin(node *ast.Node, n *ast.BuiltinNode) {
 		}
 		n.Arguments[i] = p
 	}
+	switch {
+	case n.Name == "sum" && len(n.Arguments) == 2 && mayBeInt(n.Type()):
+		// sum(a, predicate) adds the predicate's values: as
+		// sum(map(a, predicate)), its integer sum is checked below.
+		n.Arguments = []ast.Node{&ast.BuiltinNode{Name: "map", Arguments: n.Arguments}}
+	case n.Name == "abs" && len(n.Arguments) == 1 && isInt(n.Type()):
+		// abs of the least integer has no 64-bit result, as its negation.
+		*node = v.intOp(n, intAbs, n.Arguments[0], &ast.IntegerNode{})
+		return
+	case n.Name == "abs" && len(n.Arguments) == 1 && isUnknown(n.Type()):
+		v.bind(node, opInt, ints(v.textOf(n), intNeg), &n.Arguments[0])
+	}
 	c := builtinCosts[n.Name]
 	switch {
 	case c.op == noOp:
@@ -444,7 +491,10 @@ func (v *instrumenter) builtin(node *ast.Node, n *ast.BuiltinNode) {
 		for i := range ops {
 			ops[i] = &n.Arguments[i]
 		}
-		if k > 0 {
+		switch {
+		case n.Name == "sum" && mayBeInt(n.Type()):
+			v.bind(node, opSum, ints(v.textOf(n)), ops...)
+		case k > 0:
 			v.bind(node, c.op, nil, ops...)
 		}
 	}
@@ -591,6 +641,10 @@ func isText(t reflect.Type) bool {
 }
 
 func mayBeText(t reflect.Type) bool { return isUnknown(t) || isText(t) }
+
+func mayBeInt(t reflect.Type) bool { return isUnknown(t) || isInt(t) }
+
+func isInt(t reflect.Type) bool { return t != nil && t.Kind() == reflect.Int }
 
 func mayBeFloat(t reflect.Type) bool {
 	return isUnknown(t) || t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32

@@ -231,6 +231,24 @@ func TestProcessNotFinite(t *testing.T) {
 	}
 }
 
+// TestProcessIntOverflow: expr's integer arithmetic wraps around, so n * n
+// of 2^32 would be 0 and the condition false: the item fails,
+// permanently, naming the expression, and its neighbour (whose square is
+// just within the 64-bit integers) is applied.
+func TestProcessIntOverflow(t *testing.T) {
+	const when = "n * n > 0"
+	file := writeFile(t, "spec.yaml", whenSpec(when))
+	events := writeEvents(t,
+		`{"PK":{"S":"T#1"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"3037000499"},"version":{"N":"1"}}`,
+		`{"PK":{"S":"T#2"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"4294967296"},"version":{"N":"1"}}`)
+	code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), "--projections", file, events)
+	want := "record 1 (seq 4421600000000000000000000001, entity type T): p: item T#2/A: when: " + when +
+		": integer overflow: n * n is beyond the 64-bit integers (±9223372036854775807)"
+	if code != 1 || !strings.Contains(out, "2 records, 1 applied, 0 skipped (no projection reads their entity type), 1 failed") || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want 1 and %q\n%s%s", code, want, out, stderr)
+	}
+}
+
 // TestChecksBeforeWhen: a projection's checks hold on every item of its
 // types, where its when is false too: a status written "SETTLED" where
 // the checks want "settled" fails the record rather than contributing
