@@ -18,26 +18,43 @@ import (
 // constants and type definitions — and fails for each internal type that
 // appears in it.
 func TestNoInternalTypesInPublicAPI(t *testing.T) {
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedImports | packages.NeedDeps, Dir: "../.."}, "./...")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
+	pkgs := importable(load(t, packages.NeedName|packages.NeedTypes|packages.NeedImports|packages.NeedDeps, "./..."))
 	for _, p := range pkgs {
-		for _, e := range p.Errors {
-			t.Errorf("%s: %v", p.PkgPath, e)
-		}
-		if isInternal(p.PkgPath) || p.Name == "main" || p.Types == nil {
-			continue
-		}
-		checked++
 		for _, leak := range internalTypes(p.Types) {
 			t.Errorf("%s: %s", p.PkgPath, leak)
 		}
 	}
-	if checked < 10 {
-		t.Fatalf("checked %d packages: the load went wrong", checked)
+	if len(pkgs) < 10 {
+		t.Fatalf("checked %d packages: the load went wrong", len(pkgs))
 	}
+}
+
+// load loads the module's packages that pattern matches, with mode; a
+// package that does not load fails the test.
+func load(t *testing.T, mode packages.LoadMode, pattern string) []*packages.Package {
+	t.Helper()
+	pkgs, err := packages.Load(&packages.Config{Mode: mode, Dir: "../.."}, pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		for _, e := range p.Errors {
+			t.Errorf("%s: %v", p.PkgPath, e)
+		}
+	}
+	return pkgs
+}
+
+// importable keeps the packages another module may import: not internal,
+// not a main.
+func importable(pkgs []*packages.Package) []*packages.Package {
+	var out []*packages.Package
+	for _, p := range pkgs {
+		if !isInternal(p.PkgPath) && p.Name != "main" && p.Types != nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func isInternal(path string) bool {

@@ -56,10 +56,7 @@ func layerOf(rel string) (int, bool) {
 // imports no adapter and no capability, an adapter no capability, a
 // capability no function or command.
 func TestLayers(t *testing.T) {
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Dir: "../.."}, "./...")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pkgs := load(t, packages.NeedName|packages.NeedImports|packages.NeedDeps, "./...")
 	checked := map[int]int{}
 	for _, p := range pkgs {
 		rel, ok := strings.CutPrefix(p.PkgPath, module)
@@ -119,10 +116,7 @@ var coreThirdParty = []string{
 // standard library are those coreThirdParty allows (a package of expr's
 // among them): no AWS service client, so that the core runs anywhere.
 func TestCoreImports(t *testing.T) {
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports, Dir: "../.."}, "./...")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pkgs := load(t, packages.NeedName|packages.NeedImports, "./...")
 	checked := 0
 	for _, p := range pkgs {
 		rel, ok := strings.CutPrefix(p.PkgPath, module)

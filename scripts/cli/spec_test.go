@@ -216,36 +216,29 @@ func TestProcessCancelled(t *testing.T) {
 	}
 }
 
-// TestProcessNotFinite: expr's / divides as floats, so 1 / (n - n) is
-// +Inf, and +Inf > 0: the item failed, permanently, naming the
-// expression, rather than counted.
-func TestProcessNotFinite(t *testing.T) {
-	const when = "1 / (n - n) > 0"
-	file := writeFile(t, "spec.yaml", whenSpec(when))
-	events := writeEvents(t, `{"PK":{"S":"T#1"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"7"},"version":{"N":"1"}}`)
-	code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), "--projections", file, events)
-	want := "record 0 (seq 4421600000000000000000000000, entity type T): p: item T#1/A: when: " + when +
-		": not a finite number: 1 / (n - n) gives +Inf"
-	if code != 1 || !strings.Contains(out, "1 records, 0 applied, 0 skipped (no projection reads their entity type), 1 failed") || !strings.Contains(stderr, want) {
-		t.Errorf("exit %d, want 1 and %q\n%s%s", code, want, out, stderr)
-	}
-}
-
-// TestProcessIntOverflow: expr's integer arithmetic wraps around, so n * n
-// of 2^32 would be 0 and the condition false: the item fails,
-// permanently, naming the expression, and its neighbour (whose square is
-// just within the 64-bit integers) is applied.
-func TestProcessIntOverflow(t *testing.T) {
-	const when = "n * n > 0"
-	file := writeFile(t, "spec.yaml", whenSpec(when))
-	events := writeEvents(t,
-		`{"PK":{"S":"T#1"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"3037000499"},"version":{"N":"1"}}`,
-		`{"PK":{"S":"T#2"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"4294967296"},"version":{"N":"1"}}`)
-	code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), "--projections", file, events)
-	want := "record 1 (seq 4421600000000000000000000001, entity type T): p: item T#2/A: when: " + when +
-		": integer overflow: n * n is beyond the 64-bit integers (±9223372036854775807)"
-	if code != 1 || !strings.Contains(out, "2 records, 1 applied, 0 skipped (no projection reads their entity type), 1 failed") || !strings.Contains(stderr, want) {
-		t.Errorf("exit %d, want 1 and %q\n%s%s", code, want, out, stderr)
+// TestProcessArithmetic: arithmetic whose result expr would get wrong
+// fails the item, permanently, naming the expression, rather than
+// counting it; its neighbour is applied. expr's / divides as floats, so
+// 1 / (n - 7) of 7 is +Inf, and +Inf > 0; its integer arithmetic wraps around,
+// so n * n of 2^32 would be 0 (the neighbour's square is just within the
+// 64-bit integers).
+func TestProcessArithmetic(t *testing.T) {
+	for _, tc := range []struct {
+		name, when, good, bad, want string
+	}{
+		{"not finite", "1 / (n - 7) > 0", "8", "7", "not a finite number: 1 / (n - 7) gives +Inf"},
+		{"integer overflow", "n * n > 0", "3037000499", "4294967296", "integer overflow: n * n is beyond the 64-bit integers (±9223372036854775807)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, "spec.yaml", whenSpec(tc.when))
+			good := `{"PK":{"S":"T#1"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"` + tc.good + `"},"version":{"N":"1"}}`
+			events := writeEvents(t, good, `{"PK":{"S":"T#2"},"SK":{"S":"A"},"EntityType":{"S":"T"},"n":{"N":"`+tc.bad+`"},"version":{"N":"1"}}`)
+			code, out, stderr := runCLI(t, "process", "--store", t.TempDir(), "--projections", file, events)
+			want := "record 1 (seq 4421600000000000000000000001, entity type T): p: item T#2/A: when: " + tc.when + ": " + tc.want
+			if code != 1 || !strings.Contains(out, "2 records, 1 applied, 0 skipped (no projection reads their entity type), 1 failed") || !strings.Contains(stderr, want) {
+				t.Errorf("exit %d, want 1 and %q\n%s%s", code, want, out, stderr)
+			}
+		})
 	}
 }
 
