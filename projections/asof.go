@@ -40,8 +40,9 @@ type AsOfCheck struct {
 	Items    int64
 	// Refused lists the export items a projection refuses, one a line
 	// naming the projection, the item and why: they add nothing to the
-	// expected view (the projectors fail their records as permanent, a
-	// backfill lists them as failed), and Diff counts each as a difference.
+	// expected view (the engine fails every record a projection refuses as
+	// permanent, and a backfill lists them as failed), and Diff counts
+	// each as a difference.
 	Refused []string
 }
 

@@ -104,7 +104,8 @@ func TestRefusedItemAddsNothing(t *testing.T) {
 	if err := check.AddExportItems([]pipeline.Item{thing("1", true), thing("2", false), thing("3", true)}, []string{"PK", "SK"}); err != nil {
 		t.Fatalf("a refused item stopped the check: %v", err)
 	}
-	if len(check.Refused) != 2 || !strings.HasPrefix(check.Refused[0], "strict-things export item PK=THING#1 SK=A: refused: bad: ") {
+	if len(check.Refused) != 2 || !strings.HasPrefix(check.Refused[0], "strict-things export item PK=THING#1 SK=A: refused: bad: must not be set") ||
+		!strings.HasPrefix(check.Refused[1], "strict-things export item PK=THING#3 SK=A: refused: bad: must not be set") {
 		t.Fatalf("refused: %q", check.Refused)
 	}
 	diff, err := check.Diff(ctx, st)

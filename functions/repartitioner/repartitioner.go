@@ -30,8 +30,8 @@ import (
 // Config is the repartitioner's configuration, read from the environment
 // by LoadConfig: the defaults of every event's job (an event may override
 // each). The attributes (TYPE_ATTRIBUTE, VERSION_ATTRIBUTE,
-// KEY_ATTRIBUTES) are by default the environment's; a value that differs
-// from one the environment declares is refused.
+// KEY_ATTRIBUTES) are by default the table's environment's; New refuses a
+// value that differs from one the environment declares.
 type Config struct {
 	Job repartition.JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, VERSION_ATTRIBUTE, KEY_ATTRIBUTES, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
 	// KMSKeyID encrypts output with SSE-KMS (KMS_KEY_ID); default SSE-S3.

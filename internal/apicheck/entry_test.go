@@ -76,8 +76,11 @@ func entryShape(pkg *types.Package) []string {
 		if n := len(ps); n > 0 && ps[n-1] == "io.Writer" {
 			ps = ps[:n-1]
 		}
-		ok := len(ps) >= 3 && isConfig(ps[0], config) &&
-			(ps[1] == "*projections.Environment" || ps[1] == "*remodel.Remodel") && ps[len(ps)-1] == "*slog.Logger" &&
+		env := "*projections.Environment"
+		if pkg.Name() == "remodeler" {
+			env = "*remodel.Remodel" // the remodel takes the environment's place
+		}
+		ok := len(ps) >= 3 && isConfig(ps[0], config) && ps[1] == env && ps[len(ps)-1] == "*slog.Logger" &&
 			len(res) == 2 && res[1] == "error"
 		if !ok {
 			problems = append(problems, "New("+strings.Join(params(s), ", ")+") ("+strings.Join(res, ", ")+"), want New([ctx,] Config, env, clients…, *slog.Logger[, metrics][, opts…]) (handler, error)")
@@ -86,8 +89,9 @@ func entryShape(pkg *types.Package) []string {
 	return problems
 }
 
-// isConfig reports whether a type's name is the package's Config (or the
-// projector's, which the Kinesis projector's Config is an alias of).
+// isConfig reports whether a type's name is the package's Config (or, in
+// the Kinesis projector, the projector's, which its Config is an alias
+// of).
 func isConfig(typ, config string) bool {
-	return typ == config || typ == "projector.Config"
+	return typ == config || config == "kinesisprojector.Config" && typ == "projector.Config"
 }

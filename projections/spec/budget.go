@@ -100,6 +100,17 @@ func (m *meter) charge(steps, bytes int64) error {
 // left is the steps the account has left, at least 0.
 func (m *meter) left() int64 { return max(maxSteps-m.steps, 0) }
 
+// rangeLen is how many integers a..b holds, at most math.MaxInt64.
+func rangeLen(a, b int64) int64 {
+	if b < a {
+		return 0
+	}
+	if d := uint64(b) - uint64(a); d < math.MaxInt64 {
+		return int64(d) + 1
+	}
+	return math.MaxInt64
+}
+
 func satAdd(a, b int64) int64 {
 	if b > 0 && a > math.MaxInt64-b {
 		return math.MaxInt64
@@ -142,8 +153,9 @@ const (
 	opRange           // a..b
 	opMatch           // s matches pattern: the program's size (a constant), s
 	opFinite          // an arithmetic result: the index of its text, the value
-	opInt             // an integer operation: the index of its text, the operator (intOp), the operands
+	opInt             // an integer operation: the index of its text, the operation (intAdd, ...), the operands
 	opSum             // sum(a): a loop over a's elements, whose integer sum must not overflow; the index of its text, a
+	opToInt           // int(x): the index of its text, x (a float must be within the 64-bit integers)
 )
 
 // The integer operations opInt checks.
@@ -177,31 +189,26 @@ func intCall(args ...any) (any, error) {
 		return nil, errors.New("int: want 5 arguments")
 	}
 	m, _ := args[0].(*meter)
-	idx, _ := args[1].(int)
 	op, _ := args[2].(int)
-	a, ok := args[3].(int)
-	b, ok2 := args[4].(int)
+	a, ok := asInt(args[3])
+	b, ok2 := asInt(args[4])
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("int: operands %T and %T", args[3], args[4])
 	}
-	if op == intAbs {
-		op = intNeg
-		if a >= 0 {
-			return a, nil
-		}
-	}
 	if overflows(int64(op), []any{a, b}) {
-		return nil, &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(idx), int64(math.MaxInt64))}
+		return nil, m.overflow(args[1])
 	}
 	switch op {
 	case intAdd:
-		return a + b, nil
+		return int(a + b), nil
 	case intSub:
-		return a - b, nil
+		return int(a - b), nil
 	case intMul:
-		return a * b, nil
+		return int(a * b), nil
 	case intNeg:
-		return -a, nil
+		return int(-a), nil
+	case intAbs:
+		return int(max(a, -a)), nil
 	}
 	return nil, fmt.Errorf("int: unknown operation %d", op)
 }
@@ -264,10 +271,11 @@ func meterCall(args ...any) (any, error) {
 			steps, bytes = satAdd(steps, b/copyPerStep+1), satAdd(bytes, b)
 		}
 	case opPlus:
-		if overflows(intAdd, x[1:]) {
-			return nil, &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(arg(0)), int64(math.MaxInt64))}
+		operands := []any{arg(1), arg(2)}
+		if overflows(intAdd, operands) {
+			return nil, m.overflow(arg(0))
 		}
-		for _, v := range x[1:] {
+		for _, v := range operands {
 			b := shallowBytes(v)
 			steps, bytes = satAdd(steps, b/copyPerStep+1), satAdd(bytes, b)
 		}
@@ -307,7 +315,7 @@ func meterCall(args ...any) (any, error) {
 		s := int64(len(str(arg(0))))
 		steps, bytes = steps+s/2, 2*s+4
 	case opRange:
-		n := max(satAdd(toInt64(arg(1)), -toInt64(arg(0)))+1, 0)
+		n := rangeLen(toInt64(arg(0)), toInt64(arg(1)))
 		steps, bytes = satAdd(steps, n/4), satMul(n, 8)
 	case opMatch:
 		// About 20 ns a byte, and 2 ns a byte and instruction.
@@ -318,15 +326,20 @@ func meterCall(args ...any) (any, error) {
 		}
 		return true, nil
 	case opInt:
-		if overflows(toInt64(arg(1)), x[2:]) {
-			return nil, &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(arg(0)), int64(math.MaxInt64))}
+		if overflows(toInt64(arg(1)), []any{arg(2), arg(3)}) {
+			return nil, m.overflow(arg(0))
 		}
 		return true, nil
 	case opSum:
 		steps = satAdd(steps, satMul(shallowLen(arg(1)), iterSteps))
 		if sumOverflows(arg(1)) {
-			return nil, &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(arg(0)), int64(math.MaxInt64))}
+			return nil, m.overflow(arg(0))
 		}
+	case opToInt:
+		if f, ok := arg(1).(float64); ok && !(f >= -(1<<63) && f < 1<<63) {
+			return nil, m.overflow(arg(0))
+		}
+		steps = satAdd(steps, shallowLen(arg(1))/bytesPerStep)
 	default:
 		return nil, fmt.Errorf("meter: unknown operation %d", op)
 	}
@@ -344,43 +357,66 @@ func (m *meter) text(i any) string {
 	return "an operation"
 }
 
+// overflow is the error of the integer operation of text index i.
+func (m *meter) overflow(i any) error {
+	return &limitError{fmt.Errorf("%w: %s is beyond the 64-bit integers (±%d)", errIntOverflow, m.text(i), int64(math.MaxInt64))}
+}
+
 // overflows reports whether the integer operation op (intAdd, ...) of
 // operands overflows int64, as Go's would wrap around. Operands that are
-// not both ints (a float among them) are not an integer operation.
+// not both signed integers (ints, int64s, durations; a float among them)
+// are not an integer operation.
 func overflows(op int64, operands []any) bool {
 	if len(operands) == 0 {
 		return false
 	}
-	a, ok := operands[0].(int)
+	a, ok := asInt(operands[0])
 	if !ok {
 		return false
 	}
-	if op == intNeg {
-		return a == math.MinInt
+	if op == intNeg || op == intAbs {
+		return a == math.MinInt64
 	}
 	if len(operands) < 2 {
 		return false
 	}
-	b, ok := operands[1].(int)
+	b, ok := asInt(operands[1])
 	if !ok {
 		return false
 	}
 	switch op {
 	case intAdd:
-		return b > 0 && a > math.MaxInt-b || b < 0 && a < math.MinInt-b
+		return b > 0 && a > math.MaxInt64-b || b < 0 && a < math.MinInt64-b
 	case intSub:
-		return b < 0 && a > math.MaxInt+b || b > 0 && a < math.MinInt+b
+		return b < 0 && a > math.MaxInt64+b || b > 0 && a < math.MinInt64+b
 	case intMul:
 		if a == 0 || b == 0 {
 			return false
 		}
 		if a == -1 || b == -1 {
-			return a == math.MinInt || b == math.MinInt
+			return a == math.MinInt64 || b == math.MinInt64
 		}
 		c := a * b
 		return c/b != a
 	}
 	return false
+}
+
+// asInt is v as a 64-bit integer, when it is a signed integer.
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case nil:
+		return 0, false
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), true
+	}
+	return 0, false
 }
 
 // sumOverflows reports whether sum(a) adds integers past int64: the sum

@@ -154,6 +154,17 @@ func TestIntOverflow(t *testing.T) {
 		{name: "a product of -1", decl: "a: int", when: "a * -1 == -9223372036854775807", item: item("a", n("9223372036854775807"))},
 		{name: "sums at the edge", decl: "a: int", when: "sum([a, a - 1], {# + 0}) == 9223372036854775807 && abs(-a) == a && sum([a, -a, a]) == a", item: item("a", n(big))},
 		{name: "floats", decl: "x: N", when: "x * x + x - x > 0 && sum([x, x]) > 0", item: item("x", n("9E+18"))},
+		{name: "durations", decl: "a: int", when: `duration("1h") * a > duration("1h")`, item: item("a", n(big)),
+			want: `integer overflow: duration("1h") * a is beyond the 64-bit integers (±9223372036854775807)`},
+		{name: "a float made an int", decl: "x: N", when: "int(x) > 0", item: item("x", n("1E+19")),
+			want: "integer overflow: int(x) is beyond the 64-bit integers (±9223372036854775807)"},
+		{name: "a range from the least integer", decl: "a: int", when: "a..5 == []", item: item("a", n("-9223372036854775808")),
+			want: "evaluation stopped: it builds values of more than the 8388608 bytes an item may take"},
+		// Arithmetic on the 64-bit integers a time's methods give, and
+		// loops of integer arithmetic, cost what they did before checks.
+		{name: "int64s", decl: "a: S", when: `date(a).Unix() - date("2020-01-01T00:00:00Z").Unix() > 3600 && int(1E+18) > 0`, item: item("a", s("2021-01-01T00:00:00Z"))},
+		{name: "a loop", decl: "a: int", when: "all(1..10000, {# * a > 0})", item: item("a", n("10000"))},
+		{name: "a sum by a predicate", decl: "a: int", when: "sum(1..a, {# * 2}) > 0", item: item("a", n("10000"))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,6 +184,24 @@ func TestIntOverflow(t *testing.T) {
 				t.Errorf("error\n got %v\nwant %s (permanent)", err, want)
 			}
 		})
+	}
+}
+
+// TestIntOverflowAtLoad: an integer operation on literals, or a sum of a
+// range of constant bounds, that expr would compute at compile time and
+// wrap around is refused at load, naming where.
+func TestIntOverflowAtLoad(t *testing.T) {
+	for when, want := range map[string]string{
+		"9223372036854775807 + 1 < 0":                       "when: 9223372036854775807 + 1 < 0: integer overflow: an operation on literals gives a number beyond the 64-bit integers (1:21)",
+		"sum(4611686018427387904..4611686018427387904) < 0": "when: sum(4611686018427387904..4611686018427387904) < 0: integer overflow: the sum is beyond the 64-bit integers (1:1)",
+	} {
+		_, err := spec.Parse("overflow.yaml", whenSpec("n: int", when))
+		if err == nil || !strings.Contains(err.Error(), "overflow.yaml:6: projection p: "+want) {
+			t.Errorf("%s: %v\nwant %s", when, err, want)
+		}
+	}
+	if _, err := spec.Parse("overflow.yaml", whenSpec("n: int", "9223372036854775806 + 1 > 0 && sum(4611686018427387903..4611686018427387903) > 0")); err != nil {
+		t.Errorf("at the edge: %v", err)
 	}
 }
 

@@ -173,7 +173,7 @@ func compileExpr(src string, vars []variable, index map[string]int, b *loadBudge
 	}
 	texts := newTexter(src)
 	ast.Walk(&tree.Node, texts)
-	inst := &instrumenter{texts: texts.texts}
+	inst := &instrumenter{texts: texts.texts, ints: texts.ints}
 	for _, p := range sh.patterns {
 		_, insts := patternCost(p)
 		inst.insts = append(inst.insts, insts)

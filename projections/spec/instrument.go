@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math/big"
 	"reflect"
 	"sort"
 	"time"
@@ -128,7 +129,28 @@ func (s *shape) Visit(node *ast.Node) {
 		if _, ok := builtinCosts[n.Name]; !ok {
 			s.fail(n, "%s() is not available in a spec", n.Name)
 		}
+		// expr sums a range of constant bounds at compile time, as
+		// (n - m + 1) * (m + n) / 2, wrapping around.
+		if a, b, ok := constRangeSum(n); ok && b >= a {
+			count := new(big.Int).Sub(big.NewInt(b), big.NewInt(a))
+			count.Add(count, big.NewInt(1))
+			total := new(big.Int).Add(big.NewInt(a), big.NewInt(b))
+			total.Mul(total, count)
+			if !total.IsInt64() {
+				s.fail(n, "%v: the sum is beyond the 64-bit integers", errIntOverflow)
+			}
+		}
 	case *ast.BinaryNode:
+		// expr computes an operation on literals at compile time,
+		// wrapping around.
+		if a, okA := intLiteral(n.Left); okA {
+			if b, okB := intLiteral(n.Right); okB {
+				op, arith := map[string]int64{"+": intAdd, "-": intSub, "*": intMul}[n.Operator]
+				if arith && overflows(op, []any{a, b}) {
+					s.fail(n, "%v: an operation on literals gives a number beyond the 64-bit integers", errIntOverflow)
+				}
+			}
+		}
 		if n.Operator == "matches" {
 			p, ok := n.Right.(*ast.StringNode)
 			if !ok {
@@ -167,6 +189,7 @@ func (s *shape) Visit(node *ast.Node) {
 // so that a loop's body is instrumented before its weight is taken.
 type instrumenter struct {
 	texts  map[ast.Node]string // the operations' texts as written, for messages
+	ints   map[ast.Node]bool   // the operations whose operands are ints (texter)
 	lets   int                 // let names issued
 	arith  []string            // the text of each arithmetic node checked finite
 	insts  []int               // the program size of each pattern, in the order of shape.patterns
@@ -269,12 +292,15 @@ type texter struct {
 	texts map[ast.Node]string
 	sizes map[ast.Node]int // nodes in each subtree
 	lines []int            // the rune offset of each line's start
+	// ints holds the operations whose operands are all ints (not int64s,
+	// durations or values of unknown type), as the checker typed them.
+	ints map[ast.Node]bool
 }
 
 const maxTextNodes = 32
 
 func newTexter(src string) *texter {
-	t := &texter{texts: map[ast.Node]string{}, sizes: map[ast.Node]int{}, lines: []int{0}}
+	t := &texter{texts: map[ast.Node]string{}, sizes: map[ast.Node]int{}, lines: []int{0}, ints: map[ast.Node]bool{}}
 	i := 0
 	for _, r := range src {
 		i++
@@ -302,8 +328,13 @@ func (t *texter) Visit(node *ast.Node) {
 	switch n := n.(type) {
 	case *ast.BinaryNode:
 		op = n.Operator
+		t.ints[n] = isInt(n.Left.Type()) && isInt(n.Right.Type())
 	case *ast.BuiltinNode:
 		op = n.Name + "()"
+		t.ints[n] = len(n.Arguments) == 1 && isInt(n.Arguments[0].Type())
+	case *ast.UnaryNode:
+		t.ints[n] = isInt(n.Node.Type())
+		return
 	default:
 		return
 	}
@@ -362,9 +393,9 @@ func (v *instrumenter) Visit(node *ast.Node) {
 	case *ast.UnaryNode:
 		switch {
 		case n.Operator != "-" || isLiteral(n.Node):
-		case isInt(n.Type()):
+		case isInt(n.Type()) && v.ints[n]:
 			*node = v.intOp(n, intNeg, n.Node, &ast.IntegerNode{})
-		case isUnknown(n.Type()):
+		case mayBeInteger(n.Type()):
 			v.bind(node, opInt, ints(v.textOf(n), intNeg), &n.Node)
 		}
 	}
@@ -402,12 +433,15 @@ func (v *instrumenter) binary(node *ast.Node, n *ast.BinaryNode) {
 		op := map[string]int64{"+": intAdd, "-": intSub, "*": intMul}[n.Operator]
 		switch {
 		case isLiteral(n.Left) && isLiteral(n.Right):
-		case isInt(t):
+			// Refused at load if it overflows (shape).
+		case isInt(t) && v.ints[n]:
 			// Of two ints: the operation itself, checked.
 			*node = v.intOp(n, op, n.Left, n.Right)
 		case n.Operator == "+" && mayBeText(t):
 			v.bind(node, opPlus, ints(v.textOf(n)), &n.Left, &n.Right)
-		case isUnknown(t):
+		case mayBeInteger(t):
+			// Of int64s, durations or values of unknown type: checked
+			// beside the operation.
 			v.bind(node, opInt, ints(v.textOf(n), op), &n.Left, &n.Right)
 		}
 		if mayBeFloat(t) {
@@ -469,12 +503,18 @@ func (v *instrumenter) builtin(node *ast.Node, n *ast.BuiltinNode) {
 		// sum(a, predicate) adds the predicate's values: as
 		// sum(map(a, predicate)), its integer sum is checked below.
 		n.Arguments = []ast.Node{&ast.BuiltinNode{Name: "map", Arguments: n.Arguments}}
-	case n.Name == "abs" && len(n.Arguments) == 1 && isInt(n.Type()):
+	case n.Name == "abs" && len(n.Arguments) == 1 && isInt(n.Type()) && v.ints[n]:
 		// abs of the least integer has no 64-bit result, as its negation.
 		*node = v.intOp(n, intAbs, n.Arguments[0], &ast.IntegerNode{})
 		return
-	case n.Name == "abs" && len(n.Arguments) == 1 && isUnknown(n.Type()):
-		v.bind(node, opInt, ints(v.textOf(n), intNeg), &n.Arguments[0])
+	case n.Name == "abs" && len(n.Arguments) == 1 && mayBeInteger(n.Type()):
+		v.bind(node, opInt, ints(v.textOf(n), intAbs), &n.Arguments[0])
+		return
+	case n.Name == "int" && len(n.Arguments) == 1 && mayBeFloat(n.Arguments[0].Type()):
+		// A float beyond the 64-bit integers converts to what the machine
+		// makes of it: refused. (The text it may be is charged too.)
+		v.bind(node, opToInt, ints(v.textOf(n)), &n.Arguments[0])
+		return
 	}
 	c := builtinCosts[n.Name]
 	switch {
@@ -543,11 +583,17 @@ func selfWeight(node ast.Node) (steps, bytes int64) {
 			steps += 10 * callSteps
 		}
 	case *ast.CallNode:
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == intFunc {
+			// A checked integer operation: one call, whose three constant
+			// arguments (meter, text, operation) cost nothing more.
+			steps += callSteps - 3*nodeSteps
+			break
+		}
 		// A method of a time (Format the dearest): by reflection.
 		steps += 10 * callSteps
 	case *ast.BinaryNode:
 		if a, b, ok := constRange(n); ok {
-			size := max(b-a+1, 0)
+			size := rangeLen(a, b)
 			steps = satAdd(steps, size/4)
 			bytes = satAdd(bytes, satMul(size, 8))
 		}
@@ -592,6 +638,16 @@ func isConstRange(n ast.Node) bool {
 
 // constRange returns the bounds of a range a..b written with integer
 // literals.
+// constRangeSum reports sum(m..n) of constant bounds, and the bounds.
+// (With a predicate, the sum is instrumented, which keeps expr from
+// computing it at compile time.)
+func constRangeSum(n *ast.BuiltinNode) (a, b int64, ok bool) {
+	if n.Name != "sum" || len(n.Arguments) != 1 {
+		return 0, 0, false
+	}
+	return constRange(n.Arguments[0])
+}
+
 func constRange(n ast.Node) (a, b int64, ok bool) {
 	r, isBin := n.(*ast.BinaryNode)
 	if !isBin || r.Operator != ".." {
@@ -645,6 +701,12 @@ func mayBeText(t reflect.Type) bool { return isUnknown(t) || isText(t) }
 func mayBeInt(t reflect.Type) bool { return isUnknown(t) || isInt(t) }
 
 func isInt(t reflect.Type) bool { return t != nil && t.Kind() == reflect.Int }
+
+// mayBeInteger reports a type whose values may be signed integers of 64
+// bits: ints, int64s and durations among them.
+func mayBeInteger(t reflect.Type) bool {
+	return isUnknown(t) || t.Kind() == reflect.Int || t.Kind() == reflect.Int64
+}
 
 func mayBeFloat(t reflect.Type) bool {
 	return isUnknown(t) || t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32
