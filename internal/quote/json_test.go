@@ -76,11 +76,15 @@ func TestPrintableJSON(t *testing.T) {
 }
 
 // checkTerminalSafeJSON fails if s holds anything a terminal would
-// interpret, or anything but printable characters and spaces.
+// interpret, or anything but printable characters and spaces: invalid
+// UTF-8 among them (a U+FFFD the input holds is a printable character).
 func checkTerminalSafeJSON(t *testing.T, s string) {
 	t.Helper()
+	if !utf8.ValidString(s) {
+		t.Fatalf("%q is not UTF-8", s)
+	}
 	for _, r := range s {
-		if r != ' ' && (!strconv.IsPrint(r) || r == utf8.RuneError) {
+		if r != ' ' && !strconv.IsPrint(r) {
 			t.Fatalf("%q keeps %U", s, r)
 		}
 	}
