@@ -18,7 +18,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/functions/internal/entry"
@@ -120,9 +119,9 @@ func Main(env *projections.Environment) {
 		}
 		var store archive.Putter = objstore.NewDir(cfg.Dir)
 		if cfg.Bucket != "" {
-			aws, err := config.LoadDefaultConfig(ctx)
+			aws, err := entry.AWSConfig(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+				return nil, err
 			}
 			store = objstore.NewS3(s3.NewFromConfig(aws), cfg.Bucket, "", cfg.S3Options())
 		}

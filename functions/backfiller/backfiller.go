@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -120,9 +119,9 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		aws, err := config.LoadDefaultConfig(ctx)
+		aws, err := entry.AWSConfig(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+			return nil, err
 		}
 		table := dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table)
 		h, err := New(cfg, env, s3.NewFromConfig(aws), table, log)

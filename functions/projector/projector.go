@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -177,9 +176,9 @@ func Load(ctx context.Context) (Config, driver.Table, []Option, error) {
 	if err != nil {
 		return cfg, nil, nil, err
 	}
-	aws, err := config.LoadDefaultConfig(ctx)
+	aws, err := entry.AWSConfig(ctx)
 	if err != nil {
-		return cfg, nil, nil, fmt.Errorf("loading the AWS configuration: %w", err)
+		return cfg, nil, nil, err
 	}
 	client := dynamodb.NewFromConfig(aws)
 	var opts []Option

@@ -27,7 +27,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary/tributary/functions/internal/entry"
@@ -138,9 +137,9 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		aws, err := config.LoadDefaultConfig(ctx)
+		aws, err := entry.AWSConfig(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+			return nil, err
 		}
 		client := dynamodb.NewFromConfig(aws)
 		key, err := dynamostore.TargetKeyOf(ctx, client, cfg.Table)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/functions/internal/entry"
@@ -102,9 +101,9 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		aws, err := config.LoadDefaultConfig(ctx)
+		aws, err := entry.AWSConfig(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+			return nil, err
 		}
 		h, err := New(cfg, env, s3.NewFromConfig(aws), log)
 		if err != nil {

@@ -115,6 +115,29 @@ func (l *loader) text(n *node, path string) (string, bool) {
 }
 
 // nonEmpty returns a scalar's text, which must not be empty.
+// uniqueName reads the name field f holds of n, a projection or a
+// transform (kind): a valid name no other of its kind in the spec has
+// (names, by line). It returns "" after a problem.
+func (l *loader) uniqueName(n *node, f map[string]*node, names map[string]int, kind string) string {
+	nn, ok := f["name"]
+	if !ok {
+		l.problem(n.line, "name", "missing")
+		return ""
+	}
+	name, ok := l.nonEmpty(nn, "name")
+	switch {
+	case !ok:
+	case !validName(name):
+		l.problem(nn.line, "name", "%q: want letters, digits, '.', '_' and '-', starting with a letter or digit, at most %d bytes", clip(name), maxName)
+	case names[name] > 0:
+		l.problem(nn.line, "name", "%s is also the name of the %s on line %d", name, kind, names[name])
+	default:
+		names[name] = nn.line
+		return name
+	}
+	return ""
+}
+
 func (l *loader) nonEmpty(n *node, path string) (string, bool) {
 	s, ok := l.text(n, path)
 	if ok && s == "" {
@@ -263,19 +286,7 @@ func (l *loader) projection(n *node, i int, typeAttr string, keyAttrs []string, 
 	before := len(l.probs)
 	f := l.fields(n, "", "name", "entityTypes", "item", "when", "checks", "counters", "rows")
 	p := &Projection{typeAttr: typeAttr, keyAttrs: keyAttrs}
-	if nn, ok := f["name"]; !ok {
-		l.problem(n.line, "name", "missing")
-	} else if name, ok := l.nonEmpty(nn, "name"); ok {
-		switch {
-		case !validName(name):
-			l.problem(nn.line, "name", "%q: want letters, digits, '.', '_' and '-', starting with a letter or digit, at most %d bytes", clip(name), maxName)
-		case names[name] > 0:
-			l.problem(nn.line, "name", "%s is also the name of the projection on line %d", name, names[name])
-		default:
-			names[name] = nn.line
-			p.name = name
-		}
-	}
+	p.name = l.uniqueName(n, f, names, "projection")
 	if tn, ok := f["entityTypes"]; !ok {
 		l.problem(n.line, "entityTypes", "missing: name the entity types the projection reads")
 	} else {

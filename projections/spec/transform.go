@@ -164,19 +164,7 @@ func (l *loader) transform(n *node, i int, typeAttr string, keyAttrs []string, n
 	before := len(l.probs)
 	f := l.fields(n, "", "name", "keys", "ttlAttribute", "copyOthers", "entityTypes")
 	t := &transform{byType: map[string]*rewrite{}}
-	if nn, ok := f["name"]; !ok {
-		l.problem(n.line, "name", "missing")
-	} else if name, ok := l.nonEmpty(nn, "name"); ok {
-		switch {
-		case !validName(name):
-			l.problem(nn.line, "name", "%q: want letters, digits, '.', '_' and '-', starting with a letter or digit, at most %d bytes", clip(name), maxName)
-		case names[name] > 0:
-			l.problem(nn.line, "name", "%s is also the name of the transform on line %d", name, names[name])
-		default:
-			names[name] = nn.line
-			t.name = name
-		}
-	}
+	t.name = l.uniqueName(n, f, names, "transform")
 	keys := keyAttrs
 	if kn, ok := f["keys"]; ok {
 		if list, ok := l.list(kn, "keys"); ok {

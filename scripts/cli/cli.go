@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -78,6 +79,16 @@ type Env struct {
 
 // set returns the projection set commands run.
 func (e *Env) set() *projections.Set { return e.Environment.Projections }
+
+// engineLog is the log of an engine a command runs: JSON lines on stderr
+// with -v (verbose), else nothing.
+func (e *Env) engineLog(verbose bool) *slog.Logger {
+	w := io.Discard
+	if verbose {
+		w = e.Stderr
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
 
 // ErrUsage marks a command-line mistake: the tool prints it and exits 2.
 var ErrUsage = errors.New("usage")

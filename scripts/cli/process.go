@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/tributary/tributary/internal/quote"
@@ -47,11 +45,7 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
-	logw := io.Discard
-	if *verbose {
-		logw = e.Stderr
-	}
-	log := slog.New(slog.NewJSONHandler(logw, nil))
+	log := e.engineLog(*verbose)
 	engine, err := openEngine(ctx, st, sf.String(), e.set(), projections.Config{Logger: log})
 	if err != nil {
 		return err

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -81,11 +79,7 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
-	logw := io.Discard
-	if *verbose {
-		logw = e.Stderr
-	}
-	log := slog.New(slog.NewJSONHandler(logw, nil))
+	log := e.engineLog(*verbose)
 	var writeTo driver.Table = st
 	var dry *projections.DryRun
 	if *dryRun {

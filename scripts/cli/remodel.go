@@ -365,11 +365,7 @@ func remodelApply(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeTarget()) }()
-	logw := io.Discard
-	if *verbose {
-		logw = e.Stderr
-	}
-	log := slog.New(slog.NewJSONHandler(logw, nil))
+	log := e.engineLog(*verbose)
 	engine, err := r.Open(ctx, target, projections.Config{Logger: log})
 	if err != nil {
 		return fmt.Errorf("%s: %w", rf.target.String(), err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,11 +84,7 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	logw := io.Discard
-	if f.verbose {
-		logw = e.Stderr
-	}
-	log := slog.New(slog.NewJSONHandler(logw, nil))
+	log := e.engineLog(f.verbose)
 
 	awsCfg, err := f.awsConfig(ctx)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -119,6 +121,16 @@ func List(v string) []string {
 		}
 	}
 	return out
+}
+
+// AWSConfig loads the function's AWS configuration (its role's
+// credentials and region, from the Lambda environment).
+func AWSConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	return cfg, nil
 }
 
 // Getenv turns lookup (os.LookupEnv in a main) into a getter that gives an
