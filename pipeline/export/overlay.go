@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"sort"
 	"time"
 
@@ -39,34 +38,20 @@ type OverlayEntry struct {
 	HasVersion bool
 }
 
-// LoadOverlay reads incremental exports to apply onto full. They are
-// ordered by exportFromTime and must leave no gap: the first must start at
-// or before the full export's time, and each must start at or before the end
-// of the one before; otherwise changes would be missing and the result
-// wrong, so it is an error.
+// LoadOverlay reads incremental exports to apply onto full, after checking
+// that full and they are one table's history, contiguous, moving forward
+// and of no future time; it refuses any other chain, naming the export and
+// the times (checkChain has the checks). It checks full's time when there
+// are no incremental exports too: every reader of an export chain goes
+// through here. They apply in time order, whatever the order given.
 func LoadOverlay(ctx context.Context, full *Export, incs []*Export, opts pipeline.Options, skipMD5 bool) (*Overlay, error) {
 	o := &Overlay{entries: map[string]*OverlayEntry{}}
+	incs, err := checkChain(full, incs, time.Now())
+	if err != nil {
+		return nil, err
+	}
 	if len(incs) == 0 {
 		return o, nil
-	}
-	incs = append([]*Export(nil), incs...)
-	from := func(e *Export) time.Time {
-		t, _ := time.Parse(time.RFC3339Nano, e.Summary.ExportFromTime)
-		return t
-	}
-	for _, e := range incs {
-		if !e.Summary.Incremental() {
-			return nil, fmt.Errorf("export: %s is not an incremental export (exportType %q)", e, e.Summary.ExportType)
-		}
-	}
-	sort.SliceStable(incs, func(i, j int) bool { return from(incs[i]).Before(from(incs[j])) })
-	prevName, prevEnd := full.String(), full.Time()
-	for _, e := range incs {
-		if f := from(e); !prevEnd.IsZero() && !f.IsZero() && f.After(prevEnd) {
-			return nil, fmt.Errorf("export: gap between %s (to %s) and incremental %s (from %s): the changes in between are in neither",
-				prevName, prevEnd.Format(time.RFC3339), e, f.Format(time.RFC3339))
-		}
-		prevName, prevEnd = e.String(), e.Time()
 	}
 	o.Exports = incs
 	dec := pipeline.NewExportDecoder(opts)

@@ -285,6 +285,13 @@ func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engi
 	if asOf.IsZero() {
 		return nil, fmt.Errorf("backfill: %s does not say its point in time (no manifest-summary.json exportTime): give it (--export-time)", full)
 	}
+	what := "exportTime"
+	if !opts.AsOf.IsZero() {
+		what = "the time given for it (--export-time)"
+	}
+	if err := export.CheckTime(full, what, asOf, time.Now()); err != nil {
+		return nil, fmt.Errorf("backfill: %w", err)
+	}
 	m := Marker{Export: full.Summary.ExportARN}
 	if m.Export == "" {
 		m.Export = full.String()
@@ -343,10 +350,12 @@ func (j *Job) Files() []string { return append([]string(nil), j.files...) }
 
 // Begin records the job in the store's marker, unless the marker records
 // it already. A marker of another job is replaced: the store is being
-// backfilled from another export (a rerun from a newer one). It refuses a
-// store whose projection-set marker was written after the export's time:
-// a shadow that started filling it from the stream after that time has
-// missed the changes in between, which the export does not hold either.
+// backfilled from another export. It refuses a store the export cannot be
+// laid over (checkCoverage): one whose projection-set marker was written
+// after the export's time (a shadow that started filling it from the
+// stream after that time has missed the changes in between, which the
+// export does not hold either), or one an older export's backfill built
+// that nothing has kept current from the stream since.
 func (j *Job) Begin(ctx context.Context) error {
 	cur, _, err := ReadMarker(ctx, j.store)
 	if err != nil {
@@ -381,23 +390,49 @@ func (j *Job) Begin(ctx context.Context) error {
 	return errors.New("backfill: the store's backfill marker kept changing")
 }
 
-// checkCoverage refuses a store that holds state from after the export's
-// time without the changes in between: one that a shadow began to fill
-// from the stream after that time (its projection-set marker's time), or
-// that an earlier backfill from a newer export built. Either way the
-// changes between the export's time and then are in neither, and an item
-// deleted meanwhile would come back.
+// checkCoverage refuses a store the export cannot be laid over without
+// losing changes (an empty one excepted: nothing in it can be stale):
+//
+//   - one that holds state from after the export's time without the
+//     changes in between: a shadow began to fill it from the stream after
+//     that time (its projection-set marker's time), or an earlier backfill
+//     from a newer export built it. The changes in between are in neither,
+//     and an item deleted meanwhile would come back;
+//   - one that an earlier backfill from an older export built, unless
+//     the stream has kept it current since that export's time: a shadow
+//     attached before it (the projection-set marker at or before it), or a
+//     replay from it that completed (the backfill marker's CaughtUp). An
+//     export holds no deletions: an item deleted between the two exports'
+//     times would stay in the store.
+//
+// A rerun of the same job is not checked here (Begin): it is the same
+// export over its own state.
 func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 	set, err := projections.ReadMarker(ctx, j.store)
-	if err != nil || set == nil {
+	if err != nil {
 		return err
 	}
-	since := set.Since
-	if prior != nil && prior.AsOf.Before(since) {
-		since = prior.AsOf
-	}
-	if !since.After(j.asOf) {
-		return nil
+	var refusal error
+	if prior != nil && prior.AsOf.Before(j.asOf) {
+		if !prior.CaughtUp.IsZero() || set != nil && !set.Since.After(prior.AsOf) {
+			return nil
+		}
+		from := prior.AsOf.Truncate(time.Second).Format(time.RFC3339)
+		refusal = fmt.Errorf("backfill: the store holds the backfill of an older export (%s, as of %s), and nothing shows that the stream has kept it current since: an item deleted before this export's time, %s, would stay in the store (an export holds no deletions). Backfill this export into a new, empty store; or replay the stream into this one from %s first (a replay from there records the store caught up) and run this again (docs/backfill.md)",
+			prior.Export, prior.AsOf.UTC().Format(time.RFC3339Nano), j.asOf.Format(time.RFC3339Nano), from)
+	} else {
+		if set == nil {
+			return nil
+		}
+		since := set.Since
+		if prior != nil && prior.AsOf.Before(since) {
+			since = prior.AsOf
+		}
+		if !since.After(j.asOf) {
+			return nil
+		}
+		refusal = fmt.Errorf("backfill: the store holds state since %s, after the export's time, %s: the stream's changes in between are in neither. Take an export after %s, or replay the stream from %s into the store (docs/backfill.md)",
+			since.UTC().Format(time.RFC3339), j.asOf.Format(time.RFC3339Nano), since.UTC().Format(time.RFC3339), j.asOf.Truncate(time.Second).Format(time.RFC3339))
 	}
 	if r, ok := j.store.(driver.Reader); ok {
 		empty, err := projections.Empty(ctx, r)
@@ -405,8 +440,7 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 			return err
 		}
 	}
-	return fmt.Errorf("backfill: the store holds state since %s, after the export's time, %s: the stream's changes in between are in neither. Take an export after %s, or replay the stream from %s into the store (docs/backfill.md)",
-		since.UTC().Format(time.RFC3339), j.asOf.Format(time.RFC3339Nano), since.UTC().Format(time.RFC3339), j.asOf.Truncate(time.Second).Format(time.RFC3339))
+	return refusal
 }
 
 func (j *Job) writeMarker(ctx context.Context, m Marker, rev int64) error {
