@@ -271,6 +271,82 @@ func TestBadEvents(t *testing.T) {
 	}
 }
 
+// TestChainRefused: the plan of a job whose incremental exports are not
+// the full export's table's history, contiguous and moving forward, or
+// that holds a time after now, is refused, naming the export and the times
+// or fields, before anything is written; so is a file step of such a job.
+func TestChainRefused(t *testing.T) {
+	ctx := context.Background()
+	client, full, inc := fixtureInS3(t)
+	loc, err := objstore.Parse(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := objstore.NewS3(client, loc.Bucket, "exports/app", objstore.S3Options{})
+	incDir := strings.TrimPrefix(loc.Prefix, "exports/app/")
+	summary, err := objstore.ReadAll(ctx, root, incDir+"/manifest-summary.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// variant writes a copy of the incremental export under id with its
+	// summary edited (a field set to nil is left out), and returns its
+	// location; its manifest names the shared data files.
+	variant := func(id string, edit map[string]any) string {
+		var s map[string]any
+		if err := json.Unmarshal(summary, &s); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range edit {
+			if v == nil {
+				delete(s, k)
+			} else {
+				s[k] = v
+			}
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := root.Put(ctx, "AWSDynamoDB/"+id+"/manifest-summary.json", b); err != nil {
+			t.Fatal(err)
+		}
+		return "s3://" + loc.Bucket + "/exports/app/AWSDynamoDB/" + id
+	}
+	st := boltstoretest.Open(t)
+	h, err := backfiller.New(backfiller.Config{Table: "t", Export: full}, seed.Environment(), client, st, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		incs []string
+		want []string
+	}{
+		{"ends before the full export", []string{variant("01796032801000-000000a1", map[string]any{"exportFromTime": "2026-11-30T09:59:00.000Z", "exportToTime": "2026-11-30T10:00:01.000Z"})},
+			[]string{"01796032801000-000000a1 (from 2026-11-30T09:59:00Z to 2026-11-30T10:00:01Z) ends before ", "(as of 2026-11-30T10:00:02.314Z)"}},
+		{"ends before the one before it", []string{variant("01796032803000-000000a2", map[string]any{"exportFromTime": "2026-11-30T10:00:02.000Z", "exportToTime": "2026-11-30T10:00:03.000Z"}), inc},
+			[]string{"01796032803000-000000a2 (from 2026-11-30T10:00:02Z to 2026-11-30T10:00:03Z) ends before ", "e675cc21 (to 2026-11-30T10:00:04.099Z)"}},
+		{"no exportFromTime", []string{variant("01796032804099-000000a3", map[string]any{"exportFromTime": nil})},
+			[]string{"01796032804099-000000a3 has no exportFromTime"}},
+		{"another table", []string{variant("01796032804099-000000a4", map[string]any{"tableArn": "arn:aws:dynamodb:eu-west-1:111122223333:table/other"})},
+			[]string{"01796032804099-000000a4 is of another table than ", "tableArn arn:aws:dynamodb:eu-west-1:111122223333:table/other, not arn:aws:dynamodb:eu-west-1:111122223333:table/app"}},
+		{"a time after now", []string{variant("01796032804099-000000a5", map[string]any{"exportToTime": "2072-01-01T00:00:00.000Z"})},
+			[]string{"01796032804099-000000a5: exportToTime 2072-01-01T00:00:00Z is after now"}},
+	} {
+		for _, action := range []string{"plan", "file"} {
+			_, err := h.Handle(ctx, backfiller.Event{Action: action, Incrementals: tc.incs, DataFileS3Key: backfill.OverlayFile})
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("%s, %s: %v, want an error with %q", tc.name, action, err, w)
+				}
+			}
+		}
+	}
+	if m, _, err := backfill.ReadMarker(ctx, st); err != nil || m != nil {
+		t.Errorf("a refused chain wrote the backfill marker %+v (%v)", m, err)
+	}
+}
+
 func TestLoadConfig(t *testing.T) {
 	_, err := backfiller.LoadConfig(vars(map[string]string{"EXPORT_LOCATION": "s3://", "BATCH_SIZE": "0"}))
 	for _, want := range []string{"AGGREGATE_TABLE", "EXPORT_LOCATION", "BATCH_SIZE"} {
