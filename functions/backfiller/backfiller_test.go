@@ -292,21 +292,7 @@ func TestChainRefused(t *testing.T) {
 	// summary edited (a field set to nil is left out), and returns its
 	// location; its manifest names the shared data files.
 	variant := func(id string, edit map[string]any) string {
-		var s map[string]any
-		if err := json.Unmarshal(summary, &s); err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range edit {
-			if v == nil {
-				delete(s, k)
-			} else {
-				s[k] = v
-			}
-		}
-		b, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := exportgen.EditSummary(t, summary, edit)
 		if err := root.Put(ctx, "AWSDynamoDB/"+id+"/manifest-summary.json", b); err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
@@ -38,20 +38,7 @@ func editSummary(t *testing.T, dir string, edit map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s map[string]any
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range edit {
-		if v == nil {
-			delete(s, k)
-		} else {
-			s[k] = v
-		}
-	}
-	if b, err = json.Marshal(s); err != nil {
-		t.Fatal(err)
-	}
+	b = exportgen.EditSummary(t, b, edit)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +58,17 @@ func copyIncremental(t *testing.T, dir, id string, edit map[string]any) string {
 	return to
 }
 
+// withoutManifest removes the manifests of the export at dir, as a copy
+// that lost them.
+func withoutManifest(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{"manifest-summary.json", "manifest-files.json"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestExportChainRefused: a chain of exports that is not one table's
 // history, contiguous and moving forward, or that holds a time after now,
 // is refused by every command that reads one (backfill, verify, remodel
@@ -85,87 +83,99 @@ func TestExportChainRefused(t *testing.T) {
 	if code, out, stderr := runCLI(t, "remodel", "backfill", "--export", fullExport, "--incremental", incExport, "--transform", "comments-table", "--store", target, "--no-sync"); code != 0 {
 		t.Fatalf("remodel backfill: exit %d\n%s%s", code, out, stderr)
 	}
-	// args gives a case's export flags for the gates and for the backfills
-	// (which may take --export-time); nil for the gates: they take no time.
+	// A case's export flags: for the gates, and for the backfills (which
+	// may take --export-time); no gates: they take no time.
 	type chain struct{ gates, backfills []string }
+	// incEdited is a case of the fixture's chain with the incremental
+	// export's summary edited.
+	incEdited := func(edit map[string]any) func(t *testing.T) chain {
+		return func(t *testing.T) chain {
+			full, inc := chainFixture(t)
+			editSummary(t, inc, edit)
+			a := []string{"--export", full, "--incremental", inc}
+			return chain{a, a}
+		}
+	}
+	fullName, incName := filepath.Base(fullExport), filepath.Base(incExport)
 	for _, tc := range []struct {
 		name  string
 		build func(t *testing.T) chain
 		want  []string
 	}{
-		{"an incremental ending before the full export", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			editSummary(t, inc, map[string]any{"exportFromTime": "2026-11-30T09:59:00.000Z", "exportToTime": "2026-11-30T10:00:01.000Z"})
-			a := []string{"--export", full, "--incremental", inc}
-			return chain{a, a}
-		}, []string{"the incremental export ", filepath.Base(incExport) + " (from 2026-11-30T09:59:00Z to 2026-11-30T10:00:01Z) ends before ", filepath.Base(fullExport) + " (as of 2026-11-30T10:00:02.314Z)", "must move forward"}},
-		{"an incremental ending before the one before it, given first", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			older := copyIncremental(t, inc, "01796032803000-0000b0b0", map[string]any{"exportFromTime": "2026-11-30T10:00:02.000Z", "exportToTime": "2026-11-30T10:00:03.000Z"})
-			a := []string{"--export", full, "--incremental", older, "--incremental", inc}
-			return chain{a, a}
-		}, []string{"01796032803000-0000b0b0 (from 2026-11-30T10:00:02Z to 2026-11-30T10:00:03Z) ends before ", filepath.Base(incExport) + " (to 2026-11-30T10:00:04.099Z)"}},
-		{"an incremental without exportFromTime", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			editSummary(t, inc, map[string]any{"exportFromTime": nil})
-			a := []string{"--export", full, "--incremental", inc}
-			return chain{a, a}
-		}, []string{filepath.Base(incExport) + " has no exportFromTime in its manifest-summary.json"}},
-		{"an incremental whose exportToTime does not parse", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			editSummary(t, inc, map[string]any{"exportToTime": "2026-11-30 10:00:04"})
-			a := []string{"--export", full, "--incremental", inc}
-			return chain{a, a}
-		}, []string{filepath.Base(incExport) + `: manifest-summary.json exportToTime "2026-11-30 10:00:04" is not an RFC 3339 time`}},
-		{"an incremental of another table", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			editSummary(t, inc, map[string]any{"tableArn": "arn:aws:dynamodb:eu-west-1:111122223333:table/other", "tableId": "00000000-0000-0000-0000-000000000000"})
-			a := []string{"--export", full, "--incremental", inc}
-			return chain{a, a}
-		}, []string{filepath.Base(incExport) + " is of another table than ", "tableArn arn:aws:dynamodb:eu-west-1:111122223333:table/other, not arn:aws:dynamodb:eu-west-1:111122223333:table/app"}},
-		{"an incremental of the table created again under its name", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			editSummary(t, inc, map[string]any{"tableId": "00000000-0000-0000-0000-000000000000"})
-			a := []string{"--export", full, "--incremental", inc}
-			return chain{a, a}
-		}, []string{"is of another table than ", "tableId 00000000-0000-0000-0000-000000000000, not 542aa588-6be4-e7e1-b0fa-77e64bf6f16c"}},
-		{"an incremental without tableId", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			editSummary(t, inc, map[string]any{"tableId": nil})
-			a := []string{"--export", full, "--incremental", inc}
-			return chain{a, a}
-		}, []string{filepath.Base(incExport) + " has no tableId in its manifest-summary.json"}},
-		{"an incremental ending in the future", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			editSummary(t, inc, map[string]any{"exportToTime": "2072-01-01T00:00:00.000Z"})
-			a := []string{"--export", full, "--incremental", inc}
-			return chain{a, a}
-		}, []string{filepath.Base(incExport) + ": exportToTime 2072-01-01T00:00:00Z is after now (", "an export holds no future"}},
-		{"a full export of the future", func(t *testing.T) chain {
-			full, _ := chainFixture(t)
-			editSummary(t, full, map[string]any{"exportTime": "2072-01-01T00:00:00.000Z"})
-			a := []string{"--export", full}
-			return chain{a, a}
-		}, []string{filepath.Base(fullExport) + ": exportTime 2072-01-01T00:00:00Z is after now ("}},
-		{"a time given in the future", func(t *testing.T) chain {
-			full, _ := chainFixture(t)
-			for _, f := range []string{"manifest-summary.json", "manifest-files.json"} {
-				if err := os.Remove(filepath.Join(full, f)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return chain{nil, []string{"--export", full, "--allow-missing-manifest", "--export-time", "2072-01-01T00:00:00Z"}}
-		}, []string{filepath.Base(fullExport) + ": the time given for it (--export-time) 2072-01-01T00:00:00Z is after now ("}},
-		{"incrementals over a full export read without its manifest", func(t *testing.T) chain {
-			full, inc := chainFixture(t)
-			for _, f := range []string{"manifest-summary.json", "manifest-files.json"} {
-				if err := os.Remove(filepath.Join(full, f)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			a := []string{"--export", full, "--allow-missing-manifest", "--incremental", inc}
-			return chain{a, append(a, "--export-time", "2026-11-30T10:00:02.314Z")}
-		}, []string{filepath.Base(fullExport) + " was read without its manifest: it says neither its time nor its table"}},
+		{
+			"an incremental ending before the full export",
+			incEdited(map[string]any{"exportFromTime": "2026-11-30T09:59:00.000Z", "exportToTime": "2026-11-30T10:00:01.000Z"}),
+			[]string{"the incremental export ", incName + " (from 2026-11-30T09:59:00Z to 2026-11-30T10:00:01Z) ends before ", fullName + " (as of 2026-11-30T10:00:02.314Z)", "must move forward"},
+		},
+		{
+			"an incremental ending before the one before it, given first",
+			func(t *testing.T) chain {
+				full, inc := chainFixture(t)
+				older := copyIncremental(t, inc, "01796032803000-0000b0b0", map[string]any{"exportFromTime": "2026-11-30T10:00:02.000Z", "exportToTime": "2026-11-30T10:00:03.000Z"})
+				a := []string{"--export", full, "--incremental", older, "--incremental", inc}
+				return chain{a, a}
+			},
+			[]string{"01796032803000-0000b0b0 (from 2026-11-30T10:00:02Z to 2026-11-30T10:00:03Z) ends before ", incName + " (to 2026-11-30T10:00:04.099Z)"},
+		},
+		{
+			"an incremental without exportFromTime",
+			incEdited(map[string]any{"exportFromTime": nil}),
+			[]string{incName + " has no exportFromTime in its manifest-summary.json"},
+		},
+		{
+			"an incremental whose exportToTime does not parse",
+			incEdited(map[string]any{"exportToTime": "2026-11-30 10:00:04"}),
+			[]string{incName + `: manifest-summary.json exportToTime "2026-11-30 10:00:04" is not an RFC 3339 time`},
+		},
+		{
+			"an incremental of another table",
+			incEdited(map[string]any{"tableArn": "arn:aws:dynamodb:eu-west-1:111122223333:table/other", "tableId": "00000000-0000-0000-0000-000000000000"}),
+			[]string{incName + " is of another table than ", "tableArn arn:aws:dynamodb:eu-west-1:111122223333:table/other, not arn:aws:dynamodb:eu-west-1:111122223333:table/app"},
+		},
+		{
+			"an incremental of the table created again under its name",
+			incEdited(map[string]any{"tableId": "00000000-0000-0000-0000-000000000000"}),
+			[]string{"is of another table than ", "tableId 00000000-0000-0000-0000-000000000000, not 542aa588-6be4-e7e1-b0fa-77e64bf6f16c"},
+		},
+		{
+			"an incremental without tableId",
+			incEdited(map[string]any{"tableId": nil}),
+			[]string{incName + " has no tableId in its manifest-summary.json"},
+		},
+		{
+			"an incremental ending in the future",
+			incEdited(map[string]any{"exportToTime": "2072-01-01T00:00:00.000Z"}),
+			[]string{incName + ": exportToTime 2072-01-01T00:00:00Z is after now (", "an export holds no future"},
+		},
+		{
+			"a full export of the future",
+			func(t *testing.T) chain {
+				full, _ := chainFixture(t)
+				editSummary(t, full, map[string]any{"exportTime": "2072-01-01T00:00:00.000Z"})
+				a := []string{"--export", full}
+				return chain{a, a}
+			},
+			[]string{fullName + ": exportTime 2072-01-01T00:00:00Z is after now ("},
+		},
+		{
+			"a time given in the future",
+			func(t *testing.T) chain {
+				full, _ := chainFixture(t)
+				withoutManifest(t, full)
+				return chain{nil, []string{"--export", full, "--allow-missing-manifest", "--export-time", "2072-01-01T00:00:00Z"}}
+			},
+			[]string{fullName + ": the time given for it (--export-time) 2072-01-01T00:00:00Z is after now ("},
+		},
+		{
+			"incrementals over a full export read without its manifest",
+			func(t *testing.T) chain {
+				full, inc := chainFixture(t)
+				withoutManifest(t, full)
+				a := []string{"--export", full, "--allow-missing-manifest", "--incremental", inc}
+				return chain{a, append(a, "--export-time", "2026-11-30T10:00:02.314Z")}
+			},
+			[]string{fullName + " was read without its manifest: it says neither its time nor its table"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.build(t)
