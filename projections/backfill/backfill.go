@@ -418,7 +418,7 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 			return nil
 		}
 		from := prior.AsOf.Truncate(time.Second).Format(time.RFC3339)
-		refusal = fmt.Errorf("backfill: the store holds the backfill of an older export (%s, as of %s), and nothing shows that the stream has kept it current since: an item deleted before this export's time, %s, would stay in the store (an export holds no deletions). Backfill this export into a new, empty store; or replay the stream into this one from %s first (a replay from there records the store caught up) and run this again (docs/backfill.md)",
+		refusal = fmt.Errorf("backfill: the store holds the backfill of an older export (%s, as of %s), and nothing shows that the stream has kept it current since: an item deleted before this export's time, %s, would stay in the store (an export holds no deletions). Backfill this export into a new, empty store; or first apply the stream to this one from %s on (a replay from then records it caught up), then run this again (docs/backfill.md)",
 			prior.Export, prior.AsOf.UTC().Format(time.RFC3339Nano), j.asOf.Format(time.RFC3339Nano), from)
 	} else {
 		if set == nil {

@@ -242,7 +242,7 @@ func TestBackfillOverOlderExport(t *testing.T) {
 		for _, want := range []string{
 			"the store holds the backfill of an older export (arn:aws:dynamodb:eu-west-1:111122223333:table/app/export/01796032802314-fa5ad9a8, as of 2026-11-30T10:00:02.314Z), and nothing shows that the stream has kept it current since",
 			"an item deleted before this export's time, 2026-11-30T10:00:04.099Z, would stay in the store",
-			"Backfill this export into a new, empty store; or replay the stream into this one from 2026-11-30T10:00:02Z first",
+			"Backfill this export into a new, empty store; or first apply the stream to this one from 2026-11-30T10:00:02Z on",
 		} {
 			if code != 1 || !strings.Contains(stderr, want) {
 				t.Errorf("%s of a newer export over it: exit %d, want 1 and %q\n%s%s", strings.Join(cmd, " "), code, want, out, stderr)
