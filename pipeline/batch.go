@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/internal/quote"
 )
 
@@ -154,6 +154,9 @@ type Result struct {
 	// Report is the sequence number to report to Lambda as the batch item
 	// failure, or "" when the whole batch is done.
 	Report string
+	// Newest is the newest creation time (Change.Time) of the records
+	// applied or skipped; zero when there were none.
+	Newest time.Time
 }
 
 // Failure is one failed record.
@@ -280,6 +283,9 @@ func (p *Processor) Process(ctx context.Context, payload []byte) (Result, error)
 	read := p.reads
 	done := func(cs []Change) {
 		for i := range cs {
+			if cs[i].Time.After(res.Newest) {
+				res.Newest = cs[i].Time
+			}
 			if read != nil && !Touches(&cs[i], read) {
 				res.Skipped++
 				stats.add(cs[i].EntityType(), "Skipped")
@@ -419,17 +425,21 @@ func (p *Processor) emit(ctx context.Context, log *slog.Logger, stats batchStats
 	}
 	sort.Strings(types)
 	for _, t := range types {
-		set := emf.New(p.cfg.Namespace, map[string]string{"Function": p.cfg.Function, "EntityType": t})
+		set := metrics.ByType.New(p.cfg.Namespace, map[string]string{"Function": p.cfg.Function, "EntityType": t})
 		for name, v := range stats.byType[t] {
-			set.Add(name, emf.Count, v)
+			set.Add(name, v)
 		}
 		if _, err := set.WriteTo(p.cfg.Metrics, now); err != nil {
 			log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
 		}
 	}
-	set := emf.New(p.cfg.Namespace, map[string]string{"Function": p.cfg.Function})
-	set.Add("BatchDuration", emf.Milliseconds, float64(d.Microseconds())/1000)
-	set.Add("BatchRecords", emf.Count, float64(res.Records))
+	set := metrics.Batch.New(p.cfg.Namespace, map[string]string{"Function": p.cfg.Function})
+	set.AddDuration("BatchDuration", d)
+	set.Add("BatchRecords", float64(res.Records))
+	set.Add("RecordsDone", float64(res.Applied+res.Skipped))
+	if !res.Newest.IsZero() {
+		set.AddDuration("AppliedAge", max(0, now.Sub(res.Newest)))
+	}
 	if _, err := set.WriteTo(p.cfg.Metrics, now); err != nil {
 		log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
 	}

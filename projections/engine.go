@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/pipeline"
@@ -44,6 +45,12 @@ type Config struct {
 	Metrics io.Writer
 	// Namespace for metrics. Default "Tributary".
 	Namespace string
+	// Function names the function in metric dimensions. Default: the
+	// Lambda function's name from the environment, or "local".
+	Function string
+	// Component is the metrics' Component dimension: "engine" (the
+	// default) for a live set, "shadow" for a shadow set kept beside it.
+	Component string
 	// Now returns the time; default time.Now. Used for tombstone expiry.
 	Now func() time.Time
 	// Sleep waits between retries; default retry.Sleep, a timer that ends
@@ -83,6 +90,15 @@ func newEngine(store driver.Store, cfg Config, ps ...Projection) *Engine {
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = "Tributary"
+	}
+	if cfg.Function == "" {
+		cfg.Function = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	}
+	if cfg.Function == "" {
+		cfg.Function = "local"
+	}
+	if cfg.Component == "" {
+		cfg.Component = "engine"
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -1014,15 +1030,15 @@ func (e *Engine) emit(ctx context.Context, before Stats, d time.Duration) {
 		return
 	}
 	now := e.Stats()
-	set := emf.New(e.cfg.Namespace, map[string]string{"Component": "engine"})
-	set.Add("Changes", emf.Count, float64(now.Changes-before.Changes))
-	set.Add("ItemsWritten", emf.Count, float64(now.Items-before.Items))
-	set.Add("Stale", emf.Count, float64(now.Stale-before.Stale))
-	set.Add("Superseded", emf.Count, float64(now.Superseded-before.Superseded))
-	set.Add("Transactions", emf.Count, float64(now.Transactions-before.Transactions))
-	set.Add("Conflicts", emf.Count, float64(now.Conflicts-before.Conflicts))
-	set.Add("WriteUnits", emf.Count, now.WriteUnits-before.WriteUnits)
-	set.Add("ApplyDuration", emf.Milliseconds, float64(d.Microseconds())/1000)
+	set := metrics.Engine.New(e.cfg.Namespace, map[string]string{"Component": e.cfg.Component, "Function": e.cfg.Function})
+	set.Add("Changes", float64(now.Changes-before.Changes))
+	set.Add("ItemsWritten", float64(now.Items-before.Items))
+	set.Add("Stale", float64(now.Stale-before.Stale))
+	set.Add("Superseded", float64(now.Superseded-before.Superseded))
+	set.Add("Transactions", float64(now.Transactions-before.Transactions))
+	set.Add("Conflicts", float64(now.Conflicts-before.Conflicts))
+	set.Add("WriteUnits", now.WriteUnits-before.WriteUnits)
+	set.AddDuration("ApplyDuration", d)
 	if _, err := set.WriteTo(e.cfg.Metrics, time.Now()); err != nil {
 		e.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "engine metrics not written", slog.String("error", err.Error()))
 	}

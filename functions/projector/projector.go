@@ -268,6 +268,7 @@ func New(ctx context.Context, cfg Config, env *projections.Environment, t driver
 		slog := log.With("shadowTable", cfg.ShadowTable)
 		scfg := ecfg
 		scfg.Logger = slog
+		scfg.Component = "shadow"
 		s.start = func(ctx context.Context) (*pipeline.Processor, error) {
 			se, err := projections.Open(ctx, o.shadow, shadowSet, scfg)
 			if err != nil {
@@ -275,6 +276,10 @@ func New(ctx context.Context, cfg Config, env *projections.Environment, t driver
 			}
 			spc := pc
 			spc.Logger = slog
+			// The shadow's records are not counted again under the
+			// function's per-type metrics; its engine's are Component
+			// shadow, its failures and lag the shadow family's.
+			spc.Metrics = nil
 			return newProcessor(source, se, spc), nil
 		}
 		s.lastTry = time.Now()

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/redrive"
@@ -64,9 +64,13 @@ type Handler struct {
 // then the shadow, if any, applies the same event, within the time the
 // invocation has left.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	out, err := h.live.Invoke(ctx, payload)
+	res, err := h.live.Process(ctx, payload)
+	var out []byte
+	if err == nil {
+		out, err = h.live.Response(res)
+	}
 	if h.shadow != nil {
-		h.shadow.invoke(ctx, payload)
+		h.shadow.invoke(ctx, payload, res.Newest)
 	}
 	return out, err
 }
@@ -94,6 +98,10 @@ type shadow struct {
 	log      *slog.Logger
 	metrics  io.Writer
 	failures atomic.Int64
+	// applied is the newest change the shadow applied in this environment;
+	// behind, while it has applied none, the live set's newest change when
+	// the shadow first failed: the lag is measured from them.
+	applied, behind time.Time
 }
 
 // shadowMargin is the time a shadow leaves its invocation: it stops, and
@@ -104,7 +112,7 @@ const shadowMargin = 2 * time.Second
 // missing, or another set's) tries again, in an environment that lives on.
 const shadowRetry = time.Minute
 
-func (s *shadow) invoke(ctx context.Context, payload []byte) {
+func (s *shadow) invoke(ctx context.Context, payload []byte, liveNewest time.Time) {
 	start := time.Now()
 	if s.proc == nil && s.start != nil && start.Sub(s.lastTry) >= shadowRetry {
 		s.lastTry = start
@@ -123,19 +131,14 @@ func (s *shadow) invoke(ctx context.Context, payload []byte) {
 			sctx, cancel = context.WithDeadline(ctx, d.Add(-shadowMargin))
 			defer cancel()
 		}
-		out, err := s.proc.Invoke(sctx, payload)
+		res, err := s.proc.Process(sctx, payload)
 		why = err
-		if err == nil {
-			var resp struct {
-				Failures []struct {
-					ID string `json:"itemIdentifier"`
-				} `json:"batchItemFailures"`
-			}
-			if json.Unmarshal(out, &resp) != nil {
-				why = fmt.Errorf("the shadow's response %s is not a batch response", quote.Bytes(out))
-			} else if len(resp.Failures) > 0 {
-				why = fmt.Errorf("records from %s on failed", quote.ID(resp.Failures[0].ID))
-			}
+		switch {
+		case err != nil:
+		case res.Report != "":
+			why = fmt.Errorf("records from %s on failed", quote.ID(res.Report))
+		case res.Newest.After(s.applied):
+			s.applied = res.Newest
 		}
 	}
 	n := 0.0
@@ -150,14 +153,35 @@ func (s *shadow) invoke(ctx context.Context, payload []byte) {
 			s.log.Warn("shadow batch failed; kept for redrive", append(attrs, "kept", key)...)
 		}
 	}
+	if why != nil && s.applied.IsZero() && s.behind.IsZero() {
+		s.behind = liveNewest
+	}
 	if s.metrics != nil {
-		set := emf.New("Tributary", map[string]string{"Component": "shadow"})
-		set.Add("ShadowFailures", emf.Count, n)
-		set.Add("ShadowDuration", emf.Milliseconds, float64(time.Since(start).Microseconds())/1000)
+		set := metrics.Shadow.New("", nil)
+		set.Add("ShadowFailures", n)
+		set.AddDuration("ShadowDuration", time.Since(start))
+		if lag, ok := s.lag(liveNewest); ok {
+			set.AddDuration("ShadowLag", lag)
+		}
 		if _, err := set.WriteTo(s.metrics, time.Now()); err != nil {
 			s.log.Warn("shadow metrics not written", "error", err.Error())
 		}
 	}
+}
+
+// lag is how far the shadow's newest applied change is behind the live
+// set's newest: from the shadow's newest in this environment, or, while it
+// has applied none, from the live set's newest when it first failed (a
+// lower bound). There is none to tell before either set applied a change.
+func (s *shadow) lag(liveNewest time.Time) (time.Duration, bool) {
+	from := s.applied
+	if from.IsZero() {
+		from = s.behind
+	}
+	if liveNewest.IsZero() || from.IsZero() {
+		return 0, false
+	}
+	return max(0, liveNewest.Sub(from)), true
 }
 
 // keepBatch writes the event as an invocation record under a key of its

@@ -31,7 +31,7 @@ import (
 
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/dynamostore"
-	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -282,8 +282,8 @@ func (l *lagged) HandleBatch(ctx context.Context, changes []pipeline.Change) err
 		}
 	}
 	if l.metrics != nil && !newest.IsZero() {
-		set := emf.New("Tributary", map[string]string{"Function": l.function})
-		set.Add("CatchUpLag", emf.Milliseconds, float64(l.now().Sub(newest).Microseconds())/1000)
+		set := metrics.Remodel.New("", map[string]string{"Function": l.function})
+		set.AddDuration("CatchUpLag", l.now().Sub(newest))
 		if _, werr := set.WriteTo(l.metrics, l.now()); werr != nil {
 			l.log.LogAttrs(ctx, slog.LevelWarn, "lag metric not written", slog.String("error", werr.Error()))
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/tributary/tributary/infra/objstore"
-	"github.com/tributary/tributary/internal/emf"
+	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -249,12 +249,12 @@ func (h *Handler) emit(ctx context.Context, items, ignored, objects, failed, byt
 	if h.opts.Metrics == nil {
 		return
 	}
-	set := emf.New(h.opts.Namespace, map[string]string{"Function": h.opts.Function})
-	set.Add("ArchivedItems", emf.Count, float64(items))
-	set.Add("IgnoredRecords", emf.Count, float64(ignored))
-	set.Add("ArchiveObjects", emf.Count, float64(objects))
-	set.Add("ArchivePutFailures", emf.Count, float64(failed))
-	set.Add("ArchiveUncompressedBytes", emf.Bytes, float64(bytes))
+	set := metrics.Archive.New(h.opts.Namespace, map[string]string{"Function": h.opts.Function})
+	set.Add("ArchivedItems", float64(items))
+	set.Add("IgnoredRecords", float64(ignored))
+	set.Add("ArchiveObjects", float64(objects))
+	set.Add("ArchivePutFailures", float64(failed))
+	set.Add("ArchiveUncompressedBytes", float64(bytes))
 	if _, err := set.WriteTo(h.opts.Metrics, time.Now()); err != nil {
 		h.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
 	}

@@ -442,10 +442,13 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	reads := xf.countReads(e, "remodel verify")
 	src, overlay, err := xf.open(ctx, e)
 	if err != nil {
 		return err
 	}
+	reads.start(src, overlay)
+	defer reads.prog.done()
 	start := time.Now()
 	res, err := r.Check(ctx, src, overlay, target, remodel.CheckOptions{
 		Decode: pipeline.Options{Schema: xf.schema}, SkipMD5: xf.skipMD5, Now: now, Partitions: *partitions,

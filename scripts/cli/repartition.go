@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"path"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -164,6 +164,9 @@ type exportFlags struct {
 	noManifest bool
 	kmsKey     string
 	noSync     bool
+	// reads, when set, counts what the command reads of the export, for
+	// the progress of a command that has no count of its own (verify).
+	reads *readCounter
 }
 
 type stringList []string
@@ -241,51 +244,130 @@ func (f *exportFlags) store(ctx context.Context, l objstore.Location) (objstore.
 
 // source is store for reading exports.
 func (f *exportFlags) source(ctx context.Context) func(objstore.Location) (export.Source, error) {
-	return func(l objstore.Location) (export.Source, error) { return f.store(ctx, l) }
+	return func(l objstore.Location) (export.Source, error) {
+		st, err := f.store(ctx, l)
+		if err != nil || f.reads == nil {
+			return st, err
+		}
+		return countingSource{Source: st, c: f.reads}, nil
+	}
 }
 
-// byteProgress prints a progress line to a terminal every second (bytes,
-// items, rate, ETA); it is silent when w is not a terminal. add is safe for
-// concurrent use.
+// countReads makes the export's reads counted for a progress line of
+// verb's, whose total and per-file counts count.start sets once the
+// export is open.
+func (f *exportFlags) countReads(e *Env, verb string) *readCounter {
+	f.reads = &readCounter{prog: newByteProgress(e.Stderr, verb, 0)}
+	return f.reads
+}
+
+// readCounter counts the bytes read of an export's data files and, as
+// each is read to its end, its items (the manifest's count).
+type readCounter struct {
+	prog  *byteProgress
+	items map[string]int64 // data file name (unique in an export) → items; set by start
+}
+
+// start sets the totals from the open export (and its incremental
+// exports' lines).
+func (c *readCounter) start(src *export.Export, overlay *export.Overlay) {
+	c.items = map[string]int64{}
+	for _, df := range src.Files {
+		c.items[path.Base(df.DataFileS3Key)] = df.ItemCount
+	}
+	c.prog.total = src.Summary.ItemCount
+	if overlay != nil {
+		c.prog.total += overlay.Lines
+	}
+}
+
+type countingSource struct {
+	export.Source
+	c *readCounter
+}
+
+func (s countingSource) Open(ctx context.Context, key string) (io.ReadCloser, error) {
+	rc, err := s.Source.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &countingReader{ReadCloser: rc, c: s.c, key: key}, nil
+}
+
+type countingReader struct {
+	io.ReadCloser
+	c   *readCounter
+	key string
+	eof bool
+}
+
+func (r *countingReader) Read(b []byte) (int, error) {
+	n, err := r.ReadCloser.Read(b)
+	items := int64(0)
+	if err == io.EOF && !r.eof {
+		r.eof = true
+		items = r.c.items[path.Base(r.key)]
+	}
+	r.c.prog.add(int64(n), items)
+	return n, err
+}
+
+// progressEvery is how often a long command writes a progress line when
+// stderr is not a terminal (a script, a CI job, a log): one whole line
+// each time, where a terminal gets one line rewritten every second.
+var progressEvery = 30 * time.Second
+
+// byteProgress prints a progress line (bytes, items, rate, ETA): on a
+// terminal, one line rewritten every second; elsewhere a line of its own
+// every progressEvery. add is safe for concurrent use.
 type byteProgress struct {
 	w            io.Writer
 	verb         string
-	unit         string // what add's first argument counts: "MB" (bytes) or "WCU"
+	unit         string // what add's first argument counts: "MB" (bytes), "WCU" or "items"
 	total        int64
 	bytes, items atomic.Int64
 	start        time.Time
 	last         atomic.Int64
 	tty          bool
+	every        time.Duration
 }
 
 func newByteProgress(w io.Writer, verb string, totalItems int64) *byteProgress {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
+	p := &byteProgress{w: w, verb: verb, unit: "MB", total: totalItems, start: time.Now(), tty: isTerminal(w), every: progressEvery}
+	if p.tty {
+		p.every = time.Second
 	}
-	p := &byteProgress{w: w, verb: verb, unit: "MB", total: totalItems, start: time.Now(), tty: tty}
 	p.last.Store(p.start.UnixNano())
 	return p
 }
 
 func (p *byteProgress) add(bytes, items int64) {
 	b, n := p.bytes.Add(bytes), p.items.Add(items)
-	if !p.tty {
-		return
-	}
 	now := time.Now().UnixNano()
 	last := p.last.Load()
-	if now-last < int64(time.Second) || !p.last.CompareAndSwap(last, now) {
+	if now-last < int64(p.every) || !p.last.CompareAndSwap(last, now) {
 		return
 	}
-	el := time.Since(p.start).Seconds()
+	line := p.line(b, n, time.Since(p.start))
+	if p.tty {
+		fmt.Fprint(p.w, "\r"+line+"   ")
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// line is the progress: the amount, the items of how many, the rate and
+// the time left at that rate.
+func (p *byteProgress) line(b, n int64, elapsed time.Duration) string {
+	el := max(elapsed.Seconds(), 1e-3)
 	amount := float64(b)
 	if p.unit == "MB" {
 		amount /= 1e6
 	}
-	line := fmt.Sprintf("\r%s: %.0f %s, %d items", p.verb, amount, p.unit, n)
+	line := fmt.Sprintf("%s: %.0f %s, %d items", p.verb, amount, p.unit, n)
+	if p.unit == "items" {
+		line = fmt.Sprintf("%s: %d items", p.verb, n)
+	}
 	if p.total > 0 {
 		pct := min(100, float64(n)*100/float64(p.total))
 		eta := 0.0
@@ -293,8 +375,13 @@ func (p *byteProgress) add(bytes, items int64) {
 			eta = el * float64(p.total-n) / float64(n)
 		}
 		line += fmt.Sprintf(" of %d (%.0f%%), %.0f %s/s, ETA %s", p.total, pct, amount/el, p.unit, time.Duration(eta*float64(time.Second)).Round(time.Second))
+	} else {
+		line += fmt.Sprintf(", %.0f %s/s", amount/el, p.unit)
 	}
-	fmt.Fprint(p.w, line+"   ")
+	if !p.tty {
+		line += fmt.Sprintf(", %s elapsed", elapsed.Round(time.Second))
+	}
+	return line
 }
 
 func (p *byteProgress) done() {

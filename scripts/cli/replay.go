@@ -435,10 +435,10 @@ func printReplaySummary(e *Env, sum replay.Summary, s projections.Stats, dry *pr
 	}
 }
 
-// replayProgress prints a progress line to a terminal every second:
-// records, rate, how far behind the stream's tip, and an estimate of the
-// time left from how fast that lag shrinks. Silent when stderr is not a
-// terminal.
+// replayProgress prints a progress line: records, rate, how far behind the
+// stream's tip, and an estimate of the time left from how fast that lag
+// shrinks; on a terminal one line rewritten every second, elsewhere a line
+// of its own every progressEvery.
 type replayProgress struct {
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -448,14 +448,15 @@ type replayProgress struct {
 
 func startReplayProgress(w io.Writer, rp *replay.Replay) *replayProgress {
 	p := &replayProgress{done: make(chan struct{}), w: w, tty: isTerminal(w)}
-	if !p.tty {
-		return p
+	every, format := progressEvery, "replaying: %d records, %.0f/s, %s behind the stream's tip, ETA %s\n"
+	if p.tty {
+		every, format = time.Second, "\rreplaying: %d records, %.0f/s, %s behind the stream's tip, ETA %s   "
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		start := time.Now()
-		tick := time.NewTicker(time.Second)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		var (
 			lastLag time.Duration
@@ -486,7 +487,7 @@ func startReplayProgress(w io.Writer, rp *replay.Replay) *replayProgress {
 				case speed > 0:
 					eta = (time.Duration(s.Behind.Seconds()/speed) * time.Second).Round(time.Second).String()
 				}
-				fmt.Fprintf(p.w, "\rreplaying: %d records, %.0f/s, %s behind the stream's tip, ETA %s   ",
+				fmt.Fprintf(p.w, format,
 					s.Records, float64(s.Records)/el, s.Behind.Round(time.Second), eta)
 			}
 		}

@@ -70,10 +70,13 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if m == nil || !sameIDs(m.Set, e.set().IDs()) && !sameIDs(m.Set, sub.IDs()) {
 		return fmt.Errorf("%s: %w", sf.String(), &projections.SetMismatchError{Table: m, Engine: sub.IDs()})
 	}
+	reads := xf.countReads(e, "verify")
 	src, overlay, err := xf.open(ctx, e)
 	if err != nil {
 		return err
 	}
+	reads.start(src, overlay)
+	defer reads.prog.done()
 	start := time.Now()
 	res, err := verify.AsOf(ctx, src, overlay, st, decode, xf.skipMD5, ps...)
 	if err != nil {
