@@ -38,7 +38,7 @@ type Family struct {
 	Fixed map[string]string
 	// Values lists, for a dimension that takes one of a few values, those
 	// values.
-	Values map[string][]string
+	Values  map[string][]string
 	Metrics []Metric
 }
 

@@ -149,8 +149,8 @@ func templateMetrics(t *testing.T, tp tmpl) []metricRef {
 			Widgets []struct {
 				Type       string `json:"type"`
 				Properties struct {
-					Title   string  `json:"title"`
-					Metrics []any `json:"metrics"`
+					Title   string `json:"title"`
+					Metrics []any  `json:"metrics"`
 				} `json:"properties"`
 			} `json:"widgets"`
 		}
