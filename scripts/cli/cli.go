@@ -137,6 +137,7 @@ func (e *Env) commands() []Command {
 		{"remodel", "put the table's items through a transform into a target of a new key design: backfill, apply, verify, items", runRemodel},
 		{"filters", "print the FilterCriteria of the projector's or archiver's event source mapping", runFilters},
 		{"projections", "show the projection set (and a store's marker), adopt a store for it, or check a spec file", runProjections},
+		{"status", "what a store records: its projection set, the backfill that built it, partials not folded, the newest change applied per source", runStatus},
 	}
 	for _, c := range e.extra {
 		replaced := false

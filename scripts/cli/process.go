@@ -29,10 +29,16 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 	verbose := fs.Bool("v", false, "log each batch as JSON to stderr")
 	var pf projectionFlags
 	pf.register(fs, typeFlag|versionFlag|ttlFlag)
+	var only subsetFlag
+	only.register(fs)
 	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	e, decode, err := e.withProjections(pf)
+	if err != nil {
+		return err
+	}
+	set, err := only.set(e)
 	if err != nil {
 		return err
 	}
@@ -46,7 +52,7 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 	log := e.engineLog(*verbose)
-	engine, err := openEngine(ctx, st, sf.String(), e.set(), projections.Config{Logger: log})
+	engine, err := openEngine(ctx, st, sf.String(), set, projections.Config{Logger: log})
 	if err != nil {
 		return err
 	}
