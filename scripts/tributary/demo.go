@@ -67,12 +67,16 @@ func runDemo(ctx context.Context, e *cli.Env, args []string) (err error) {
 	case *batch < 1 || *batch > 10000:
 		return fmt.Errorf("%w: --batch-size must be between 1 and 10000", cli.ErrUsage)
 	}
-	if *dir == "" {
+	kept := *dir != ""
+	if !kept {
+		// Without --dir the demo's store is a temporary one, removed when
+		// the demo ends: nothing is left behind.
 		d, err := os.MkdirTemp("", "tributary-demo-")
 		if err != nil {
 			return err
 		}
 		*dir = d
+		defer func() { err = errors.Join(err, os.RemoveAll(d)) }()
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
@@ -113,7 +117,11 @@ func runDemo(ctx context.Context, e *cli.Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
-	fmt.Fprintf(out, "store: %s\n", path)
+	if kept {
+		fmt.Fprintf(out, "store: %s\n", path)
+	} else {
+		fmt.Fprintf(out, "store: %s (temporary, removed when the demo ends; --dir DIR keeps it)\n", path)
+	}
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	faulty := &sim.FaultyStore{Store: st, Seed: *seedFlag + 1, CommitFailBefore: *faultRate, CommitFailAfter: *faultRate, ReadFail: *faultRate / 2}

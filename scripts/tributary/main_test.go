@@ -147,3 +147,27 @@ func TestLeaderboardEscaped(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestDemoLeavesNoStore: without --dir the demo's store is temporary and
+// gone when it ends (the output says so); with --dir it is kept.
+func TestDemoLeavesNoStore(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	code, out, stderr := run(t, "demo", "--changes", "50")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "(temporary, removed when the demo ends; --dir DIR keeps it)") {
+		t.Errorf("the output does not say the store is temporary:\n%s", out)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the demo left %d entries in TMPDIR, e.g. %s", len(left), left[0].Name())
+	}
+	dir := filepath.Join(t.TempDir(), "kept")
+	if code, out, stderr := run(t, "demo", "--changes", "50", "--dir", dir); code != 0 {
+		t.Fatalf("--dir: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, cli.StoreFile)); err != nil {
+		t.Errorf("--dir: the store is not kept: %v", err)
+	}
+}
