@@ -27,9 +27,8 @@ func TestIntegrationS3OpenVersion(t *testing.T) {
 		if err != nil {
 			return "", "", err
 		}
-		defer r.Close()
 		b, err := io.ReadAll(r)
-		return string(b), got, err
+		return string(b), got, errors.Join(err, r.Close())
 	}
 	body, etag, err := read("")
 	if err != nil || body != "first" || etag == "" {
