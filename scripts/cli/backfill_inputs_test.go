@@ -341,3 +341,17 @@ func TestBackfillCoverageRefusal(t *testing.T) {
 		t.Errorf("exit %d, want 1 and a refusal that says a rerun does not help\n%s%s", code, out, stderr)
 	}
 }
+
+// TestBackfillKeyAttributesOfTheIncrementals: the incremental exports'
+// lines carry the table's key (Keys); key attributes given that differ
+// are refused before anything is read, naming both, where they used to
+// be replaced without a word.
+func TestBackfillKeyAttributesOfTheIncrementals(t *testing.T) {
+	for _, cmd := range [][]string{{"backfill"}, {"remodel", "backfill", "--transform", "comments-table"}} {
+		args := append(cmd, "--export", fullExport, "--incremental", incExport, "--store", t.TempDir(), "--no-sync", "--key-attributes", "PK")
+		code, out, stderr := runCLI(t, args...)
+		if code != 1 || !strings.Contains(stderr, "the incremental exports key the table's items by PK,SK (their lines' Keys), but the key attributes given are PK") {
+			t.Errorf("%s: exit %d, want 1 and both keys named\n%s%s", cmd[0], code, out, stderr)
+		}
+	}
+}
