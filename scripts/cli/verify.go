@@ -116,11 +116,25 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		fmt.Fprintf(w, "NOT READY: a backfill has %d data files whose deferred sums are not folded yet (e.g. %s): run it to the end (`%s backfill` again) and verify again\n", n, quote.Printable(res.Unfolded[0]), e.Name)
 		return errFailed
 	}
+	if n := len(res.Unjudged); n > 0 {
+		fmt.Fprintf(w, "%d items could not be judged: their state in the store is from the export's own second, and the version cannot order it against the export's\n", n)
+		for i, d := range res.Unjudged {
+			if *maxPrint > 0 && i == *maxPrint {
+				fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", n-i)
+				break
+			}
+			fmt.Fprintln(w, "  "+quote.Printable(d))
+		}
+	}
 	if len(diff) > 0 {
 		fmt.Fprintf(w, "MISMATCH: %d differences between the store and the recomputation from the export (the items changed since it taken as their state in the store says)\n", len(diff))
 		if len(refused) > 0 {
 			fmt.Fprintf(w, "%d of them are export items the projections refuse (a backfill lists them as failed): correct the items or the projections, then backfill and verify again\n", len(refused))
 		}
+		return errFailed
+	}
+	if n := len(res.Unjudged); n > 0 {
+		fmt.Fprintf(w, "NOT READY: %d items could not be judged against the export (in its own second; see above), the rest agrees: verify against a later incremental export, which orders them by time\n", n)
 		return errFailed
 	}
 	fmt.Fprintf(w, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the %d items changed since it as their state in the store says\n", res.Changed)
