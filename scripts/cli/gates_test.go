@@ -89,16 +89,25 @@ func TestVerifyInTheExportsSecond(t *testing.T) {
 	}
 	keys := pipeline.Item{"PK": sv("USER#u1"), "SK": sv("ORDER#2026-12-01#o1")}
 	const named = "item PK=USER#u1 SK=ORDER#2026-12-01#o1: "
-
-	t.Run("version", func(t *testing.T) {
-		full, inc := gateChain(t, []pipeline.Item{order(1, "PENDING", "10")}, []exportgen.Change{{Keys: keys, Old: order(1, "PENDING", "10"), New: order(3, "PAID", "30")}})
-		store := t.TempDir()
+	// missedSecond backfills a store from the full export of the order
+	// (version 1, or v 0: none) and applies the first of its changes in
+	// the export's second from the stream, not the second.
+	missedSecond := func(v int) (full, inc, store string) {
+		t.Helper()
+		next := func(n int) int { return v * n }
+		full, inc = gateChain(t, []pipeline.Item{order(next(1), "PENDING", "10")}, []exportgen.Change{{Keys: keys, Old: order(next(1), "PENDING", "10"), New: order(next(3), "PAID", "30")}})
+		store = t.TempDir()
 		if code, out, stderr := runCLI(t, "backfill", "--export", full, "--store", store, "--no-sync"); code != 0 {
 			t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
 		}
-		if code, out, stderr := runCLI(t, "process", "--events", streamChanges(t, keys, order(1, "PENDING", "10"), 1, order(2, "PAID", "20")), "--store", store); code != 0 {
+		if code, out, stderr := runCLI(t, "process", "--events", streamChanges(t, keys, order(next(1), "PENDING", "10"), 1, order(next(2), "PAID", "20")), "--store", store); code != 0 {
 			t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
 		}
+		return full, inc, store
+	}
+
+	t.Run("version", func(t *testing.T) {
+		full, inc, store := missedSecond(1)
 		code, out, stderr := runCLI(t, "verify", "--export", full, "--incremental", inc, "--store", store)
 		if code != 1 || strings.Contains(out, "AGREE") || !strings.Contains(out, "  "+named+"its state in the table (version 2, from a change in the export's own second (2026-12-01T12:00:00Z)) is older than the export's (version 3): a change the table missed, or the item removed and created again since") ||
 			!strings.HasSuffix(out, "NOT READY: 1 items could not be judged against the export (in its own second; see above), the rest agrees: verify against a later incremental export, which orders them by time\n") {
@@ -123,14 +132,7 @@ func TestVerifyInTheExportsSecond(t *testing.T) {
 	})
 
 	t.Run("no version", func(t *testing.T) {
-		full, inc := gateChain(t, []pipeline.Item{order(0, "PENDING", "10")}, []exportgen.Change{{Keys: keys, Old: order(0, "PENDING", "10"), New: order(0, "PAID", "30")}})
-		store := t.TempDir()
-		if code, out, stderr := runCLI(t, "backfill", "--export", full, "--store", store, "--no-sync"); code != 0 {
-			t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
-		}
-		if code, out, stderr := runCLI(t, "process", "--events", streamChanges(t, keys, order(0, "PENDING", "10"), 1, order(0, "PAID", "20")), "--store", store); code != 0 {
-			t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
-		}
+		full, inc, store := missedSecond(0)
 		code, out, stderr := runCLI(t, "verify", "--export", full, "--incremental", inc, "--store", store)
 		if code != 1 || strings.Contains(out, "AGREE") || !strings.Contains(out, "  "+named+"its state in the table is from a change in the export's own second (2026-12-01T12:00:00Z), differs from the export's, and neither has a version attribute to order them\n") ||
 			!strings.Contains(out, "\nNOT READY: 1 items could not be judged") {

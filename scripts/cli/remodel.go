@@ -475,25 +475,13 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 		}
 		fmt.Fprintln(w)
 	}
-	for i, d := range res.Differences {
-		if *maxPrint > 0 && i == *maxPrint {
-			fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", len(res.Differences)-i)
-			break
-		}
-		fmt.Fprintln(w, "  "+quote.Printable(d))
-	}
+	printNamed(w, res.Differences, *maxPrint)
 	if res.More > 0 {
 		fmt.Fprintf(w, "  ... and at least %d more, in partitions not read again\n", res.More)
 	}
 	if n := len(res.Unjudged); n > 0 {
 		fmt.Fprintf(w, "%d source items could not be judged: their state in the ledger is from the export's own second, and the version cannot order it against the export's\n", n)
-		for i, d := range res.Unjudged {
-			if *maxPrint > 0 && i == *maxPrint {
-				fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", n-i)
-				break
-			}
-			fmt.Fprintln(w, "  "+quote.Printable(d))
-		}
+		printNamed(w, res.Unjudged, *maxPrint)
 	}
 	if bm != nil && bm.Completed.IsZero() {
 		fmt.Fprintf(w, "NOT READY: the target's backfill (job %s) has not completed: run it to the end (`%s remodel backfill` again) and verify again\n", bm.Job, e.Name)
