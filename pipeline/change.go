@@ -121,6 +121,12 @@ type Position struct {
 	// Index is the record's place in the batch or file it was decoded from,
 	// counting from 0 (for an export file, its line number minus one).
 	Index int
+	// Origin, when set (a backfill sets it on an export's items), names
+	// the source that holds the item and its place there, wherever the
+	// source is stored, as "SOURCE/PLACE": one export and a line of it.
+	// A source holds an item once, so the engine refuses an item that one
+	// source gives at two places (projections.DuplicateItemError).
+	Origin string
 }
 
 // Change is one normalised change to one item of the source table.

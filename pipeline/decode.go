@@ -581,22 +581,32 @@ func (d *dec) derive(c *Change, prefix string) {
 	if img == nil {
 		img, where = c.Old, prefix+".OldImage"
 	}
-	av, present := img[d.opts.VersionAttribute]
-	if !present {
+	v, present, err := ItemVersion(img, d.opts.VersionAttribute)
+	if err != nil {
+		d.semanticAt(where+"."+err.Path, err.Msg)
 		return
 	}
-	where += "." + d.opts.VersionAttribute
+	c.Version, c.HasVersion = v, present
+}
+
+// ItemVersion reads an item's version attribute (attr): a non-negative
+// integer number. present is false when the item has none; a value of
+// another kind is an error whose Path is relative to the item ("version"
+// or "version.N").
+func ItemVersion(img Item, attr string) (v int64, present bool, err *FieldError) {
+	av, present := img[attr]
+	if !present {
+		return 0, false, nil
+	}
 	n, isN := av.(*types.AttributeValueMemberN)
 	if !isN {
-		d.semanticAt(where, "version attribute must be a number, got "+ddbjson.TypeName(av))
-		return
+		return 0, false, &FieldError{Path: attr, Msg: "version attribute must be a number, got " + ddbjson.TypeName(av)}
 	}
-	v, err := strconv.ParseInt(n.Value, 10, 64)
-	if err != nil || v < 0 {
-		d.semanticAt(where+".N", fmt.Sprintf("version %s is not a non-negative integer", quote.Value(n.Value)))
-		return
+	v, perr := strconv.ParseInt(n.Value, 10, 64)
+	if perr != nil || v < 0 {
+		return 0, false, &FieldError{Path: attr + ".N", Msg: fmt.Sprintf("version %s is not a non-negative integer", quote.Value(n.Value))}
 	}
-	c.Version, c.HasVersion = v, true
+	return v, true, nil
 }
 
 func (d *dec) entityType(img Item, where string) (string, bool) {

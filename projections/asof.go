@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -24,10 +27,30 @@ import (
 //
 // Use it in this order: AddLedgers, AddExportItems for every item of the
 // export, then Diff.
+//
+// An item whose state in the ledger is in the export's own clock tick
+// (InTick: its second, for a DynamoDB Streams record) is held back until
+// its export item is read: if its contributions are the same either way,
+// it is judged against the export's; otherwise as JudgeTick says, by its
+// version, and where the version cannot tell it is named in Unjudged. Memory holds those items'
+// ledger entries too: the changes of one second.
 type AsOfCheck struct {
-	asOf Token
-	add  func(pipeline.Item) (string, error)
-	want *View
+	asOf     Token
+	asOfTime time.Time
+	add      func(pipeline.Item) (string, error)
+	want     *View
+	// VersionAttribute names the export items' version attribute
+	// (default pipeline.DefaultVersionAttribute), which orders an item's
+	// state in the export's own second.
+	VersionAttribute string
+	// inTick holds the ledger entries of the items whose state is in the
+	// export's own clock tick, until their export items are read.
+	inTick map[string]*ledger
+	// scratch and addScratch recompute one item's contributions, names
+	// the projections checked.
+	scratch    *View
+	addScratch func(pipeline.Item) (string, error)
+	names      map[string]bool
 	// wantRows holds the rows of newer items, by hash of their attributes
 	// (the ledger keeps no more of a row).
 	wantRows map[driver.RowRef]string
@@ -44,22 +67,128 @@ type AsOfCheck struct {
 	// permanent, and a backfill lists them as failed), and Diff counts
 	// each as a difference.
 	Refused []string
+	// Unjudged lists the items the check could not judge (JudgeTick),
+	// one a line naming the item and why; set by Diff. They are expected
+	// as their ledger entries say, so that the rest is judged: a check
+	// with any cannot agree.
+	Unjudged []string
 }
 
 // NewAsOfCheck returns a check of a table built by ps against an export
 // as of asOf, whose items keep their entity type in typeAttribute.
 func NewAsOfCheck(asOf time.Time, typeAttribute string, ps ...Projection) *AsOfCheck {
-	v := NewView()
+	v, scratch := NewView(), NewView()
+	names := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		names[p.Name()] = true
+	}
 	return &AsOfCheck{
-		asOf: AsOfToken(asOf),
-		add:  v.adder(typeAttribute, ps...), want: v, wantRows: map[driver.RowRef]string{}, newer: map[string]bool{},
+		asOf: AsOfToken(asOf), asOfTime: asOf,
+		add: v.adder(typeAttribute, ps...), want: v, wantRows: map[driver.RowRef]string{}, newer: map[string]bool{},
+		inTick: map[string]*ledger{}, scratch: scratch, addScratch: scratch.adder(typeAttribute, ps...), names: names,
 	}
 }
 
 // newerThan reports whether a ledger entry's state is newer than the
-// check's point in time: by time alone (the check knows no item's version
-// in the ledger scan), as the engine compares an export's state with it.
+// check's point in time by time, as the engine compares an export's
+// state with it; one in the export's own clock tick is not asked.
 func (a *AsOfCheck) newerThan(tok Token) bool { return tok.Newer(a.asOf) }
+
+// expectLedger adds an item's contributions as its ledger entry says.
+func (a *AsOfCheck) expectLedger(key string, l *ledger) {
+	a.newer[key] = true
+	for _, c := range l.C.Aggs {
+		a.want.add(AggregateKey{c.Ref.Projection, c.Ref.Key}, c.Values)
+	}
+	for _, r := range l.C.Rows {
+		a.wantRows[r.Ref] = r.Hash
+	}
+}
+
+// differing returns the checked projections in which an export item (nil:
+// none) and a ledger entry's contributions differ, sorted; none: the
+// item is expected the same either way. An item a projection refuses
+// differs in every projection.
+func (a *AsOfCheck) differing(it pipeline.Item, l *ledger) []string {
+	clear(a.scratch.Aggregates)
+	clear(a.scratch.Rows)
+	if it != nil {
+		if _, err := a.addScratch(it); err != nil {
+			return slices.Sorted(maps.Keys(a.names))
+		}
+	}
+	a.scratch.Prune()
+	led := NewView()
+	ledRows := map[driver.RowRef]string{}
+	for _, c := range l.C.Aggs {
+		if a.names[c.Ref.Projection] {
+			led.add(AggregateKey{c.Ref.Projection, c.Ref.Key}, c.Values)
+		}
+	}
+	for _, r := range l.C.Rows {
+		if a.names[r.Ref.Projection] {
+			ledRows[r.Ref] = r.Hash
+		}
+	}
+	led.Prune()
+	diff := map[string]bool{}
+	for k, vs := range a.scratch.Aggregates {
+		if !sameValues(vs, led.Aggregates[k]) {
+			diff[k.Projection] = true
+		}
+	}
+	for k := range led.Aggregates {
+		if _, ok := a.scratch.Aggregates[k]; !ok {
+			diff[k.Projection] = true
+		}
+	}
+	for ref, attrs := range a.scratch.Rows {
+		if h, ok := ledRows[ref]; !ok || h != hashItem(attrs) {
+			diff[ref.Projection] = true
+		}
+	}
+	for ref := range ledRows {
+		if _, ok := a.scratch.Rows[ref]; !ok {
+			diff[ref.Projection] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(diff))
+}
+
+func sameValues(a, b map[string]decimal.Decimal) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, x := range a {
+		y, ok := b[name]
+		if !ok || x.Cmp(y) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// judgeInTick judges an item whose ledger state is in the export's own
+// clock tick against its export item (nil: the export lacks it), and
+// reports whether the export item is to be added to the expected view.
+func (a *AsOfCheck) judgeInTick(key string, l *ledger, it pipeline.Item) bool {
+	differ := a.differing(it, l)
+	if len(differ) == 0 {
+		return it != nil // the same either way: judged against the export
+	}
+	x := ExportState{}
+	if it != nil {
+		x = ExportStateOf(it, a.VersionAttribute)
+	}
+	since, why := JudgeTick(l.Tok, l.Removed, x)
+	if since {
+		a.Changed++
+	} else {
+		a.Unjudged = append(a.Unjudged, fmt.Sprintf("item %s: %s", describeOwner(key), why))
+	}
+	a.expectLedger(key, l)
+	return false
+}
 
 // AddLedgers scans the table's ledger entries: the contributions of every
 // item whose state is newer than the export go into the expected view,
@@ -85,17 +214,15 @@ func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
 		if err != nil {
 			return err
 		}
+		if InTick(l.Tok, a.asOfTime) {
+			a.inTick[key] = l
+			return nil
+		}
 		if !a.newerThan(l.Tok) {
 			return nil
 		}
 		a.Changed++
-		a.newer[key] = true
-		for _, c := range l.C.Aggs {
-			a.want.add(AggregateKey{c.Ref.Projection, c.Ref.Key}, c.Values)
-		}
-		for _, r := range l.C.Rows {
-			a.wantRows[r.Ref] = r.Hash
-		}
+		a.expectLedger(key, l)
 		return nil
 	})
 }
@@ -113,8 +240,15 @@ func (a *AsOfCheck) AddExportItems(items []pipeline.Item, keyAttributes []string
 				keys[k] = v
 			}
 		}
-		if a.newer[ledgerKey(keys)] {
+		key := ledgerKey(keys)
+		if a.newer[key] {
 			continue
+		}
+		if l, ok := a.inTick[key]; ok {
+			delete(a.inTick, key)
+			if !a.judgeInTick(key, l, it) {
+				continue
+			}
 		}
 		if p, err := a.add(it); err != nil {
 			if ie, ok := errors.AsType[*ItemError](err); ok && ie.Projection == p {
@@ -133,6 +267,12 @@ func (a *AsOfCheck) AddExportItems(items []pipeline.Item, keyAttributes []string
 // sorted, as projections.Diff does; rows of items changed since the export
 // are compared by the hash the ledger keeps of them.
 func (a *AsOfCheck) Diff(ctx context.Context, r driver.Reader) ([]string, error) {
+	// The items in the export's own clock tick that the export lacks.
+	for key, l := range a.inTick {
+		a.judgeInTick(key, l, nil)
+	}
+	clear(a.inTick)
+	sort.Strings(a.Unjudged)
 	got, err := ReadView(ctx, r)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -294,16 +295,67 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change, p *Parti
 			}
 		}
 	}
-	var held *item
+	var held []HeldChange
 	for _, it := range items {
-		if it.held != nil && (held == nil || it.first < held.first) {
-			held = it
+		if it.held != nil {
+			held = append(held, HeldChange{Index: it.first, Err: it.held})
 		}
 	}
-	if held != nil {
-		return &pipeline.BatchError{Index: held.first, Err: held.held}
+	if len(held) > 0 {
+		sort.Slice(held, func(i, j int) bool { return held[i].Index < held[j].Index })
+		return &pipeline.BatchError{Index: held[0].Index, Err: &HeldError{Held: held}}
 	}
 	return nil
+}
+
+// HeldError is the error of a batch applied but for the changes the
+// engine held back (a row another item holds, an item its source holds
+// twice): every other change of the batch is applied. It is the Err of a
+// *pipeline.BatchError whose Index is the first held change, and reads as
+// that change's error.
+type HeldError struct {
+	Held []HeldChange // in order of Index
+}
+
+// HeldChange is a change the engine held back: its index in the batch and
+// why (matching pipeline.ErrPermanent when no retry can apply it).
+type HeldChange struct {
+	Index int
+	Err   error
+}
+
+func (e *HeldError) Error() string { return e.Held[0].Err.Error() }
+
+// Unwrap returns the first held change's error.
+func (e *HeldError) Unwrap() error { return e.Held[0].Err }
+
+// DuplicateItemError is an item that one source holds at two places: two
+// changes of it whose origins (pipeline.Position.Origin) name one source
+// and two places in it. An export holds each item of a table once, so the
+// key attributes the items were read by are not the table's, or the
+// export is corrupt. It is not permanent: nothing of the second is
+// applied, and a retry meets the first again.
+type DuplicateItemError struct {
+	Key           string // the item's keys, rendered for people
+	First, Second string // the origins: the one applied (or met first), the other
+}
+
+func (e *DuplicateItemError) Error() string {
+	return fmt.Sprintf("item %s: its source holds it twice, at %s and at %s", e.Key, e.First, e.Second)
+}
+
+// twice returns a *DuplicateItemError when tokens a (applied, or met
+// first) and b of the item with keys come from one source at two places.
+func twice(keys pipeline.Item, a, b Token) error {
+	if a.Origin == "" || b.Origin == "" || a.Origin == b.Origin {
+		return nil
+	}
+	sa, _, _ := strings.Cut(a.Origin, "/")
+	sb, _, _ := strings.Cut(b.Origin, "/")
+	if sa != sb {
+		return nil
+	}
+	return &DuplicateItemError{Key: pipeline.KeyString(keys), First: a.Origin, Second: b.Origin}
 }
 
 // batchState is what the transactions of one batch share: its items by
@@ -361,6 +413,9 @@ func (e *Engine) plan(ctx context.Context, changes []pipeline.Change) ([]*item, 
 			continue
 		}
 		it.touches = it.touches || e.touches(c)
+		if err := twice(c.Keys, it.tok, tok); err != nil {
+			return nil, &pipeline.BatchError{Index: i, Err: err}
+		}
 		if tok.Newer(it.tok) {
 			it.newest, it.tok = c, tok
 		}
@@ -558,6 +613,12 @@ func (it *item) setLedger(entry driver.LedgerEntry) error {
 // decide marks an item to skip when its ledger already holds this change or
 // a newer one.
 func (e *Engine) decide(it *item) {
+	if it.old != nil && it.held == nil {
+		if err := twice(it.newest.Keys, it.old.Tok, it.tok); err != nil {
+			it.held = err
+			return
+		}
+	}
 	it.skip = it.old != nil && !it.tok.Newer(it.old.Tok)
 	if it.skip {
 		e.stats.stale.Add(1)

@@ -52,11 +52,14 @@ type Token struct {
 	// export's point in time (or, for an item an incremental export
 	// changed, the time of its last write).
 	Export bool `json:"e,omitempty"`
+	// Origin is the change's pipeline.Position.Origin: where its source
+	// holds it. It takes no part in the order (Newer).
+	Origin string `json:"o,omitempty"`
 }
 
 // tokenOf returns the order token of a change.
 func tokenOf(c *pipeline.Change) Token {
-	t := Token{Version: c.Version, HasVersion: c.HasVersion, Removed: c.Kind == pipeline.Remove, Export: c.Position.Source == pipeline.SourceExport}
+	t := Token{Version: c.Version, HasVersion: c.HasVersion, Removed: c.Kind == pipeline.Remove, Export: c.Position.Source == pipeline.SourceExport, Origin: c.Position.Origin}
 	if !c.Time.IsZero() {
 		t.Micros = c.Time.UnixMicro()
 		t.Precision = c.Precision

@@ -150,6 +150,20 @@ func (s *S3) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return r, nil
 }
 
+// OpenVersion is Open of the object only while its version (its ETag,
+// as Get returns it) is version: the body is that object's bytes, reads
+// resumed after a broken download included. With version "" it opens
+// whatever object is there. It returns the version it read. An object of
+// another version fails with ErrPreconditionFailed (S3 If-Match); a
+// missing one with ErrNotFound.
+func (s *S3) OpenVersion(ctx context.Context, key, version string) (io.ReadCloser, string, error) {
+	r := &s3Reader{ctx: ctx, s: s, key: key, etag: version}
+	if err := r.open(); err != nil {
+		return nil, "", err
+	}
+	return r, r.etag, nil
+}
+
 type s3Reader struct {
 	ctx     context.Context
 	s       *S3
@@ -162,16 +176,19 @@ type s3Reader struct {
 
 func (r *s3Reader) open() error {
 	in := &s3.GetObjectInput{Bucket: aws.String(r.s.bucket), Key: aws.String(r.s.prefix + r.key)}
+	if r.etag != "" {
+		in.IfMatch = aws.String(r.etag)
+	}
 	if r.off > 0 {
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-", r.off))
-		if r.etag != "" {
-			in.IfMatch = aws.String(r.etag)
-		}
 	}
 	out, err := r.s.client.GetObject(r.ctx, in)
 	if err != nil {
 		if notFound(err) {
 			return fmt.Errorf("%w: %s", ErrNotFound, r.s.url(r.key))
+		}
+		if code, status := apiError(err); r.etag != "" && (status == 412 || code == "PreconditionFailed") {
+			return fmt.Errorf("%w: %s is no longer (or is not) the object of ETag %s", ErrPreconditionFailed, r.s.url(r.key), r.etag)
 		}
 		return fmt.Errorf("objstore: get %s: %w", r.s.url(r.key), err)
 	}

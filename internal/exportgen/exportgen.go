@@ -184,10 +184,15 @@ func WriteFull(ctx context.Context, st Store, e Export, items iter.Seq[pipeline.
 	return e.finish(ctx, st, dir, files, false)
 }
 
-// partition picks a data file by a hash of the item's PK.
+// partition picks a data file by a hash of the item's partition key (PK,
+// or pk for a table keyed in lower case), as table partitions hold them.
 func partition(item pipeline.Item, n int) int {
+	pk := item["PK"]
+	if pk == nil {
+		pk = item["pk"]
+	}
 	h := fnv.New64a()
-	h.Write(pipeline.AppendValue(nil, item["PK"]))
+	h.Write(pipeline.AppendValue(nil, pk))
 	return int(h.Sum64() % uint64(n))
 }
 

@@ -3,11 +3,14 @@ package export
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"time"
@@ -205,6 +208,7 @@ func OpenExport(ctx context.Context, st Source, dir string, opts OpenOptions) (*
 	sum.Write(filesBytes)
 	e.ManifestSHA256 = hex.EncodeToString(sum.Sum(nil))
 	var total int64
+	listed := map[string]int{} // store key → the line that lists it
 	for i, line := range bytes.Split(filesBytes, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -219,6 +223,11 @@ func OpenExport(ctx context.Context, st Source, dir string, opts OpenOptions) (*
 		if strings.HasSuffix(f.DataFileS3Key, ".ion.gz") {
 			return nil, fmt.Errorf("%w: %s is an ION data file; only DYNAMODB_JSON is read so far", ErrUnsupportedFormat, f.DataFileS3Key)
 		}
+		if first, ok := listed[e.DataKey(f)]; ok {
+			return nil, &FileError{File: objstore.Name(st, filesKey), Line: i + 1, Err: corruptf("%s, the data file line %d lists already (%s): an export lists each data file once, so this one is corrupt",
+				f.DataFileS3Key, first, objstore.Name(st, e.DataKey(f)))}
+		}
+		listed[e.DataKey(f)] = i + 1
 		total += f.ItemCount
 		e.Files = append(e.Files, f)
 	}
@@ -295,6 +304,118 @@ type FileStats struct {
 	MD5               string // base64 MD5 of the object; empty when not checked (skipMD5)
 }
 
+// ErrNotExported matches the error of a data file whose object is not the
+// one the export wrote: its MD5 is not the manifest's md5Checksum (the
+// object was replaced, or changed while it was read).
+var ErrNotExported = errors.New("not the exported object")
+
+// notExported is the error of a data file whose MD5 is not the manifest's.
+func notExported(name, md5, want, when string) error {
+	return &FileError{File: name, Err: corrupt{fmt.Errorf("%w: MD5 %s, but the manifest says md5Checksum %s (%s)", ErrNotExported, md5, want, when)}}
+}
+
+// versionedSource is a Source that opens an object only at a version
+// (objstore.S3: If-Match of its ETag), which every read of the body then
+// reads.
+type versionedSource interface {
+	OpenVersion(ctx context.Context, key, version string) (io.ReadCloser, string, error)
+}
+
+// ReadExportedLines is ReadLines that proves the object is the one the
+// export wrote before fn sees any line of it, for a reader that acts on
+// each line (a backfill applies it). On S3 the object is read only while
+// its ETag is the manifest's etag (If-Match), which is the proof, with no
+// read more. Otherwise (a directory; an object with another ETag, as a
+// copy of the export may have; a manifest without etag) its compressed
+// bytes are hashed first and their MD5 compared with the manifest's
+// md5Checksum; then the lines are read from the same open file, or on S3
+// from the same object version (If-Match of the ETag hashed). The MD5 is
+// checked at the end as ReadLines does: a file written over in place
+// while it is read fails there, after fn has seen lines of it; both
+// failures match ErrNotExported. With skipMD5, or a manifest that gives no
+// md5Checksum, nothing proves the object: it is ReadLines.
+func (e *Export) ReadExportedLines(ctx context.Context, f DataFile, skipMD5 bool, fn func(line []byte, n int) error) (FileStats, error) {
+	if skipMD5 || f.MD5Checksum == "" {
+		return e.ReadLines(ctx, f, skipMD5, fn)
+	}
+	key := e.DataKey(f)
+	name := objstore.Name(e.store, key)
+	r, err := e.openExported(ctx, f, key, name)
+	if err != nil {
+		return FileStats{}, err
+	}
+	return e.readFrom(ctx, f, name, r, false, fn)
+}
+
+// openExported opens data file f, proven to be the exported object (see
+// ReadExportedLines).
+func (e *Export) openExported(ctx context.Context, f DataFile, key, name string) (io.ReadCloser, error) {
+	vs, versioned := e.store.(versionedSource)
+	if versioned && f.ETag != "" {
+		etag := f.ETag
+		if !strings.HasPrefix(etag, `"`) {
+			etag = `"` + etag + `"` // S3's form of it; manifests leave the quotes out
+		}
+		r, _, err := vs.OpenVersion(ctx, key, etag)
+		if !errors.Is(err, objstore.ErrPreconditionFailed) {
+			return r, err
+		}
+		// Another ETag: the MD5 decides.
+	}
+	var r io.ReadCloser
+	var version string
+	var err error
+	if versioned {
+		r, version, err = vs.OpenVersion(ctx, key, "")
+	} else {
+		r, err = e.store.Open(ctx, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sum, err := hashObject(r)
+	seeker, seekable := r.(io.Seeker)
+	if err != nil || !seekable || versioned {
+		err = errors.Join(err, r.Close())
+		r = nil
+	}
+	if err != nil {
+		return nil, &FileError{File: name, Err: err}
+	}
+	if sum != f.MD5Checksum {
+		if r != nil {
+			_ = r.Close() // the error is the object's MD5
+		}
+		return nil, notExported(name, sum, f.MD5Checksum, "the object is not the one exported; nothing of it was read")
+	}
+	switch {
+	case versioned:
+		r, _, err = vs.OpenVersion(ctx, key, version)
+		if errors.Is(err, objstore.ErrPreconditionFailed) {
+			return nil, &FileError{File: name, Err: fmt.Errorf("the object changed since its MD5 was checked: %w", err)}
+		}
+	case seekable:
+		if _, err = seeker.Seek(0, io.SeekStart); err != nil {
+			err = errors.Join(&FileError{File: name, Err: err}, r.Close())
+		}
+	default:
+		r, err = e.store.Open(ctx, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// hashObject returns the base64 MD5 of what r holds, as manifests give it.
+func hashObject(r io.Reader) (string, error) {
+	h := md5.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
 // ReadLines streams the lines of data file f, calling fn with each (without
 // its newline; the slice is only valid during the call) and its line number,
 // from 1. It fails, naming the file and line, on a gzip error (bad or
@@ -308,16 +429,22 @@ func (e *Export) ReadLines(ctx context.Context, f DataFile, skipMD5 bool, fn fun
 	if err != nil {
 		return FileStats{}, err
 	}
+	return e.readFrom(ctx, f, name, r, skipMD5, fn)
+}
+
+// readFrom reads data file f's lines from r, which it closes, with the
+// checks ReadLines describes.
+func (e *Export) readFrom(ctx context.Context, f DataFile, name string, r io.ReadCloser, skipMD5 bool, fn func(line []byte, n int) error) (_ FileStats, err error) {
 	defer func() { err = errors.Join(err, r.Close()) }()
 	st, err := readGzipLines(ctx, r, name, pipeline.MaxExportLineBytes, !skipMD5, fn)
 	if err != nil {
 		return st, err
 	}
+	if !skipMD5 && f.MD5Checksum != "" && st.MD5 != f.MD5Checksum {
+		return st, notExported(name, st.MD5, f.MD5Checksum, "the object changed, or is not the one exported")
+	}
 	if f.ItemCount >= 0 && st.Lines != f.ItemCount {
 		return st, &FileError{File: name, Err: corruptf("%d items, but the manifest says itemCount %d", st.Lines, f.ItemCount)}
-	}
-	if !skipMD5 && f.MD5Checksum != "" && st.MD5 != f.MD5Checksum {
-		return st, &FileError{File: name, Err: corruptf("MD5 %s, but the manifest says md5Checksum %s (the object changed, or is not the one exported)", st.MD5, f.MD5Checksum)}
 	}
 	return st, nil
 }

@@ -35,7 +35,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -269,6 +272,10 @@ func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engi
 	if overlay == nil {
 		overlay = &export.Overlay{}
 	}
+	if given := opts.Decode.Schema.KeyAttributes; len(given) > 0 && len(overlay.KeyAttributes) > 0 && !sameNames(given, overlay.KeyAttributes) {
+		return nil, fmt.Errorf("backfill: the incremental exports key the table's items by %s (their lines' Keys), but the key attributes given are %s (--key-attributes, KEY_ATTRIBUTES, or the environment's): give the table's own",
+			strings.Join(overlay.KeyAttributes, ","), strings.Join(given, ","))
+	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
@@ -335,6 +342,14 @@ func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engi
 	m.Job, m.AsOf, m.Files = j.id, j.asOf, len(j.files)
 	j.marker = m
 	return j, nil
+}
+
+// sameNames reports whether a and b hold the same names, in any order.
+func sameNames(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // ID identifies the job: its export's content, its overlay's and the
@@ -412,13 +427,13 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 	if err != nil {
 		return err
 	}
-	var refusal error
+	var why error
 	if prior != nil && prior.AsOf.Before(j.asOf) {
 		if !prior.CaughtUp.IsZero() || set != nil && !set.Since.After(prior.AsOf) {
 			return nil
 		}
 		from := prior.AsOf.Truncate(time.Second).Format(time.RFC3339)
-		refusal = fmt.Errorf("backfill: the store holds the backfill of an older export (%s, as of %s), and nothing shows that the stream has kept it current since: an item deleted before this export's time, %s, would stay in the store (an export holds no deletions). Backfill this export into a new, empty store; or first apply the stream to this one from %s on (a replay from then records it caught up), then run this again (docs/backfill.md)",
+		why = fmt.Errorf("backfill: the store holds the backfill of an older export (%s, as of %s), and nothing shows that the stream has kept it current since: an item deleted before this export's time, %s, would stay in the store (an export holds no deletions). Backfill this export into a new, empty store; or first apply the stream to this one from %s on (a replay from then records it caught up), then run this again (docs/backfill.md)",
 			prior.Export, prior.AsOf.UTC().Format(time.RFC3339Nano), j.asOf.Format(time.RFC3339Nano), from)
 	} else {
 		if set == nil {
@@ -431,7 +446,7 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 		if !since.After(j.asOf) {
 			return nil
 		}
-		refusal = fmt.Errorf("backfill: the store holds state since %s, after the export's time, %s: the stream's changes in between are in neither. Take an export after %s, or replay the stream from %s into the store (docs/backfill.md)",
+		why = fmt.Errorf("backfill: the store holds state since %s, after the export's time, %s: the stream's changes in between are in neither. Take an export after %s, or replay the stream from %s into the store (docs/backfill.md)",
 			since.UTC().Format(time.RFC3339), j.asOf.Format(time.RFC3339Nano), since.UTC().Format(time.RFC3339), j.asOf.Truncate(time.Second).Format(time.RFC3339))
 	}
 	if r, ok := j.store.(driver.Reader); ok {
@@ -440,7 +455,7 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 			return err
 		}
 	}
-	return refusal
+	return refuse(why)
 }
 
 func (j *Job) writeMarker(ctx context.Context, m Marker, rev int64) error {
@@ -517,6 +532,70 @@ func (j *Job) readFailures(ctx context.Context) (*FailedItemsError, error) {
 	return fe, nil
 }
 
+// ErrRefused matches the error of a job that no rerun of it can finish:
+// the error says what to do instead.
+var ErrRefused = errors.New("backfill refused")
+
+type refusal struct{ error }
+
+func (r refusal) Unwrap() []error { return []error{r.error, ErrRefused} }
+
+// refuse makes err match ErrRefused.
+func refuse(err error) error { return refusal{err} }
+
+// mixedAdvice says what to do about a data file some of whose applied
+// items came from an object that is not the exported one.
+const mixedAdvice = "items read from it before the end of the file are in the store under the export's tokens, and no rerun can tell them from the export's own: backfill into a new store (the object must not change while it is read)"
+
+// mixedKey is the ledger key of the record that items of a data file were
+// applied from an object that is not the exported one.
+func (j *Job) mixedKey(file string) string {
+	sum := sha256.Sum256([]byte(file))
+	return MarkerKey + "/mixed/" + j.id + "/" + hex.EncodeToString(sum[:8])
+}
+
+// recordMixed records in the store that items of file were applied from
+// an object that is not the exported one (cause says how it differs), so
+// that every later run of the job refuses the file rather than pass over
+// those items as the export's.
+func (j *Job) recordMixed(ctx context.Context, file string, cause error) error {
+	key := j.mixedKey(file)
+	body, err := json.Marshal(map[string]string{"file": file, "error": cause.Error()})
+	if err != nil {
+		return err
+	}
+	got, err := j.store.ReadLedgers(ctx, []string{key})
+	if err != nil {
+		return fmt.Errorf("reading the record of %s: %w", file, err)
+	}
+	if got[key].Rev != 0 {
+		return nil
+	}
+	if err := j.store.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: key, Body: body}}}); err != nil {
+		return fmt.Errorf("recording that %s was read from another object: %w", file, err)
+	}
+	return nil
+}
+
+// checkMixed refuses file when a run recorded that items of it came from
+// an object that is not the exported one (recordMixed).
+func (j *Job) checkMixed(ctx context.Context, file string) error {
+	key := j.mixedKey(file)
+	got, err := j.store.ReadLedgers(ctx, []string{key})
+	if err != nil {
+		return fmt.Errorf("backfill of %s: reading its record: %w", file, err)
+	}
+	e := got[key]
+	if e.Rev == 0 {
+		return nil
+	}
+	var m struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(e.Body, &m) // a record, readable or not, refuses the file
+	return refuse(fmt.Errorf("backfill of %s: an earlier run of job %s read it from an object that is not the exported one (%s): %s", file, j.id, m.Error, mixedAdvice))
+}
+
 // PartialKey is the ledger key of a data file's partial.
 func (j *Job) PartialKey(file string) string {
 	sum := sha256.Sum256([]byte(file))
@@ -538,8 +617,13 @@ func (j *Job) File(ctx context.Context, file string) (FileResult, error) {
 		res.Done = true
 		return res, nil
 	}
+	if err := j.checkMixed(ctx, file); err != nil {
+		return res, err
+	}
 	var batch []pipeline.Change
+	applied := false
 	flush := func() error {
+		applied = true
 		err := j.apply(ctx, batch, p, &res)
 		batch = batch[:0]
 		return err
@@ -565,6 +649,12 @@ func (j *Job) File(ctx context.Context, file string) (FileResult, error) {
 			j.opts.Progress(int64(len(batch)))
 		}
 		err = flush()
+	}
+	if err != nil && applied && errors.Is(err, export.ErrNotExported) {
+		// The object changed while it was read, after its proof: items of
+		// another object are in the store, under the export's tokens.
+		err = errors.Join(err, j.recordMixed(ctx, file, err))
+		return res, refuse(fmt.Errorf("backfill of %s: %w: %s", file, err, mixedAdvice))
 	}
 	if err != nil {
 		return res, fmt.Errorf("backfill of %s: %w", file, err)
@@ -595,11 +685,13 @@ func (j *Job) dataFile(ctx context.Context, file string, add func(pipeline.Chang
 	dec := pipeline.NewExportDecoder(j.decodeOptions())
 	dec.ExportTime = j.asOf
 	name := objstore.Name(j.full.Store(), j.full.DataKey(f))
-	_, err := j.full.ReadLines(ctx, f, j.opts.SkipMD5, func(line []byte, n int) error {
+	index := slices.Index(j.files, file)
+	_, err := j.full.ReadExportedLines(ctx, f, j.opts.SkipMD5, func(line []byte, n int) error {
 		c, err := export.DecodeItem(dec, line, name, n)
 		if err != nil {
 			return err
 		}
+		c.Position.Origin = j.origin(index, n)
 		if j.overlay.Len() > 0 {
 			if _, ok := j.overlay.Lookup(j.overlay.KeyOf(c.New)); ok {
 				return nil // the overlay's state of the item is newer
@@ -649,7 +741,8 @@ func keysOf(item pipeline.Item, names []string) pipeline.Item {
 }
 
 // apply runs a batch through the engine into p; an item the projections
-// reject is recorded as a failure and the rest of the batch goes on.
+// reject is recorded as a failure and the rest of the batch goes on. An
+// item the export holds twice refuses the job.
 func (j *Job) apply(ctx context.Context, batch []pipeline.Change, p *projections.Partial, res *FileResult) error {
 	for len(batch) > 0 {
 		err := j.engine.HandleBatchInto(ctx, batch, p)
@@ -657,19 +750,69 @@ func (j *Job) apply(ctx context.Context, batch []pipeline.Change, p *projections
 			return nil
 		}
 		var be *pipeline.BatchError
-		if !errors.As(err, &be) || !errors.Is(err, pipeline.ErrPermanent) {
+		if !errors.As(err, &be) {
 			return err
 		}
-		c := batch[be.Index]
-		f := Failure{File: c.Position.Stream, Line: c.Position.Index + 1, Keys: pipeline.KeyString(c.Keys), Err: be.Err}
-		j.fail(f)
-		res.Failed++
-		if len(res.Failures) < maxExamples {
-			res.Failures = append(res.Failures, f)
+		var held *projections.HeldError
+		if errors.As(be.Err, &held) {
+			// Every change of the batch but the held ones is applied.
+			for _, h := range held.Held {
+				if !errors.Is(h.Err, pipeline.ErrPermanent) {
+					return j.refusal(h.Err)
+				}
+			}
+			for _, h := range held.Held {
+				j.failAt(batch[h.Index], h.Err, res)
+			}
+			return nil
 		}
+		if !errors.Is(err, pipeline.ErrPermanent) {
+			return j.refusal(err)
+		}
+		j.failAt(batch[be.Index], be.Err, res)
 		batch = batch[be.Index+1:]
 	}
 	return nil
+}
+
+// failAt records that the projections could not take change c.
+func (j *Job) failAt(c pipeline.Change, err error, res *FileResult) {
+	f := Failure{File: c.Position.Stream, Line: c.Position.Index + 1, Keys: pipeline.KeyString(c.Keys), Err: err}
+	j.fail(f)
+	res.Failed++
+	if len(res.Failures) < maxExamples {
+		res.Failures = append(res.Failures, f)
+	}
+}
+
+// refusal is err, or, for an item the export holds twice, the job's
+// refusal naming both places.
+func (j *Job) refusal(err error) error {
+	var dup *projections.DuplicateItemError
+	if !errors.As(err, &dup) {
+		return err
+	}
+	keys := j.decodeOptions().Schema.WithDefaults().KeyAttributes
+	return refuse(fmt.Errorf("the export holds item %s twice, at %s and at %s: an export holds each item once, so either the key attributes it is read by (%s) are not the table's — give the table's own (--key-attributes, KEY_ATTRIBUTES), in a new store — or the export is corrupt",
+		dup.Key, j.place(dup.First), j.place(dup.Second), strings.Join(keys, ",")))
+}
+
+// origin is where the job's export holds the item on line n of its data
+// file file (pipeline.Position.Origin): the export's content and the
+// file's place among the job's files, wherever the export is stored.
+func (j *Job) origin(file, n int) string {
+	return j.full.ManifestSHA256[:min(16, len(j.full.ManifestSHA256))] + "/" + strconv.Itoa(file) + ":" + strconv.Itoa(n)
+}
+
+// place renders an origin of the job's export as its data file and line.
+func (j *Job) place(origin string) string {
+	_, at, _ := strings.Cut(origin, "/")
+	file, line, _ := strings.Cut(at, ":")
+	i, err := strconv.Atoi(file)
+	if err != nil || i < 0 || i >= len(j.files) || j.files[i] == OverlayFile {
+		return origin
+	}
+	return objstore.Name(j.full.Store(), j.full.DataKey(j.byKey[j.files[i]])) + " line " + line
 }
 
 func (j *Job) fail(f Failure) {

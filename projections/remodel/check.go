@@ -40,9 +40,26 @@ import (
 // and on the second pass the differing partitions' items.
 //
 // A target item whose TTL attribute has passed at the check's time is
-// left out on both sides: the target's own TTL may have removed it, or
-// not yet, as the source's TTL will (and the stream then removes it from
-// the target).
+// left out where the transform of a source item explains it: an expected
+// item of that key whose TTL has passed too. The target's own TTL may
+// have removed it, or not yet, as the source's TTL will (and the stream
+// then removes it from the target). One that no expected item explains
+// (a stray) is a difference like any other. Both sides fold such items
+// by their keys alone into a second hash per partition; a partition
+// where the target holds such items and the two hashes differ is read
+// again, like a differing one, and its items matched by key.
+//
+// A source item whose state in the ledger is in the export's own second
+// (projections.InTick) is judged when its export item is read: if the
+// target items the ledger says it holds are what the transform makes of
+// the export's item, the same either way; otherwise as
+// projections.JudgeTick says, by the version. One the version cannot
+// judge is named in Unjudged and expected as its ledger entry says, so
+// that the rest is judged.
+
+// MaxPartitions bounds CheckOptions.Partitions: the check holds four
+// 24-byte hashes per partition, 96 MiB at the most.
+const MaxPartitions = 1 << 20
 
 // Reader is what the check reads of a target: its items and its ledger
 // (a driver target store's ScanRows and ScanLedgers).
@@ -63,7 +80,7 @@ type CheckOptions struct {
 	// with. Default time.Now.
 	Now time.Time
 	// Partitions is how many hash partitions the key space is cut into.
-	// Default 4,096.
+	// Default 4,096; at most MaxPartitions.
 	Partitions int
 	// MaxNamed bounds the differences named; the rest are counted. It
 	// also bounds the partitions read again. Default 1,000.
@@ -98,11 +115,20 @@ type CheckResult struct {
 	// not on the next: the stream changed those items while they were
 	// read. Check again.
 	Unsettled int
+	// Unjudged names the source items whose state in the ledger, in the
+	// export's own second, neither time nor version orders against the
+	// export's (projections.JudgeTick), one a line, sorted.
+	Unjudged []string
+	// Unmatched counts the partitions holding target items whose TTL has
+	// passed that their key hashes did not match with expected ones, and
+	// that were not read again to match them key by key (past
+	// MaxNamed's budget).
+	Unmatched int
 }
 
 // Agree reports whether the target holds exactly what was expected.
 func (c *CheckResult) Agree() bool {
-	return c.Differing == 0 && len(c.Differences) == 0 && c.More == 0 && c.Unsettled == 0
+	return c.Differing == 0 && len(c.Differences) == 0 && c.More == 0 && c.Unsettled == 0 && len(c.Unjudged) == 0 && c.Unmatched == 0
 }
 
 // bucket is one partition's content hash: a count and a 128-bit sum.
@@ -126,6 +152,8 @@ type entry struct {
 	attrs pipeline.Item
 	// source names the source item an expected item comes from.
 	source string
+	// expired: its TTL has passed at the check's time.
+	expired bool
 }
 
 // checker is one run of Check.
@@ -133,16 +161,24 @@ type checker struct {
 	r      *Remodel
 	opts   CheckOptions
 	asOf   projections.Token
+	asOfT  time.Time
 	now    int64 // epoch seconds
 	newer  map[string]bool
 	res    *CheckResult
 	parts  int
 	keys   []string
 	refuse []string // export items the transform refuses
+	// inTick holds, on a pass, the ledger states in the export's own
+	// second until their export items are read; unjudge names those not
+	// judged (on the first pass).
+	inTick  map[string]projections.ItemState
+	unjudge []string
 	// On the second pass, only the partitions of only are collected.
 	only        map[int]bool
 	want, got   map[driver.RowRef]entry
 	wantB, gotB []bucket
+	// wantX and gotX fold the keys of the items whose TTL has passed.
+	wantX, gotX []bucket
 	collecting  bool
 	// collided names the target keys that two source items make, with
 	// those items, on a collecting pass.
@@ -161,39 +197,59 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	if opts.Partitions <= 0 {
 		opts.Partitions = 4096
 	}
+	if opts.Partitions > MaxPartitions {
+		return nil, fmt.Errorf("remodel: %d partitions: at most %d (four 24-byte hashes each)", opts.Partitions, MaxPartitions)
+	}
 	if opts.MaxNamed <= 0 {
 		opts.MaxNamed = 1000
 	}
 	res := &CheckResult{AsOf: verify.Watermark(full, overlay), Partitions: opts.Partitions}
 	asOf := verify.Effective(res.AsOf)
-	c := &checker{r: r, opts: opts, asOf: projections.AsOfToken(asOf), now: opts.Now.Unix(), newer: map[string]bool{}, res: res, parts: opts.Partitions,
+	c := &checker{r: r, opts: opts, asOf: projections.AsOfToken(asOf), asOfT: asOf, now: opts.Now.Unix(), newer: map[string]bool{}, res: res, parts: opts.Partitions,
 		keys: opts.Decode.WithDefaults().KeyAttributes}
 	if overlay != nil && len(overlay.KeyAttributes) > 0 {
 		c.keys = overlay.KeyAttributes
 	}
 	c.wantB, c.gotB = make([]bucket, c.parts), make([]bucket, c.parts)
+	c.wantX, c.gotX = make([]bucket, c.parts), make([]bucket, c.parts)
 	if err := c.pass(ctx, full, overlay, target); err != nil {
 		return nil, err
 	}
-	var differing []int
+	var differing, unmatched []int
 	for i := range c.parts {
-		if c.wantB[i] != c.gotB[i] {
+		switch {
+		case c.wantB[i] != c.gotB[i]:
 			differing = append(differing, i)
+		case c.gotX[i].n > 0 && c.wantX[i] != c.gotX[i]:
+			// Items whose TTL has passed, not all matched by key.
+			unmatched = append(unmatched, i)
 		}
 	}
 	res.Differing = len(differing)
 	res.Differences = append(res.Differences, c.refuse...)
-	if len(differing) == 0 {
+	res.Unjudged = c.unjudge
+	sort.Strings(res.Unjudged)
+	if len(differing) == 0 && len(unmatched) == 0 {
 		return res, nil
 	}
 	// Read the differing partitions again, as many as it takes to name
-	// MaxNamed differences at most one partition over.
+	// MaxNamed differences at most one partition over, then those whose
+	// items with a passed TTL are to be matched by key.
 	c.only, c.collecting = map[int]bool{}, true
 	var budget int64
 	for _, p := range differing {
-		n := max(c.wantB[p].n, c.gotB[p].n)
+		n := max(c.wantB[p].n, c.gotB[p].n) + max(c.wantX[p].n, c.gotX[p].n)
 		if len(c.only) > 0 && budget+n > 64*int64(opts.MaxNamed) {
 			res.More++ // at least one difference in each partition left unread
+			continue
+		}
+		c.only[p] = true
+		budget += n
+	}
+	for _, p := range unmatched {
+		n := max(c.wantB[p].n, c.gotB[p].n) + max(c.wantX[p].n, c.gotX[p].n)
+		if len(c.only) > 0 && budget+n > 64*int64(opts.MaxNamed) {
+			res.Unmatched++
 			continue
 		}
 		c.only[p] = true
@@ -204,7 +260,7 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	// target) does not persist; one in both readings does.
 	var readings [2][]string
 	for i := range readings {
-		c.res, c.refuse = &CheckResult{}, nil // the first pass counted
+		c.res, c.refuse, c.unjudge = &CheckResult{}, nil, nil // the first pass counted
 		c.want, c.got = map[driver.RowRef]entry{}, map[driver.RowRef]entry{}
 		c.collided = map[driver.RowRef][]string{}
 		if err := c.pass(ctx, full, overlay, target); err != nil {
@@ -235,6 +291,7 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 
 // pass reads the ledger, the export and the target once.
 func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export.Overlay, target Reader) error {
+	c.inTick, c.newer = map[string]projections.ItemState{}, map[string]bool{}
 	err := target.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
 		s, ok, err := projections.DecodeItemState(key, e)
 		if err != nil || !ok {
@@ -243,17 +300,15 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		if t := time.UnixMicro(s.Token.Micros); s.Token.Micros != 0 && t.After(c.res.Newest) {
 			c.res.Newest = t.UTC()
 		}
+		if projections.InTick(s.Token, c.asOfT) {
+			c.inTick[key] = s
+			return nil
+		}
 		if !s.Token.Newer(c.asOf) {
 			return nil
 		}
-		c.newer[key] = true
 		c.res.Changed++
-		for _, row := range s.Rows {
-			if row.Ref.Projection != c.r.Name() {
-				continue
-			}
-			c.expect(row.Ref, row.Hash, row.Expires, nil, projections.DescribeOwner(key)+" (changed since the export: as its ledger entry says)")
-		}
+		c.expectLedger(key, s)
 		return nil
 	})
 	if err != nil {
@@ -267,10 +322,17 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 				keys[k] = v
 			}
 		}
-		if c.newer[projections.LedgerKey(keys)] {
+		key := projections.LedgerKey(keys)
+		if c.newer[key] {
 			return nil
 		}
 		rows, err := c.r.rows(it)
+		if s, ok := c.inTick[key]; ok {
+			delete(c.inTick, key)
+			if !c.judgeInTick(key, s, it, rows, err == nil) {
+				return nil
+			}
+		}
 		if err != nil {
 			if !c.collecting {
 				c.refuse = append(c.refuse, fmt.Sprintf("source item %s: %v", pipeline.KeyString(keys), err))
@@ -286,16 +348,25 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 	if err != nil {
 		return fmt.Errorf("reading the export: %w", err)
 	}
+	// The source items in the export's own second that the export lacks.
+	for key, s := range c.inTick {
+		c.judgeInTick(key, s, nil, nil, true)
+	}
 	err = target.ScanRows(ctx, func(row driver.StoredRow) error {
-		if e := expiry(row.Attrs[c.r.ttlAttr]); e != 0 && e <= c.now {
-			return nil
+		e := expiry(row.Attrs[c.r.ttlAttr])
+		expired := e != 0 && e <= c.now
+		if !expired {
+			c.res.Found++
 		}
-		c.res.Found++
 		p := c.partition(row.Ref)
 		if c.collecting {
 			if c.only[p] {
-				c.got[row.Ref] = entry{hash: projections.RowHash(row.Attrs), attrs: row.Attrs}
+				c.got[row.Ref] = entry{hash: projections.RowHash(row.Attrs), attrs: row.Attrs, expired: expired}
 			}
+			return nil
+		}
+		if expired {
+			c.gotX[p].add(itemHash(row.Ref, ""))
 			return nil
 		}
 		c.gotB[p].add(itemHash(row.Ref, projections.RowHash(row.Attrs)))
@@ -307,24 +378,94 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 	return nil
 }
 
-// expect adds an expected target item.
-func (c *checker) expect(ref driver.RowRef, hash string, expires int64, attrs pipeline.Item, source string) {
-	if expires != 0 && expires <= c.now {
-		c.res.Expired++
-		return
+// expectLedger adds the target items a source item's ledger entry says
+// it holds.
+func (c *checker) expectLedger(key string, s projections.ItemState) {
+	c.newer[key] = true
+	for _, row := range s.Rows {
+		if row.Ref.Projection != c.r.Name() {
+			continue
+		}
+		c.expect(row.Ref, row.Hash, row.Expires, nil, projections.DescribeOwner(key)+" (changed since the export: as its ledger entry says)")
 	}
-	c.res.Expected++
+}
+
+// judgeInTick judges a source item whose ledger state is in the export's
+// own second against its export item (nil: the export lacks it) and the
+// target items the transform makes of it (rows; made false: the transform
+// refuses it), and reports whether the export item is to be expected.
+func (c *checker) judgeInTick(key string, s projections.ItemState, it pipeline.Item, rows []projections.Row, made bool) bool {
+	if made && c.sameRows(s, rows) {
+		return it != nil // the same either way: judged against the export
+	}
+	x := projections.ExportState{}
+	if it != nil {
+		x = projections.ExportStateOf(it, c.opts.Decode.WithDefaults().VersionAttribute)
+	}
+	since, why := projections.JudgeTick(s.Token, s.Removed, x)
+	if since {
+		c.res.Changed++
+	} else if !c.collecting {
+		c.unjudge = append(c.unjudge, fmt.Sprintf("source item %s: %s", projections.DescribeOwner(key), why))
+	}
+	c.expectLedger(key, s)
+	return false
+}
+
+// sameRows reports whether the target items a ledger state says its
+// source item holds are those the transform makes of the export's item.
+func (c *checker) sameRows(s projections.ItemState, rows []projections.Row) bool {
+	type held struct {
+		hash    string
+		expires int64
+	}
+	led := map[driver.RowRef]held{}
+	for _, r := range s.Rows {
+		if r.Ref.Projection == c.r.Name() {
+			led[r.Ref] = held{r.Hash, r.Expires}
+		}
+	}
+	if len(led) != len(rows) {
+		return false
+	}
+	for _, row := range rows {
+		ref := driver.RowRef{Projection: c.r.Name(), Partition: row.Partition, Sort: row.Sort}
+		if led[ref] != (held{projections.RowHash(row.Attrs), row.Expires}) {
+			return false
+		}
+	}
+	return true
+}
+
+// expect adds an expected target item. One whose TTL has passed is
+// folded by its key alone: it explains a target item of that key whose
+// TTL has passed too, which the target's TTL may have removed.
+func (c *checker) expect(ref driver.RowRef, hash string, expires int64, attrs pipeline.Item, source string) {
+	expired := expires != 0 && expires <= c.now
+	if expired {
+		c.res.Expired++
+	} else {
+		c.res.Expected++
+	}
 	p := c.partition(ref)
 	if c.collecting {
 		if c.only[p] {
-			if prev, ok := c.want[ref]; ok && prev.source != source {
+			prev, ok := c.want[ref]
+			if ok && expired && !prev.expired {
+				return // an item whose TTL has not passed is expected there
+			}
+			if ok && prev.source != source && !prev.expired && !expired {
 				if c.collided[ref] == nil {
 					c.collided[ref] = []string{prev.source}
 				}
 				c.collided[ref] = append(c.collided[ref], source)
 			}
-			c.want[ref] = entry{hash: hash, attrs: attrs, source: source}
+			c.want[ref] = entry{hash: hash, attrs: attrs, source: source, expired: expired}
 		}
+		return
+	}
+	if expired {
+		c.wantX[p].add(itemHash(ref, ""))
 		return
 	}
 	c.wantB[p].add(itemHash(ref, hash))
@@ -369,6 +510,10 @@ func (c *checker) name() []string {
 		g, gok := c.got[ref]
 		item := "target item " + c.r.DescribeKey(ref)
 		switch {
+		case wok && w.expired && (!gok || g.expired):
+			// Both left out: the target's TTL may have removed it.
+		case !wok && g.expired:
+			out = append(out, fmt.Sprintf("%s: not expected (no source item makes it, as of the export; its TTL has passed, but no source item's explains it): %s", item, pipeline.AppendItem(nil, g.attrs)))
 		case len(c.collided[ref]) > 1:
 			out = append(out, fmt.Sprintf("%s: source items %s all make it (a collision: the transform must give each its own key; the target holds at most one of them)", item, strings.Join(c.collided[ref], ", ")))
 		case !gok:

@@ -77,6 +77,11 @@ type Result struct {
 	// Differences too): the projectors fail their records as permanent and
 	// a backfill lists them as failed, so they add to no projection.
 	Refused []string
+	// Unjudged lists the items whose state in the table, from the
+	// export's own second, neither time nor version orders against the
+	// export's (projections.JudgeTick), one a line naming the item and
+	// why: the table cannot be said to agree while there are any.
+	Unjudged []string
 	// AsOf is the export's point in time (the end of the last incremental
 	// export, with an overlay).
 	AsOf time.Time
@@ -95,6 +100,7 @@ func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, tab
 	res := &Result{AsOf: Watermark(full, overlay)}
 	asOf := Effective(res.AsOf)
 	check := projections.NewAsOfCheck(asOf, opts.TypeAttribute, ps...)
+	check.VersionAttribute = opts.WithDefaults().VersionAttribute
 	if err := check.AddLedgers(ctx, table); err != nil {
 		return nil, err
 	}
@@ -123,6 +129,7 @@ func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, tab
 		return nil, err
 	}
 	res.Differences, res.Items, res.Changed, res.Unfolded, res.Refused = diff, check.Items, check.Changed, check.Unfolded, check.Refused
+	res.Unjudged = check.Unjudged
 	res.Aggregates, res.Rows = check.Expected()
 	return res, nil
 }

@@ -149,6 +149,10 @@ func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) err
 		fmt.Fprintf(w, "failed:   ... and %d more\n", n)
 	}
 	var failed *backfill.FailedItemsError
+	if errors.Is(runErr, backfill.ErrRefused) {
+		fmt.Fprintf(w, "status:   refused; the same command would be refused again: the error says what to do instead\n")
+		return runErr
+	}
 	if runErr != nil && !errors.As(runErr, &failed) {
 		fmt.Fprintf(w, "status:   stopped; run the same command again to resume\n")
 		return runErr

@@ -405,8 +405,8 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if *partitions < 1 {
-		return fmt.Errorf("%w: --partitions must be at least 1", errUsage)
+	if *partitions < 1 || *partitions > remodel.MaxPartitions {
+		return fmt.Errorf("%w: --partitions must be between 1 and %d (the check holds four 24-byte hashes per partition: %d MiB at the most)", errUsage, remodel.MaxPartitions, remodel.MaxPartitions*4*24>>20)
 	}
 	now := time.Now()
 	if *at != "" {
@@ -478,15 +478,13 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 		}
 		fmt.Fprintln(w)
 	}
-	for i, d := range res.Differences {
-		if *maxPrint > 0 && i == *maxPrint {
-			fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", len(res.Differences)-i)
-			break
-		}
-		fmt.Fprintln(w, "  "+quote.Printable(d))
-	}
+	printNamed(w, res.Differences, *maxPrint)
 	if res.More > 0 {
 		fmt.Fprintf(w, "  ... and at least %d more, in partitions not read again\n", res.More)
+	}
+	if n := len(res.Unjudged); n > 0 {
+		fmt.Fprintf(w, "%d source items could not be judged: their state in the ledger is from the export's own second, and the version cannot order it against the export's\n", n)
+		printNamed(w, res.Unjudged, *maxPrint)
 	}
 	if bm != nil && bm.Completed.IsZero() {
 		fmt.Fprintf(w, "NOT READY: the target's backfill (job %s) has not completed: run it to the end (`%s remodel backfill` again) and verify again\n", bm.Job, e.Name)
@@ -498,6 +496,12 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 		return errFailed
 	case res.Unsettled > 0:
 		fmt.Fprintf(w, "UNSETTLED: %d differences the stream made while they were read, and no other: verify again\n", res.Unsettled)
+		return errFailed
+	case len(res.Unjudged) > 0:
+		fmt.Fprintf(w, "NOT READY: %d source items could not be judged against the export (in its own second; see above), the rest agrees: verify against a later incremental export, which orders them by time\n", len(res.Unjudged))
+		return errFailed
+	case res.Unmatched > 0:
+		fmt.Fprintf(w, "NOT READY: %d hash partitions hold target items whose TTL has passed that were not matched by key with expected ones, and were not read again within the budget: verify again with a larger --max-print\n", res.Unmatched)
 		return errFailed
 	case !res.Agree():
 		// The partitions' hashes differ, and reading them again named

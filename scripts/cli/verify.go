@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -108,16 +109,14 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if res.Changed > 0 {
 		fmt.Fprintf(w, "%d items changed since the export: told apart by their state in the store, and checked against it\n", res.Changed)
 	}
-	for i, d := range diff {
-		if *maxPrint > 0 && i == *maxPrint {
-			fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", len(diff)-i)
-			break
-		}
-		fmt.Fprintln(w, "  "+quote.Printable(d))
-	}
+	printNamed(w, diff, *maxPrint)
 	if n := len(res.Unfolded); n > 0 {
 		fmt.Fprintf(w, "NOT READY: a backfill has %d data files whose deferred sums are not folded yet (e.g. %s): run it to the end (`%s backfill` again) and verify again\n", n, quote.Printable(res.Unfolded[0]), e.Name)
 		return errFailed
+	}
+	if n := len(res.Unjudged); n > 0 {
+		fmt.Fprintf(w, "%d items could not be judged: their state in the store is from the export's own second, and the version cannot order it against the export's\n", n)
+		printNamed(w, res.Unjudged, *maxPrint)
 	}
 	if len(diff) > 0 {
 		fmt.Fprintf(w, "MISMATCH: %d differences between the store and the recomputation from the export (the items changed since it taken as their state in the store says)\n", len(diff))
@@ -126,8 +125,23 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		}
 		return errFailed
 	}
+	if n := len(res.Unjudged); n > 0 {
+		fmt.Fprintf(w, "NOT READY: %d items could not be judged against the export (in its own second; see above), the rest agrees: verify against a later incremental export, which orders them by time\n", n)
+		return errFailed
+	}
 	fmt.Fprintf(w, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the %d items changed since it as their state in the store says\n", res.Changed)
 	return nil
+}
+
+// printNamed prints lines, indented, at most maxPrint of them (0: all).
+func printNamed(w io.Writer, lines []string, maxPrint int) {
+	for i, d := range lines {
+		if maxPrint > 0 && i == maxPrint {
+			fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", len(lines)-i)
+			break
+		}
+		fmt.Fprintln(w, "  "+quote.Printable(d))
+	}
 }
 
 func sameIDs(a, b []projections.ProjectionID) bool { return slices.Equal(a, b) }

@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/internal/sim"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/driver"
+)
+
+// gateChain writes a full export of items at 11:00 and an incremental one
+// from then to 12:00:00.700 whose changes are last, each written at
+// 12:00:00.500: the chain a gate checks against, as of 12:00:00.700.
+// It returns the two exports' directories.
+func gateChain(t *testing.T, items []pipeline.Item, last []exportgen.Change) (full, inc string) {
+	t.Helper()
+	root := t.TempDir()
+	ctx := context.Background()
+	st := objstore.NewDir(root).WithoutSync()
+	t0 := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	f, err := exportgen.WriteFull(ctx, st, exportgen.Export{ID: exportgen.ExportID(t0, 11), Time: t0, Files: 1}, slices.Values(items))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := gateAsOf
+	for i := range last {
+		last[i].Time = t1.Add(-200 * time.Millisecond)
+	}
+	i, err := exportgen.WriteIncremental(ctx, st, exportgen.Export{ID: exportgen.ExportID(t1, 12), Time: t1, From: t0, Files: 1}, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, f.Dir), filepath.Join(root, i.Dir)
+}
+
+func nv(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+
+// gateAsOf is the end of gateChain's incremental export.
+var gateAsOf = time.Date(2026, 12, 1, 12, 0, 0, 700_000_000, time.UTC)
+
+// streamChanges writes a Streams event of records, in the second of
+// gateAsOf (12:00:00, the precision of a Streams record), numbered from
+// seq on, each the change from the one before (from: the first's old image).
+func streamChanges(t *testing.T, keys pipeline.Item, from pipeline.Item, seq int, images ...pipeline.Item) string {
+	t.Helper()
+	var recs []sim.Record
+	old := from
+	for i, img := range images {
+		recs = append(recs, sim.Record{Kind: pipeline.Modify, Keys: keys, Old: old, New: img,
+			Seq: "9000000000000000000" + strconv.Itoa(10+seq+i), Time: gateAsOf.Truncate(time.Second), EventID: "e" + strconv.Itoa(seq+i)})
+		old = img
+	}
+	event := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(event, sim.StreamsEvent(recs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return event
+}
+
+// TestVerifyInTheExportsSecond: an order changed twice in the second of
+// the incremental export's end, both before it (version 2, then 3); a
+// store that applied the first change from the stream and missed the
+// second is not agreed with (by time alone its state, in the export's own
+// second, counts as changed since): the version orders it before the
+// export's, and verify names the order and says NOT READY. Applying the
+// second change makes it agree; a third, after the export (version 4),
+// is told apart as changed since. Without a version attribute the same
+// missed change cannot be ordered: NOT READY, naming it.
+func TestVerifyInTheExportsSecond(t *testing.T) {
+	order := func(version int, status, total string) pipeline.Item {
+		it := pipeline.Item{"PK": sv("USER#u1"), "SK": sv("ORDER#2026-12-01#o1"), "EntityType": sv("Order"),
+			"status": sv(status), "total": nv(total), "orderDate": sv("2026-12-01")}
+		if version > 0 {
+			it["version"] = nv(strconv.Itoa(version))
+		}
+		return it
+	}
+	keys := pipeline.Item{"PK": sv("USER#u1"), "SK": sv("ORDER#2026-12-01#o1")}
+	const named = "item PK=USER#u1 SK=ORDER#2026-12-01#o1: "
+	// missedSecond backfills a store from the full export of the order
+	// (version 1, or v 0: none) and applies the first of its changes in
+	// the export's second from the stream, not the second.
+	missedSecond := func(v int) (full, inc, store string) {
+		t.Helper()
+		next := func(n int) int { return v * n }
+		full, inc = gateChain(t, []pipeline.Item{order(next(1), "PENDING", "10")}, []exportgen.Change{{Keys: keys, Old: order(next(1), "PENDING", "10"), New: order(next(3), "PAID", "30")}})
+		store = t.TempDir()
+		if code, out, stderr := runCLI(t, "backfill", "--export", full, "--store", store, "--no-sync"); code != 0 {
+			t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+		}
+		if code, out, stderr := runCLI(t, "process", "--events", streamChanges(t, keys, order(next(1), "PENDING", "10"), 1, order(next(2), "PAID", "20")), "--store", store); code != 0 {
+			t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
+		}
+		return full, inc, store
+	}
+
+	t.Run("version", func(t *testing.T) {
+		full, inc, store := missedSecond(1)
+		code, out, stderr := runCLI(t, "verify", "--export", full, "--incremental", inc, "--store", store)
+		if code != 1 || strings.Contains(out, "AGREE") || !strings.Contains(out, "  "+named+"its state in the table (version 2, from a change in the export's own second (2026-12-01T12:00:00Z)) is older than the export's (version 3): a change the table missed, or the item removed and created again since") ||
+			!strings.HasSuffix(out, "NOT READY: 1 items could not be judged against the export (in its own second; see above), the rest agrees: verify against a later incremental export, which orders them by time\n") {
+			t.Fatalf("a store that missed the second change: exit %d\n%s%s", code, out, stderr)
+		}
+		// The change it missed: the same state as the export's.
+		if code, out, stderr := runCLI(t, "process", "--events", streamChanges(t, keys, order(2, "PAID", "20"), 2, order(3, "PAID", "30")), "--store", store); code != 0 {
+			t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
+		}
+		code, out, stderr = runCLI(t, "verify", "--export", full, "--incremental", inc, "--store", store)
+		if code != 0 || !strings.HasSuffix(out, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the 0 items changed since it as their state in the store says\n") {
+			t.Fatalf("a store with both changes: exit %d\n%s%s", code, out, stderr)
+		}
+		// A change after the export's point, in its second.
+		if code, out, stderr := runCLI(t, "process", "--events", streamChanges(t, keys, order(3, "PAID", "30"), 3, order(4, "SHIPPED", "30")), "--store", store); code != 0 {
+			t.Fatalf("process: exit %d\n%s%s", code, out, stderr)
+		}
+		code, out, stderr = runCLI(t, "verify", "--export", full, "--incremental", inc, "--store", store)
+		if code != 0 || !strings.HasSuffix(out, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the 1 items changed since it as their state in the store says\n") {
+			t.Fatalf("a store with a change since: exit %d\n%s%s", code, out, stderr)
+		}
+	})
+
+	t.Run("no version", func(t *testing.T) {
+		full, inc, store := missedSecond(0)
+		code, out, stderr := runCLI(t, "verify", "--export", full, "--incremental", inc, "--store", store)
+		if code != 1 || strings.Contains(out, "AGREE") || !strings.Contains(out, "  "+named+"its state in the table is from a change in the export's own second (2026-12-01T12:00:00Z), differs from the export's, and neither has a version attribute to order them\n") ||
+			!strings.Contains(out, "\nNOT READY: 1 items could not be judged") {
+			t.Fatalf("no version: exit %d\n%s%s", code, out, stderr)
+		}
+	})
+}
+
+// TestRemodelVerifyInTheExportsSecond: remodel verify, as verify above: a
+// target whose source comment missed its second change in the export's
+// own second is not agreed with; one that has both is.
+func TestRemodelVerifyInTheExportsSecond(t *testing.T) {
+	comment := func(version int, body string) pipeline.Item {
+		return pipeline.Item{"PK": sv("WS#w1"), "SK": sv("DOC#d1#CMT#c1"), "EntityType": sv("Comment"), "docId": sv("d1"), "commentId": sv("c1"),
+			"body": sv(body), "version": nv(strconv.Itoa(version))}
+	}
+	keys := pipeline.Item{"PK": sv("WS#w1"), "SK": sv("DOC#d1#CMT#c1")}
+	full, inc := gateChain(t, []pipeline.Item{comment(1, "a")}, []exportgen.Change{{Keys: keys, Old: comment(1, "a"), New: comment(3, "c")}})
+	dir := t.TempDir()
+	args := func(cmd string, more ...string) []string {
+		return append([]string{"remodel", cmd, "--transform", "comments-table", "--store", dir}, more...)
+	}
+	if code, out, stderr := runCLI(t, args("backfill", "--export", full, "--no-sync")...); code != 0 {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI(t, args("apply", "--events", streamChanges(t, keys, comment(1, "a"), 1, comment(2, "b")))...); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr := runCLI(t, args("verify", "--export", full, "--incremental", inc)...)
+	if code != 1 || strings.Contains(out, "AGREE") || !strings.Contains(out, "  source item PK=WS#w1 SK=DOC#d1#CMT#c1: its state in the table (version 2, from a change in the export's own second (2026-12-01T12:00:00Z)) is older than the export's (version 3)") ||
+		!strings.HasSuffix(out, "NOT READY: 1 source items could not be judged against the export (in its own second; see above), the rest agrees: verify against a later incremental export, which orders them by time\n") {
+		t.Fatalf("a target that missed the second change: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI(t, args("apply", "--events", streamChanges(t, keys, comment(2, "b"), 2, comment(3, "c")))...); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, args("verify", "--export", full, "--incremental", inc)...)
+	if code != 0 || !strings.HasSuffix(out, "AGREE: every target item equals the transform of its source item as of the export, with the 0 source items changed since as their ledger entries say\n") {
+		t.Fatalf("a target with both changes: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestRemodelVerifyStrayExpired: a target item whose TTL has passed is
+// left out only where a source item's transform explains it: a stray one
+// with ttl 1 that no source item makes is named, as it is without a TTL;
+// the target item of a source comment whose TTL has passed is still left
+// out, also once the target's TTL removed it.
+func TestRemodelVerifyStrayExpired(t *testing.T) {
+	at := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	comment := func(id string, ttl int64) pipeline.Item {
+		it := pipeline.Item{"PK": sv("WS#w1"), "SK": sv("DOC#d1#CMT#" + id), "EntityType": sv("Comment"), "docId": sv("d1"), "commentId": sv(id), "version": nv("1")}
+		if ttl != 0 {
+			it["ttl"] = nv(strconv.FormatInt(ttl, 10))
+		}
+		return it
+	}
+	root := t.TempDir()
+	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 13), Time: at, Files: 1},
+		slices.Values([]pipeline.Item{comment("c1", 0), comment("c2", at.Add(-time.Hour).Unix())}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := filepath.Join(root, res.Dir)
+	dir := t.TempDir()
+	if code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", dir, "--no-sync"); code != 0 {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	verify := func() (int, string) {
+		code, out, stderr := runCLI(t, "remodel", "verify", "--export", exp, "--transform", "comments-table", "--store", dir, "--at", at.Format(time.RFC3339))
+		return code, out + stderr
+	}
+	if code, out := verify(); code != 0 || !strings.Contains(out, "\n1 items left out: their TTL (ttl) passed before") || !strings.HasSuffix(out, "AGREE: every target item equals the transform of its source item as of the export, with the 0 source items changed since as their ledger entries say\n") {
+		t.Fatalf("the backfilled target: exit %d\n%s", code, out)
+	}
+	put := func(ref driver.RowRef, attrs pipeline.Item, del bool) {
+		t.Helper()
+		ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", driver.TargetKey{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := &driver.Tx{Puts: []driver.RowPut{{Ref: ref, Attrs: attrs}}}
+		if del {
+			tx = &driver.Tx{Deletes: []driver.RowDelete{{Ref: ref}}}
+		}
+		err = ts.Commit(context.Background(), tx)
+		if cerr := ts.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The target's TTL removes the expired comment's target item.
+	put(driver.RowRef{Projection: "comments-table", Partition: "DOC#d1", Sort: "CMT#c2"}, nil, true)
+	if code, out := verify(); code != 0 || !strings.HasSuffix(out, "AGREE: every target item equals the transform of its source item as of the export, with the 0 source items changed since as their ledger entries say\n") {
+		t.Fatalf("its TTL removed an expired one: exit %d\n%s", code, out)
+	}
+	// A stray item with ttl 1, which no source item makes.
+	stray := pipeline.Item{"PK": sv("DOC#d9"), "SK": sv("CMT#c9"), "EntityType": sv("Comment"), "ttl": nv("1")}
+	put(driver.RowRef{Projection: "comments-table", Partition: "DOC#d9", Sort: "CMT#c9"}, stray, false)
+	if code, out := verify(); code != 1 || !strings.Contains(out, "  target item PK=DOC#d9 SK=CMT#c9: not expected (no source item makes it, as of the export; its TTL has passed, but no source item's explains it): ") ||
+		!strings.HasSuffix(out, "MISMATCH: 1 differences between the target and the transform of the export (the items changed since it taken as their state in the ledger says)\n") {
+		t.Fatalf("a stray item with ttl 1: exit %d\n%s", code, out)
+	}
+}
+
+// TestRemodelVerifyPartitionsBound: --partitions past the bound is a usage
+// error naming it, not two bucket arrays the machine cannot hold.
+func TestRemodelVerifyPartitionsBound(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"2000000000", "1048577", "0"} {
+		code, out, stderr := runCLI(t, "remodel", "verify", "--export", dir, "--transform", "comments-table", "--store", dir, "--partitions", p)
+		if code != 2 || !strings.Contains(stderr, "--partitions must be between 1 and 1048576 (the check holds four 24-byte hashes per partition: 96 MiB at the most)") {
+			t.Errorf("--partitions %s: exit %d\n%s%s", p, code, out, stderr)
+		}
+	}
+}
