@@ -34,12 +34,17 @@ type ItemError struct {
 }
 
 // Error returns e.g. "order-totals: item USER#u42/ORDER#2026-11-30#o1:
-// status: want S, got N".
+// status: want S, got N"; without a Projection (a transform's error, which
+// its caller names), from "item" on.
 func (e *ItemError) Error() string {
-	if e.Attr == "" {
-		return fmt.Sprintf("%s: item %s/%s: %v", e.Projection, showKey(e.PK), showKey(e.SK), e.Err)
+	s := fmt.Sprintf("item %s/%s: ", showKey(e.PK), showKey(e.SK))
+	if e.Projection != "" {
+		s = e.Projection + ": " + s
 	}
-	return fmt.Sprintf("%s: item %s/%s: %s: %v", e.Projection, showKey(e.PK), showKey(e.SK), e.Attr, e.Err)
+	if e.Attr != "" {
+		s += e.Attr + ": "
+	}
+	return s + fmt.Sprint(e.Err)
 }
 
 // Unwrap returns the cause.

@@ -12,8 +12,9 @@ import (
 // attributes, rebuilt keys), several split it; each returned item keeps or
 // names its own entity type. It must be deterministic and must not keep or
 // modify item (build new maps; attribute values may be shared). An error
-// marks an item the transform cannot take, named by the caller with the
-// item's place (an export's file and line, a record).
+// marks an item the transform cannot take; the caller names the transform
+// and the item's place (an export's file and line, a record), so the
+// error says what is wrong with the item and names neither.
 type TransformFunc func(item pipeline.Item) ([]pipeline.Item, error)
 
 // Transform is a named set of per-entity-type rewrites of a table's items,

@@ -48,6 +48,9 @@ type Remodel struct {
 	key      driver.TargetKey
 	typeAttr string
 	ttlAttr  string
+	// keyAttrs are the source table's key attributes, which name an item
+	// in errors.
+	keyAttrs []string
 	def      string
 }
 
@@ -72,7 +75,7 @@ func New(t *projections.Transform, key driver.TargetKey, schema pipeline.Schema)
 		return nil, fmt.Errorf("remodel: transform %s: the target's key: %w", t.Name, err)
 	}
 	schema = schema.WithDefaults()
-	r := &Remodel{t: t, key: key, typeAttr: schema.TypeAttribute, ttlAttr: t.TTLAttribute}
+	r := &Remodel{t: t, key: key, typeAttr: schema.TypeAttribute, ttlAttr: t.TTLAttribute, keyAttrs: schema.KeyAttributes}
 	if r.ttlAttr == "" {
 		r.ttlAttr = schema.TTLAttribute
 	}
@@ -236,7 +239,7 @@ func (r *Remodel) rows(item pipeline.Item) ([]projections.Row, error) {
 	case named:
 		var err error
 		if outs, err = fn(item); err != nil {
-			return nil, fmt.Errorf("transform %s: %w", r.t.Name, err)
+			return nil, r.itemError(item, err)
 		}
 	case r.t.CopyOthers:
 		outs = []pipeline.Item{item}
@@ -254,11 +257,38 @@ func (r *Remodel) rows(item pipeline.Item) ([]projections.Row, error) {
 			if len(outs) > 1 {
 				what = fmt.Sprintf("target item %d of %d", i+1, len(outs))
 			}
-			return nil, fmt.Errorf("transform %s: %s: %w", r.t.Name, what, err)
+			return nil, r.itemError(item, fmt.Errorf("%s: %w", what, err))
 		}
 		rows = append(rows, projections.Row{Partition: ref.Partition, Sort: ref.Sort, Attrs: out, Expires: expiry(out[r.ttlAttr])})
 	}
 	return rows, nil
+}
+
+// itemError is err, met rewriting item, as the *projections.ItemError
+// that names the transform (the remodel's projection) and the item once,
+// which the engine passes on as it is: "comments-table: item
+// WS#a/DOC#d1#CMT#c1: SK: want …". A transform's own ItemError (a
+// declared one's names the item and the attribute) is completed.
+func (r *Remodel) itemError(item pipeline.Item, err error) error {
+	ie, ok := err.(*projections.ItemError)
+	switch {
+	case ok && ie.Projection == r.t.Name:
+		return ie
+	case ok && ie.Projection == "":
+		c := *ie
+		ie = &c
+	default:
+		ie = &projections.ItemError{Err: err}
+	}
+	ie.Projection = r.t.Name
+	if ie.PK == "" && ie.SK == "" && len(r.keyAttrs) > 0 {
+		sort := ""
+		if len(r.keyAttrs) > 1 {
+			sort = r.keyAttrs[1]
+		}
+		ie.SetKeys(item, r.keyAttrs[0], sort)
+	}
+	return ie
 }
 
 // expiry reads a TTL attribute as DynamoDB's TTL does: a number of epoch

@@ -301,8 +301,9 @@ func TestTargetItemRefused(t *testing.T) {
 		err := e.HandleBatch(ctx, []pipeline.Change{change("1", t0, nil, good), change("2", t0, nil, bad)})
 		var be *pipeline.BatchError
 		if !errors.As(err, &be) || be.Index != 1 || !errors.Is(err, pipeline.ErrPermanent) ||
-			!strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "PK=BAD#"+tt.what) {
-			t.Errorf("%s: %v, want the second change failed as permanent, saying %q", tt.what, err, tt.want)
+			!strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "users-by-email: item BAD#"+tt.what+"/1: ") ||
+			strings.Count(err.Error(), "users-by-email") != 1 {
+			t.Errorf("%s: %v, want the second change failed as permanent, naming the transform once and the item, saying %q", tt.what, err, tt.want)
 		}
 	}
 	if got := targetItems(t, ts); len(got) != 2 {

@@ -209,7 +209,7 @@ func (l *loader) transform(n *node, i int, typeAttr string, keyAttrs []string, n
 				l.problem(en.kline[j], path, "an empty entity type")
 				continue
 			}
-			if rw := l.rewrite(en.vals[j], path, t.name, typ, typeAttr, keyAttrs, t.keys); rw != nil {
+			if rw := l.rewrite(en.vals[j], path, typ, typeAttr, keyAttrs, t.keys); rw != nil {
 				t.byType[typ] = rw
 			}
 		}
@@ -222,14 +222,16 @@ func (l *loader) transform(n *node, i int, typeAttr string, keyAttrs []string, n
 }
 
 // rewrite reads one entity type's rewrite.
-func (l *loader) rewrite(n *node, path, name, typ, typeAttr string, keyAttrs []string, keys driver.TargetKey) *rewrite {
+func (l *loader) rewrite(n *node, path, typ, typeAttr string, keyAttrs []string, keys driver.TargetKey) *rewrite {
 	before := len(l.probs)
 	f := l.fields(n, path, "item", "when", "checks", "key", "copy", "drop", "rename", "attributes")
 	if f == nil {
 		return nil
 	}
-	// The rewrite reads an item as a projection of the type does.
-	p := &Projection{name: name, types: []string{typ}, typeAttr: typeAttr, keyAttrs: keyAttrs}
+	// The rewrite reads an item as a projection of the type does. It has
+	// no name: its *projections.ItemError names the item and the
+	// attribute, and the transform's caller names the transform.
+	p := &Projection{types: []string{typ}, typeAttr: typeAttr, keyAttrs: keyAttrs}
 	if in, ok := f["item"]; ok {
 		p.vars = l.item(in, typeAttr)
 	}
