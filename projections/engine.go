@@ -152,6 +152,7 @@ type Stats struct {
 	Changes      int64 // changes handed to the engine
 	Superseded   int64 // changes replaced by a newer one of the same item in the batch
 	Stale        int64 // changes already applied, or older than what was (duplicates, replays)
+	Repeated     int64 // of Stale, those whose ledger entry is this very change (a redelivery, an item a resumed run applied before); the rest found a newer state
 	Unprojected  int64 // changes to items no projection reads
 	Items        int64 // item states written (ledger entries)
 	Transactions int64 // commits that succeeded
@@ -164,15 +165,15 @@ type Stats struct {
 }
 
 type counters struct {
-	changes, superseded, stale, unprojected, items, txs, conflicts, contention atomic.Int64
-	wu                                                                         atomic.Int64 // in tenths
+	changes, superseded, stale, repeated, unprojected, items, txs, conflicts, contention atomic.Int64
+	wu                                                                                   atomic.Int64 // in tenths
 }
 
 // Stats returns the totals since the engine was made.
 func (e *Engine) Stats() Stats {
 	s := &e.stats
 	return Stats{
-		Changes: s.changes.Load(), Superseded: s.superseded.Load(), Stale: s.stale.Load(),
+		Changes: s.changes.Load(), Superseded: s.superseded.Load(), Stale: s.stale.Load(), Repeated: s.repeated.Load(),
 		Unprojected: s.unprojected.Load(), Items: s.items.Load(), Transactions: s.txs.Load(),
 		Conflicts: s.conflicts.Load(), Contention: s.contention.Load(), WriteUnits: float64(s.wu.Load()) / 10,
 	}
@@ -622,6 +623,9 @@ func (e *Engine) decide(it *item) {
 	it.skip = it.old != nil && !it.tok.Newer(it.old.Tok)
 	if it.skip {
 		e.stats.stale.Add(1)
+		if it.old.Tok.same(it.tok) {
+			e.stats.repeated.Add(1)
+		}
 		return
 	}
 	it.next = placeShards(it.logical, it.old, it.shard)

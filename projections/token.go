@@ -97,6 +97,17 @@ func (t Token) Newer(u Token) bool {
 	return t.Removed && !u.Removed
 }
 
+// same reports whether t and u are the same change: neither is newer,
+// and, where both say where their source holds them (Origin), the same
+// place — an item an export holds is applied by the backfill of that
+// export's line, and by a rerun of it.
+func (t Token) same(u Token) bool {
+	if t.Newer(u) || u.Newer(t) {
+		return false
+	}
+	return t.Origin == "" || u.Origin == "" || t.Origin == u.Origin
+}
+
 func truncMicros(us int64, p pipeline.Precision) int64 {
 	var unit int64
 	switch p {

@@ -136,8 +136,11 @@ func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) err
 	if took > 0 {
 		rate = float64(sum.Items) / took.Seconds()
 	}
-	fmt.Fprintf(w, "items:    %d read in %.1fs (%.0f items/s); %d %s written in %d transactions (%.0f write units), %d already newer in the %s, %d of types %s\n",
-		sum.Items, took.Seconds(), rate, s.Items, r.words[0], s.Transactions, s.WriteUnits, s.Stale, r.words[1], s.Unprojected, r.words[2])
+	// An item skipped is either one this job applied in an earlier run
+	// (its ledger entry is this very state: a resumed run redoes the files
+	// not done) or one the store holds newer (the stream got there first).
+	fmt.Fprintf(w, "items:    %d read in %.1fs (%.0f items/s); %d %s written in %d transactions (%.0f write units), %d already applied (an earlier run), %d newer in the %s, %d of types %s\n",
+		sum.Items, took.Seconds(), rate, s.Items, r.words[0], s.Transactions, s.WriteUnits, s.Repeated, s.Stale-s.Repeated, r.words[1], s.Unprojected, r.words[2])
 	if sum.Items > 0 && s.Items == 0 && s.Stale == 0 && sum.Failed == 0 {
 		fmt.Fprintf(w, "warning:  none of the %d items is of a type %s (%s), by the attribute %s: is that the table's type attribute (--type-attribute)?\n",
 			sum.Items, r.reads, printableList(r.set.EntityTypes(), ", "), quote.Printable(r.opts.Decode.Schema.WithDefaults().TypeAttribute))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,6 +117,20 @@ func TestBackfillKilled(t *testing.T) {
 	}
 	if strings.Contains(out, " 0 item states written") {
 		t.Errorf("the rerun wrote nothing: the kill came after the end\n%s", out)
+	}
+	// The rerun tells the items the killed run applied (the files it had
+	// begun, redone) from items the store holds newer (none: nothing else
+	// writes it), and the counts add up to the items it read.
+	m := regexp.MustCompile(`(?m)^items:\s+(\d+) read .*?; (\d+) item states written .*?, (\d+) already applied \(an earlier run\), (\d+) newer in the store, (\d+) of types no projection reads$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the rerun's items line does not tell applied by an earlier run from newer:\n%s", out)
+	}
+	num := func(s string) int { v, _ := strconv.Atoi(s); return v }
+	read, written, earlier, newer, other := num(m[1]), num(m[2]), num(m[3]), num(m[4]), num(m[5])
+	t.Logf("rerun: %s", m[0])
+	if earlier == 0 || newer != 0 || read != written+earlier+newer+other {
+		t.Errorf("rerun: %d read = %d written + %d applied by an earlier run + %d newer + %d of other types: want some applied by the killed run, none newer, and the counts to add up\n%s",
+			read, written, earlier, newer, other, out)
 	}
 	clean := t.TempDir()
 	if code, out, stderr := runCLI(t, "backfill", "--export", exp, "--store", clean, "--workers", "2", "--no-sync"); code != 0 {
