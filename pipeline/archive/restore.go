@@ -171,6 +171,10 @@ type TableOptions struct {
 	// Sleep waits between attempts; nil waits on a timer, ending early when
 	// ctx is done. Tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Progress, when set, is called with the number of items handed to the
+	// writer each time some are (of Selection.Items in all), for a progress
+	// line.
+	Progress func(items int64)
 }
 
 // RestoreTable puts every selected item into table with the batch writer
@@ -200,7 +204,13 @@ func RestoreTable(ctx context.Context, s *Selection, client batchwrite.API, tabl
 			keys[k] = item[k]
 		}
 		pos++
-		return b.Add(ctx, pipeline.ItemKey(keys), item, pos)
+		if err := b.Add(ctx, pipeline.ItemKey(keys), item, pos); err != nil {
+			return err
+		}
+		if opts.Progress != nil {
+			opts.Progress(1)
+		}
+		return nil
 	})
 	if err == nil && b != nil {
 		err = b.Flush(ctx)
@@ -232,6 +242,9 @@ type ExportOptions struct {
 	ExportID string
 	// Now is the export's time; default time.Now().
 	Now time.Time
+	// Progress, when set, is called with the number of items written each
+	// time a data file is (of Selection.Items in all), for a progress line.
+	Progress func(items int64)
 }
 
 // ExportResult is what RestoreExport wrote.
@@ -319,6 +332,9 @@ func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts Expo
 		manifest.WriteByte('\n')
 		res.Items += items
 		res.Files++
+		if opts.Progress != nil {
+			opts.Progress(int64(items))
+		}
 		data, items = data[:0], 0
 		return nil
 	}

@@ -69,12 +69,22 @@ func TestRestoreExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	res, err := RestoreExport(ctx, sel, objstore.NewDir(out), ExportOptions{ExportID: "01767225600000-archive", Now: time.Unix(1767225600, 0)})
+	var progress []int64
+	res, err := RestoreExport(ctx, sel, objstore.NewDir(out), ExportOptions{ExportID: "01767225600000-archive", Now: time.Unix(1767225600, 0), Progress: func(n int64) { progress = append(progress, n) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Items != 7 || res.Files != 5 {
 		t.Errorf("result %+v, want 7 items in 5 files", res)
+	}
+	// Progress is told of each data file's items as it is written.
+	if sum := func() (n int64) {
+		for _, p := range progress {
+			n += p
+		}
+		return n
+	}(); len(progress) != res.Files || sum != int64(res.Items) {
+		t.Errorf("progress %v: want one call per data file, %d items in all", progress, res.Items)
 	}
 
 	// The layout and the manifests, pinned.
@@ -319,9 +329,10 @@ func TestRestoreTableIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := RestoreTable(ctx, sel, c, table, TableOptions{})
-	if err != nil || n != 7 {
-		t.Fatalf("restored %d, %v", n, err)
+	var progress int64
+	n, err := RestoreTable(ctx, sel, c, table, TableOptions{Progress: func(n int64) { progress += n }})
+	if err != nil || n != 7 || progress != 7 {
+		t.Fatalf("restored %d (progress told of %d), %v", n, progress, err)
 	}
 	compareItems(t, scanAll(ctx, t, c, table), removedItems(t, event))
 }

@@ -267,7 +267,9 @@ func runRestore(ctx context.Context, e *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err := archive.RestoreExport(ctx, sel, out, archive.ExportOptions{})
+		progress := restoreProgress(e, sel)
+		res, err := archive.RestoreExport(ctx, sel, out, archive.ExportOptions{Progress: progress.addItems})
+		progress.done()
 		if err != nil {
 			return err
 		}
@@ -283,10 +285,21 @@ func runRestore(ctx context.Context, e *Env, args []string) error {
 			o.BaseEndpoint = endpoint
 		}
 	})
-	n, err := archive.RestoreTable(ctx, sel, client, *table, archive.TableOptions{})
+	progress := restoreProgress(e, sel)
+	n, err := archive.RestoreTable(ctx, sel, client, *table, archive.TableOptions{Progress: progress.addItems})
+	progress.done()
 	if err != nil {
 		return fmt.Errorf("after %d items: %w", n, err)
 	}
 	fmt.Fprintf(e.Stdout, "restored %d items from %d objects%s into table %s\n", n, len(sel.Objects()), superseded, *table)
 	return nil
+}
+
+// restoreProgress is restore's progress line on stderr: the items of the
+// selection restored, their rate and an estimate, as the other long
+// commands write theirs.
+func restoreProgress(e *Env, sel *archive.Selection) *byteProgress {
+	p := newByteProgress(e.Stderr, "restore", int64(sel.Items()))
+	p.unit = "items"
+	return p
 }

@@ -120,7 +120,7 @@ type backfillRun struct {
 func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) error {
 	progress := newByteProgress(e.Stderr, r.verb, r.src.Summary.ItemCount)
 	progress.unit = "items"
-	r.opts.Progress = func(n int64) { progress.add(n, n) }
+	r.opts.Progress = progress.addItems
 	job, err := backfill.Open(r.src, r.overlay, r.engine, r.store, r.set, r.opts)
 	if err != nil {
 		return err

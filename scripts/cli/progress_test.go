@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/infra/objstore"
 )
 
 // TestProgressOffTerminal: a long command whose stderr is not a terminal
@@ -17,6 +19,8 @@ func TestProgressOffTerminal(t *testing.T) {
 	progressEvery = time.Nanosecond
 	t.Cleanup(func() { progressEvery = old })
 	store := filepath.Join(t.TempDir(), "store")
+	arch := t.TempDir()
+	makeArchive(t, objstore.NewDir(arch), "")
 	tests := []struct {
 		name string
 		args []string
@@ -26,6 +30,8 @@ func TestProgressOffTerminal(t *testing.T) {
 			regexp.MustCompile(`(?m)^backfill: \d+ items of \d+ \(\d+%\), \d+ items/s, ETA \S+, \S+ elapsed$`)},
 		{"verify", []string{"verify", "--export", fullExport, "--store", store},
 			regexp.MustCompile(`(?m)^verify: \d+ MB, \d+ items of \d+ \(\d+%\), \d+ MB/s, ETA \S+, \S+ elapsed$`)},
+		{"restore", []string{"restore", "--from", arch, "--to", t.TempDir()},
+			regexp.MustCompile(`(?m)^restore: \d+ items of 7 \(\d+%\), \d+ items/s, ETA \S+, \S+ elapsed$`)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -356,6 +356,9 @@ func (p *byteProgress) add(bytes, items int64) {
 	fmt.Fprintln(p.w, line)
 }
 
+// addItems adds n items to a progress whose unit is "items".
+func (p *byteProgress) addItems(n int64) { p.add(n, n) }
+
 // line is the progress: the amount, the items of how many, the rate and
 // the time left at that rate.
 func (p *byteProgress) line(b, n int64, elapsed time.Duration) string {
