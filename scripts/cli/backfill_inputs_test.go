@@ -20,8 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/boltstore"
-	"github.com/tributary/tributary/infra/objstore"
-	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -288,13 +286,7 @@ func TestRemodelCollisionCounts(t *testing.T) {
 		items = append(items, comment("w"+strconv.Itoa(k), "d"+strconv.Itoa(k)))
 	}
 	items = append(items, pipeline.Item{"PK": s("USER#u1"), "SK": s("PROFILE"), "EntityType": s("User"), "version": n(1)})
-	dir := t.TempDir()
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(dir).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 9), Time: at, Files: 1}, slices.Values(items))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := filepath.Join(dir, res.Dir)
+	exp := itemsExport(t, items)
 	code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", t.TempDir(), "--no-sync")
 	m := regexp.MustCompile(`items:\s+(\d+) read .*?; (\d+) source items' states written .*?, (\d+) already applied \(an earlier run\), (\d+) newer in the target, (\d+) of types`).FindStringSubmatch(out)
 	failed := regexp.MustCompile(`complete but for (\d+) (?:source )?items`).FindStringSubmatch(out)

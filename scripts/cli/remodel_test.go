@@ -343,13 +343,7 @@ func TestRemodelGateCollision(t *testing.T) {
 			"version": &types.AttributeValueMemberN{Value: "1"}}
 	}
 	items := []pipeline.Item{comment("zz1"), comment("zz2"), {"PK": s("WS#zz3"), "SK": s("DOC#dY#CMT#cY"), "EntityType": s("Comment"), "version": &types.AttributeValueMemberN{Value: "1"}}}
-	dir := t.TempDir()
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(dir).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 9), Time: at, Files: 1}, slices.Values(items))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := filepath.Join(dir, res.Dir)
+	exp := itemsExport(t, items)
 	store := t.TempDir()
 	code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", store, "--no-sync")
 	if code != 1 || !strings.Contains(out, "PK=WS#zz1 SK=DOC#dX#CMT#cX") || !strings.Contains(out, "PK=WS#zz2 SK=DOC#dX#CMT#cX") {

@@ -26,13 +26,7 @@ func TestTransformErrorNamesItOnce(t *testing.T) {
 		{"PK": s("WS#w1"), "SK": s("DOC#d1#CMT#c1"), "EntityType": s("Comment")},
 		{"PK": s("WS#w1"), "SK": s("NOTE#d1"), "EntityType": s("Comment")},
 	}
-	dir := t.TempDir()
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(dir).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 9), Time: at, Files: 1}, slices.Values(items))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := filepath.Join(dir, res.Dir)
+	exp := itemsExport(t, items)
 	tests := []struct {
 		name, transform string
 		args            []string
@@ -69,4 +63,17 @@ func TestTransformErrorNamesItOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// itemsExport writes items as a full export of one data file, as of
+// 2026-11-30T12:00:00Z, and returns its directory.
+func itemsExport(t *testing.T, items []pipeline.Item) string {
+	t.Helper()
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(dir).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 9), Time: at, Files: 1}, slices.Values(items))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, res.Dir)
 }
