@@ -35,7 +35,7 @@ func moveComment(item pipeline.Item) ([]pipeline.Item, error) {
 		// SK = DOC#<doc>#CMT#<c>
 		d, c, ok := strings.Cut(strings.TrimPrefix(sk, "DOC#"), "#CMT#")
 		if !ok || !strings.HasPrefix(sk, "DOC#") || d == "" || c == "" {
-			return nil, errors.New("Comment has no docId/commentId and its SK is not DOC#<doc>#CMT#<comment>")
+			return nil, errors.New("no docId/commentId, and the SK is not DOC#<doc>#CMT#<comment>")
 		}
 		if doc == "" {
 			doc = d

@@ -286,7 +286,7 @@ func (r *Remodel) itemError(item pipeline.Item, err error) error {
 		if len(r.keyAttrs) > 1 {
 			sort = r.keyAttrs[1]
 		}
-		ie.SetKeys(item, r.keyAttrs[0], sort)
+		ie = ie.SetKeys(item, r.keyAttrs[0], sort)
 	}
 	return ie
 }

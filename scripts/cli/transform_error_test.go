@@ -42,11 +42,11 @@ func TestTransformErrorNamesItOnce(t *testing.T) {
 		{"remodel backfill, Go", "comments-table",
 			[]string{"remodel", "backfill", "--transform", "comments-table", "--store", t.TempDir(), "--no-sync"}, 1,
 			regexp.MustCompile(`(?m)^failed: .*$`),
-			"line 2 (item PK=WS#w1 SK=NOTE#d1): comments-table: item WS#w1/NOTE#d1: Comment has no docId/commentId and its SK is not DOC#<doc>#CMT#<comment>"},
+			"line 2 (item PK=WS#w1 SK=NOTE#d1): comments-table: item WS#w1/NOTE#d1: no docId/commentId, and the SK is not DOC#<doc>#CMT#<comment>"},
 		{"repartition, Go", "comments-table",
 			[]string{"repartition", "--transform", "comments-table", "--out", t.TempDir(), "--no-sync"}, 1,
 			regexp.MustCompile(`(?m)^tributary repartition: .*$`),
-			"line 2: transform comments-table: Comment has no docId/commentId and its SK is not DOC#<doc>#CMT#<comment>"},
+			"line 2: transform comments-table: no docId/commentId, and the SK is not DOC#<doc>#CMT#<comment>"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
