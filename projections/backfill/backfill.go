@@ -255,6 +255,7 @@ type Job struct {
 	marker  Marker
 	files   []string // data file keys as manifest-files.json names them, sorted; OverlayFile last
 	byKey   map[string]export.DataFile
+	index   map[string]int // each file's place in files
 
 	mu       sync.Mutex
 	failures []Failure
@@ -338,6 +339,10 @@ func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engi
 	sort.Strings(j.files)
 	if overlay.Len() > 0 {
 		j.files = append(j.files, OverlayFile)
+	}
+	j.index = make(map[string]int, len(j.files))
+	for i, f := range j.files {
+		j.index[f] = i
 	}
 	m.Job, m.AsOf, m.Files = j.id, j.asOf, len(j.files)
 	j.marker = m
@@ -685,7 +690,7 @@ func (j *Job) dataFile(ctx context.Context, file string, add func(pipeline.Chang
 	dec := pipeline.NewExportDecoder(j.decodeOptions())
 	dec.ExportTime = j.asOf
 	name := objstore.Name(j.full.Store(), j.full.DataKey(f))
-	index := slices.Index(j.files, file)
+	index := j.index[file]
 	_, err := j.full.ReadExportedLines(ctx, f, j.opts.SkipMD5, func(line []byte, n int) error {
 		c, err := export.DecodeItem(dec, line, name, n)
 		if err != nil {
