@@ -150,8 +150,13 @@ func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) err
 	}
 	var failed *backfill.FailedItemsError
 	if errors.Is(runErr, backfill.ErrRefused) {
+		mixed, err := job.Mixed(ctx)
+		for _, m := range mixed {
+			fmt.Fprintf(w, "mixed:    %s: items of it were applied from an object that is not the exported one (%s); no run can tell them from the export's own: backfill into a new store\n",
+				quote.Printable(m.File), quote.Printable(m.Error))
+		}
 		fmt.Fprintf(w, "status:   refused; the same command would be refused again: the error says what to do instead\n")
-		return runErr
+		return errors.Join(runErr, err)
 	}
 	if runErr != nil && !errors.As(runErr, &failed) {
 		fmt.Fprintf(w, "status:   stopped; run the same command again to resume\n")
