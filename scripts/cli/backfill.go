@@ -80,7 +80,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	defer flush(w, &err)
 	return runBackfillJob(ctx, e, w, backfillRun{
 		verb: "backfill", src: src, overlay: overlay, engine: engine, store: st, set: set, workers: *workers,
-		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, SkipMD5: xf.skipMD5, AsOf: asOf},
+		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, BatchSize: *batch, SkipMD5: xf.skipMD5, AsOf: asOf},
 		title: fmt.Sprintf("backfill of %s into %s", src, sf.String()),
 		words: [3]string{"item states", "store", "no projection reads"}, reads: "the projections read",
 		failed: "%d items in %d data files that the projections could not take (listed above, or by the run that read them): they are in no aggregate, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the projections and backfill a new table",
