@@ -396,7 +396,9 @@ func (j *Job) Files() []string { return append([]string(nil), j.files...) }
 // Begin records the job in the store's marker, unless the marker records
 // it already. A marker of another job is replaced: the store is being
 // backfilled from another export. It refuses a store the export cannot be
-// laid over: one another table's export was backfilled into (checkTable);
+// laid over: one where an earlier job applied items of a data file read
+// from another object (Marker.Mixed); one another table's export was
+// backfilled into (checkTable);
 // one whose projection-set marker was written after the export's time (a
 // shadow that started filling it from the stream after that time has
 // missed the changes in between, which the export does not hold either),
@@ -409,6 +411,10 @@ func (j *Job) Begin(ctx context.Context) error {
 		return err
 	}
 	if cur == nil || cur.Job != j.id {
+		if cur != nil && len(cur.Mixed) > 0 {
+			return refuse(fmt.Errorf("backfill: the store holds items of %s that job %s read from an object that is not the exported one (%s), under that export's tokens: no backfill can tell them from an export's own, and another export laid over them would keep those it does not change. Backfill into a new, empty store",
+				cur.Mixed[0].File, cur.Job, cur.Mixed[0].Error))
+		}
 		if err := j.checkTable(cur); err != nil {
 			return err
 		}

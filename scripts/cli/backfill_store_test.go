@@ -242,7 +242,8 @@ func (s *changingDir) Open(ctx context.Context, key string) (io.ReadCloser, erro
 // are in the store under the export's tokens. The backfill marker names
 // the file, and the command, run again with the exported object back,
 // prints it on a line of its own with what to do (backfill into a new
-// store), where it used to print the refusal alone.
+// store), where it used to print the refusal alone. Another job over the
+// store is refused, naming the file, where it used to be taken.
 func TestBackfillMixedFileNamed(t *testing.T) {
 	ctx := context.Background()
 	exp, files := fixtureCopy(t)
@@ -297,6 +298,13 @@ func TestBackfillMixedFileNamed(t *testing.T) {
 	if code != 1 || !want.MatchString(out) || !strings.Contains(out, "items of it were applied from an object that is not the exported one") ||
 		!strings.Contains(out, "backfill into a new store") || !strings.Contains(out, "status:   refused") {
 		t.Errorf("the rerun: exit %d, want 1 and a line naming the file (%s)\n%s%s", code, want, out, stderr)
+	}
+	// Another job (the export read with another version attribute) over
+	// the store is refused too: it would keep the other object's items it
+	// does not change.
+	code, out, stderr = runCLI(t, "backfill", "--export", exp, "--version-attribute", "rev", "--store", store, "--no-sync")
+	if code != 1 || !strings.Contains(stderr, "that job ") || !strings.Contains(stderr, "read from an object that is not the exported one") || !strings.Contains(stderr, "Backfill into a new, empty store") {
+		t.Errorf("another job over the store: exit %d, want 1 and the file named\n%s%s", code, out, stderr)
 	}
 }
 
