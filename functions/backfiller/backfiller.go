@@ -248,6 +248,19 @@ func (e *OutOfTime) Error() string {
 
 func (e *OutOfTime) Unwrap() error { return e.Err }
 
+// Refused is a step that no rerun of the job can finish
+// (backfill.ErrRefused: a store the export cannot be laid over, a data
+// file read from another object, an item the export holds twice): the
+// state machine does not retry it, and the error says what to do instead.
+// Its name is the error type the state machine sees.
+type Refused struct {
+	Err error
+}
+
+func (e *Refused) Error() string { return e.Err.Error() }
+
+func (e *Refused) Unwrap() error { return e.Err }
+
 // FilesPending is a finish step that found data files not done: the state
 // machine's retry, or a redrive of the execution, does them.
 type FilesPending struct {
@@ -269,8 +282,17 @@ func (e *FilesPending) Error() string {
 }
 
 // Handle runs one step. An error fails the invocation (the state machine's
-// retry policy retries it; every step is idempotent).
+// retry policy retries it; every step is idempotent), but for a refusal,
+// which is a *Refused: no retry can finish the job.
 func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
+	resp, err := h.handle(ctx, ev)
+	if errors.Is(err, backfill.ErrRefused) && !errors.As(err, new(*Refused)) {
+		err = &Refused{Err: err}
+	}
+	return resp, err
+}
+
+func (h *Handler) handle(ctx context.Context, ev Event) (Response, error) {
 	resp := Response{Action: ev.Action}
 	switch ev.Action {
 	case "plan", "file", "finish":
@@ -432,7 +454,7 @@ func (h *Handler) file(ctx context.Context, job *backfill.Job, ev Event, resp Re
 		"transactions", s.Transactions - before.Transactions, "conflicts", s.Conflicts - before.Conflicts,
 		"contention", s.Contention - before.Contention, "seconds", time.Since(start).Seconds()}
 	if err != nil {
-		if fctx.Err() != nil && ctx.Err() == nil {
+		if fctx.Err() != nil && ctx.Err() == nil && !errors.Is(err, backfill.ErrRefused) {
 			err = &OutOfTime{File: ev.DataFileS3Key, Items: res.Items, Err: err}
 		}
 		h.log.Error("file", append(attrs, "error", err.Error())...)

@@ -64,6 +64,15 @@ type Marker struct {
 	// manifest), and Incrementals the incremental exports applied on top.
 	Export       string   `json:"export"`
 	Incrementals []string `json:"incrementals,omitempty"`
+	// TableARN and TableID are the table the export is of, as its
+	// manifest-summary.json names it (empty without a manifest; a marker
+	// of an earlier release has neither, and its Export ARN names the
+	// table).
+	TableARN string `json:"tableArn,omitempty"`
+	TableID  string `json:"tableId,omitempty"`
+	// KeyAttributes are the attributes the job keys the export's items
+	// by: its item ledger entries' keys are theirs.
+	KeyAttributes []string `json:"keyAttributes,omitempty"`
 	// Job identifies the job: the export's content and the projection set.
 	Job string `json:"job"`
 	// AsOf is the point in time the backfill's items are as of: the full
@@ -83,6 +92,19 @@ type Marker struct {
 	// Failed counts the export's items the projections could not take,
 	// in every data file (FailedItemsError).
 	Failed int64 `json:"failed,omitempty"`
+	// Mixed lists the data files some of whose items a run applied from
+	// an object that is not the exported one: the store holds them under
+	// the export's tokens, and no run of the job can tell them from the
+	// export's own. Only a backfill into a new store can be trusted.
+	Mixed []MixedFile `json:"mixed,omitempty"`
+}
+
+// MixedFile is a data file some of whose items a run applied from an
+// object that is not the exported one (Marker.Mixed, Job.Mixed), and how
+// the object differs.
+type MixedFile struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
 }
 
 // FailedItemsError is a finished job some of whose export items the
@@ -255,6 +277,7 @@ type Job struct {
 	marker  Marker
 	files   []string // data file keys as manifest-files.json names them, sorted; OverlayFile last
 	byKey   map[string]export.DataFile
+	index   map[string]int // each file's place in files
 
 	mu       sync.Mutex
 	failures []Failure
@@ -299,9 +322,12 @@ func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engi
 	if err := export.CheckTime(full, what, asOf, time.Now()); err != nil {
 		return nil, fmt.Errorf("backfill: %w", err)
 	}
-	m := Marker{Export: full.Summary.ExportARN}
+	m := Marker{Export: full.Summary.ExportARN, TableARN: full.Summary.TableARN, TableID: full.Summary.TableID}
 	if m.Export == "" {
 		m.Export = full.String()
+	}
+	if m.TableARN == "" {
+		m.TableARN = tableOfExport(full.Summary.ExportARN)
 	}
 	for _, e := range overlay.Exports {
 		t := e.Time()
@@ -339,7 +365,11 @@ func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engi
 	if overlay.Len() > 0 {
 		j.files = append(j.files, OverlayFile)
 	}
-	m.Job, m.AsOf, m.Files = j.id, j.asOf, len(j.files)
+	j.index = make(map[string]int, len(j.files))
+	for i, f := range j.files {
+		j.index[f] = i
+	}
+	m.Job, m.AsOf, m.Files, m.KeyAttributes = j.id, j.asOf, len(j.files), j.keyAttributes()
 	j.marker = m
 	return j, nil
 }
@@ -366,20 +396,34 @@ func (j *Job) Files() []string { return append([]string(nil), j.files...) }
 // Begin records the job in the store's marker, unless the marker records
 // it already. A marker of another job is replaced: the store is being
 // backfilled from another export. It refuses a store the export cannot be
-// laid over (checkCoverage): one whose projection-set marker was written
-// after the export's time (a shadow that started filling it from the
-// stream after that time has missed the changes in between, which the
-// export does not hold either), or one an older export's backfill built
-// that nothing has kept current from the stream since.
+// laid over: one where an earlier job applied items of a data file read
+// from another object (Marker.Mixed); one another table's export was
+// backfilled into (checkTable);
+// one whose projection-set marker was written after the export's time (a
+// shadow that started filling it from the stream after that time has
+// missed the changes in between, which the export does not hold either),
+// or one an older export's backfill built that nothing has kept current
+// from the stream since (checkCoverage); one whose item ledger entries
+// are keyed by other attributes than the job's (checkKeys).
 func (j *Job) Begin(ctx context.Context) error {
 	cur, _, err := ReadMarker(ctx, j.store)
 	if err != nil {
 		return err
 	}
 	if cur == nil || cur.Job != j.id {
+		if cur != nil && len(cur.Mixed) > 0 {
+			return refuse(fmt.Errorf("backfill: the store holds items of %s that job %s read from an object that is not the exported one (%s), under that export's tokens: no backfill can tell them from an export's own, and another export laid over them would keep those it does not change. Backfill into a new, empty store",
+				cur.Mixed[0].File, cur.Job, cur.Mixed[0].Error))
+		}
+		if err := j.checkTable(cur); err != nil {
+			return err
+		}
 		if err := j.checkCoverage(ctx, cur); err != nil {
 			return err
 		}
+	}
+	if err := j.checkKeys(ctx); err != nil {
+		return err
 	}
 	for range 3 {
 		cur, rev, err := ReadMarker(ctx, j.store)
@@ -416,9 +460,11 @@ func (j *Job) Begin(ctx context.Context) error {
 //   - one that an earlier backfill from an older export built, unless
 //     the stream has kept it current since that export's time: a shadow
 //     attached before it (the projection-set marker at or before it), or a
-//     replay from it that completed (the backfill marker's CaughtUp). An
-//     export holds no deletions: an item deleted between the two exports'
-//     times would stay in the store.
+//     replay from it that completed (the backfill marker's CaughtUp). A
+//     backfill deletes nothing the store holds (a full export holds no
+//     deletions, and the incremental exports' only leave the full
+//     export's items out): an item deleted between the two exports' times
+//     would stay in the store.
 //
 // A rerun of the same job is not checked here (Begin): it is the same
 // export over its own state.
@@ -433,8 +479,12 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 			return nil
 		}
 		from := prior.AsOf.Truncate(time.Second).Format(time.RFC3339)
-		why = fmt.Errorf("backfill: the store holds the backfill of an older export (%s, as of %s), and nothing shows that the stream has kept it current since: an item deleted before this export's time, %s, would stay in the store (an export holds no deletions). Backfill this export into a new, empty store; or first apply the stream to this one from %s on (a replay from then records it caught up), then run this again (docs/backfill.md)",
-			prior.Export, prior.AsOf.UTC().Format(time.RFC3339Nano), j.asOf.Format(time.RFC3339Nano), from)
+		deletions := "an export holds no deletions"
+		if len(j.overlay.Exports) > 0 {
+			deletions = "a backfill deletes nothing the store holds: the full export holds no deletions, and the incremental exports' deletions only leave the full export's items out"
+		}
+		why = fmt.Errorf("backfill: the store holds the backfill of an older export (%s, as of %s), and nothing shows that the stream has kept it current since: an item deleted before this export's time, %s, would stay in the store (%s). Backfill this export into a new, empty store; or first apply the stream to this one from %s on (a replay from then records it caught up), then run this again (docs/backfill.md)",
+			prior.Export, prior.AsOf.UTC().Format(time.RFC3339Nano), j.asOf.Format(time.RFC3339Nano), deletions, from)
 	} else {
 		if set == nil {
 			return nil
@@ -456,6 +506,113 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 		}
 	}
 	return refuse(why)
+}
+
+// checkTable refuses a store whose backfill marker is of an export of
+// another table than the job's: another tableArn, or another tableId (a
+// table deleted and created again under its name keeps its ARN, not its
+// ID). Each is compared where both markers name it: a marker of an
+// earlier release names the table by its export's ARN alone, an export
+// read without its manifest names none.
+func (j *Job) checkTable(prior *Marker) error {
+	if prior == nil {
+		return nil
+	}
+	arn := prior.TableARN
+	if arn == "" {
+		arn = tableOfExport(prior.Export)
+	}
+	for _, f := range []struct{ name, was, is, note string }{
+		{"tableArn", arn, j.marker.TableARN, ""},
+		{"tableId", prior.TableID, j.marker.TableID, " (a table deleted and created again under its name keeps its ARN, not its ID)"},
+	} {
+		if f.was == "" || f.is == "" || f.was == f.is {
+			continue
+		}
+		return refuse(fmt.Errorf("backfill: the store holds the backfill of an export of another table (%s, %s %s), and this export, %s, is of %s %s%s: a store holds the projections of one table. Backfill this export into a new, empty store",
+			prior.Export, f.name, f.was, j.marker.Export, f.name, f.is, f.note))
+	}
+	return nil
+}
+
+// tableOfExport is the table ARN that an export's ARN names
+// (arn:PARTITION:dynamodb:REGION:ACCOUNT:table/NAME/export/ID), or "" for
+// anything else (an export's location).
+func tableOfExport(arn string) string {
+	table, _, ok := strings.Cut(arn, "/export/")
+	if !ok || !strings.HasPrefix(table, "arn:") || !strings.Contains(table, ":dynamodb:") || !strings.Contains(table, ":table/") {
+		return ""
+	}
+	return table
+}
+
+// Bounds of what checkKeys reads of the store's ledger: the item entries
+// it compares, and the entries of any kind it reads to find them.
+const (
+	keyProbeItems   = 16
+	keyProbeEntries = 1000
+)
+
+var errProbed = errors.New("probed")
+
+// checkKeys refuses a store whose item ledger entries are keyed by other
+// attributes than the job's: a ledger key names its item's key
+// attributes (projections.LedgerKey), and those the stream writes are the
+// table's. A job given key attributes that are not the table's would lay
+// its items beside the stream's under other keys, and an item of a type no
+// projection reads never meets another in the ledger to show it. It reads
+// the first few item entries it finds (a store without a Reader is not
+// checked; a key too long to be stored as it is names nothing).
+func (j *Job) checkKeys(ctx context.Context) error {
+	r, ok := j.store.(driver.Reader)
+	if !ok {
+		return nil
+	}
+	want := j.marker.KeyAttributes
+	var seen, items int
+	var other []string
+	var example string
+	err := r.ScanLedgers(ctx, func(key string, _ driver.LedgerEntry) error {
+		seen++
+		if names, ok := keyNames(key); ok {
+			items++
+			if !sameNames(names, want) {
+				other, example = names, key
+				return errProbed
+			}
+		}
+		if items >= keyProbeItems || seen >= keyProbeEntries {
+			return errProbed
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errProbed) {
+		return fmt.Errorf("backfill: reading the store's ledger: %w", err)
+	}
+	if other == nil {
+		return nil
+	}
+	return refuse(fmt.Errorf("backfill: the store holds items keyed by %s (e.g. %s), and this job keys the export's items by %s (--key-attributes, KEY_ATTRIBUTES, or the environment's): a store holds one table's items under the table's key attributes, which its stream's records carry, and an item under two keys would count twice. Give the table's own key attributes; if the store's entries are those of a backfill given others, backfill into a new, empty store",
+		strings.Join(other, ","), projections.DescribeOwner(example), strings.Join(want, ",")))
+}
+
+// keyNames returns the key attribute names of the item whose ledger key
+// is key, sorted; false for a key that names none (a marker's, a
+// partial's, or one too long to be stored as it is).
+func keyNames(key string) ([]string, bool) {
+	if !strings.HasPrefix(key, "{") {
+		return nil, false
+	}
+	var attrs map[string]json.RawMessage
+	if json.Unmarshal([]byte(key), &attrs) != nil || len(attrs) == 0 {
+		return nil, false
+	}
+	names := make([]string, 0, len(attrs))
+	for name := range attrs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, true
 }
 
 func (j *Job) writeMarker(ctx context.Context, m Marker, rev int64) error {
@@ -494,36 +651,51 @@ func (j *Job) recordFailures(ctx context.Context, file string, f fileFailures) e
 	return nil
 }
 
-// readFailures totals the failure records of the job's files.
-func (j *Job) readFailures(ctx context.Context) (*FailedItemsError, error) {
-	fe := &FailedItemsError{Job: j.id}
+// readRecords reads the ledger entry keyOf names of each of the job's
+// files, a hundred at a time, and calls fn with the file and the entry
+// (Rev 0: there is none). what names the records in errors.
+func (j *Job) readRecords(ctx context.Context, what string, keyOf func(file string) string, fn func(file string, e driver.LedgerEntry) error) error {
 	for i := 0; i < len(j.files); i += 100 {
-		end := min(i+100, len(j.files))
-		keys := make([]string, 0, end-i)
-		for _, f := range j.files[i:end] {
-			keys = append(keys, j.failedKey(f))
+		files := j.files[i:min(i+100, len(j.files))]
+		keys := make([]string, len(files))
+		for k, f := range files {
+			keys[k] = keyOf(f)
 		}
 		got, err := j.store.ReadLedgers(ctx, keys)
 		if err != nil {
-			return nil, fmt.Errorf("reading the job's failures: %w", err)
+			return fmt.Errorf("reading the job's %s: %w", what, err)
 		}
-		for _, k := range keys {
-			e := got[k]
-			if e.Rev == 0 {
-				continue
-			}
-			var f fileFailures
-			if err := json.Unmarshal(e.Body, &f); err != nil {
-				return nil, fmt.Errorf("reading the job's failures: %s: %w", k, err)
-			}
-			if f.Failed > 0 {
-				fe.Items += f.Failed
-				fe.Files++
-				if len(fe.Examples) < maxExamples {
-					fe.Examples = append(fe.Examples, f.Examples...)
-				}
+		for k, f := range files {
+			if err := fn(f, got[keys[k]]); err != nil {
+				return fmt.Errorf("reading the job's %s: %s: %w", what, keys[k], err)
 			}
 		}
+	}
+	return nil
+}
+
+// readFailures totals the failure records of the job's files.
+func (j *Job) readFailures(ctx context.Context) (*FailedItemsError, error) {
+	fe := &FailedItemsError{Job: j.id}
+	err := j.readRecords(ctx, "failures", j.failedKey, func(_ string, e driver.LedgerEntry) error {
+		if e.Rev == 0 {
+			return nil
+		}
+		var f fileFailures
+		if err := json.Unmarshal(e.Body, &f); err != nil {
+			return err
+		}
+		if f.Failed > 0 {
+			fe.Items += f.Failed
+			fe.Files++
+			if len(fe.Examples) < maxExamples {
+				fe.Examples = append(fe.Examples, f.Examples...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if fe.Items == 0 {
 		return nil, nil
@@ -557,10 +729,12 @@ func (j *Job) mixedKey(file string) string {
 // recordMixed records in the store that items of file were applied from
 // an object that is not the exported one (cause says how it differs), so
 // that every later run of the job refuses the file rather than pass over
-// those items as the export's.
+// those items as the export's; and in the backfill marker, so that what
+// reads the store (verify) can name the file.
 func (j *Job) recordMixed(ctx context.Context, file string, cause error) error {
 	key := j.mixedKey(file)
-	body, err := json.Marshal(map[string]string{"file": file, "error": cause.Error()})
+	mf := MixedFile{File: file, Error: cause.Error()}
+	body, err := json.Marshal(mf)
 	if err != nil {
 		return err
 	}
@@ -568,13 +742,48 @@ func (j *Job) recordMixed(ctx context.Context, file string, cause error) error {
 	if err != nil {
 		return fmt.Errorf("reading the record of %s: %w", file, err)
 	}
-	if got[key].Rev != 0 {
+	if got[key].Rev == 0 {
+		if err := j.store.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: key, Body: body}}}); err != nil {
+			return fmt.Errorf("recording that %s was read from another object: %w", file, err)
+		}
+	}
+	for range 3 {
+		cur, rev, err := ReadMarker(ctx, j.store)
+		if err != nil {
+			return err
+		}
+		if cur == nil || cur.Job != j.id || slices.ContainsFunc(cur.Mixed, func(m MixedFile) bool { return m.File == file }) {
+			return nil
+		}
+		m := *cur
+		m.Mixed = append(slices.Clone(m.Mixed), mf)
+		err = j.writeMarker(ctx, m, rev)
+		if errors.As(err, new(*driver.ConflictError)) {
+			continue
+		}
+		return err
+	}
+	return errors.New("backfill: the store's backfill marker kept changing")
+}
+
+// Mixed returns the job's data files some of whose items a run applied
+// from an object that is not the exported one (the records every later
+// run refuses them by), in the job's order of files: the store holds
+// those items under the export's tokens, and only a backfill into a new
+// store can be trusted.
+func (j *Job) Mixed(ctx context.Context) ([]MixedFile, error) {
+	var out []MixedFile
+	err := j.readRecords(ctx, "records of files read from another object", j.mixedKey, func(file string, e driver.LedgerEntry) error {
+		if e.Rev == 0 {
+			return nil
+		}
+		mf := MixedFile{File: file}
+		_ = json.Unmarshal(e.Body, &mf) // a record, readable or not, names its file
+		mf.File = file
+		out = append(out, mf)
 		return nil
-	}
-	if err := j.store.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: key, Body: body}}}); err != nil {
-		return fmt.Errorf("recording that %s was read from another object: %w", file, err)
-	}
-	return nil
+	})
+	return out, err
 }
 
 // checkMixed refuses file when a run recorded that items of it came from
@@ -685,7 +894,7 @@ func (j *Job) dataFile(ctx context.Context, file string, add func(pipeline.Chang
 	dec := pipeline.NewExportDecoder(j.decodeOptions())
 	dec.ExportTime = j.asOf
 	name := objstore.Name(j.full.Store(), j.full.DataKey(f))
-	index := slices.Index(j.files, file)
+	index := j.index[file]
 	_, err := j.full.ReadExportedLines(ctx, f, j.opts.SkipMD5, func(line []byte, n int) error {
 		c, err := export.DecodeItem(dec, line, name, n)
 		if err != nil {
@@ -792,9 +1001,15 @@ func (j *Job) refusal(err error) error {
 	if !errors.As(err, &dup) {
 		return err
 	}
-	keys := j.decodeOptions().Schema.WithDefaults().KeyAttributes
 	return refuse(fmt.Errorf("the export holds item %s twice, at %s and at %s: an export holds each item once, so either the key attributes it is read by (%s) are not the table's — give the table's own (--key-attributes, KEY_ATTRIBUTES), in a new store — or the export is corrupt",
-		dup.Key, j.place(dup.First), j.place(dup.Second), strings.Join(keys, ",")))
+		dup.Key, j.place(dup.First), j.place(dup.Second), strings.Join(j.keyAttributes(), ",")))
+}
+
+// keyAttributes are the attributes the job keys the export's items by:
+// the incremental exports' (their lines' Keys), or those given, or the
+// default.
+func (j *Job) keyAttributes() []string {
+	return j.decodeOptions().Schema.WithDefaults().KeyAttributes
 }
 
 // origin is where the job's export holds the item on line n of its data
@@ -943,23 +1158,15 @@ func failedErr(fe *FailedItemsError) error {
 // Pending returns the job's data files not done yet (their partials not
 // folded).
 func (j *Job) Pending(ctx context.Context) ([]string, error) {
-	keys := make([]string, len(j.files))
-	for i, f := range j.files {
-		keys[i] = j.PartialKey(f)
-	}
 	var pending []string
-	for i := 0; i < len(keys); i += 100 {
-		end := min(i+100, len(keys))
-		got, err := j.store.ReadLedgers(ctx, keys[i:end])
-		if err != nil {
-			return nil, fmt.Errorf("reading the job's partials: %w", err)
+	err := j.readRecords(ctx, "partials", j.PartialKey, func(file string, e driver.LedgerEntry) error {
+		if e.Rev == 0 || !projections.PartialFolded(e) {
+			pending = append(pending, file)
 		}
-		for k := i; k < end; k++ {
-			e := got[keys[k]]
-			if e.Rev == 0 || !projections.PartialFolded(e) {
-				pending = append(pending, j.files[k])
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return pending, nil
 }

@@ -80,7 +80,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	defer flush(w, &err)
 	return runBackfillJob(ctx, e, w, backfillRun{
 		verb: "backfill", src: src, overlay: overlay, engine: engine, store: st, set: set, workers: *workers,
-		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, SkipMD5: xf.skipMD5, AsOf: asOf},
+		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, BatchSize: *batch, SkipMD5: xf.skipMD5, AsOf: asOf},
 		title: fmt.Sprintf("backfill of %s into %s", src, sf.String()),
 		words: [3]string{"item states", "store", "no projection reads"}, reads: "the projections read",
 		failed: "%d items in %d data files that the projections could not take (listed above, or by the run that read them): they are in no aggregate, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the projections and backfill a new table",
@@ -153,8 +153,13 @@ func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) err
 	}
 	var failed *backfill.FailedItemsError
 	if errors.Is(runErr, backfill.ErrRefused) {
+		mixed, err := job.Mixed(ctx)
+		for _, m := range mixed {
+			fmt.Fprintf(w, "mixed:    %s: items of it were applied from an object that is not the exported one (%s); no run can tell them from the export's own: backfill into a new store\n",
+				quote.Printable(m.File), quote.Printable(m.Error))
+		}
 		fmt.Fprintf(w, "status:   refused; the same command would be refused again: the error says what to do instead\n")
-		return runErr
+		return errors.Join(runErr, err)
 	}
 	if runErr != nil && !errors.As(runErr, &failed) {
 		fmt.Fprintf(w, "status:   stopped; run the same command again to resume\n")

@@ -323,7 +323,7 @@ func remodelBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	defer flush(w, &err)
 	return runBackfillJob(ctx, e, w, backfillRun{
 		verb: "remodel backfill", src: src, overlay: overlay, engine: engine, store: target, set: r.Set(), workers: *workers,
-		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, SkipMD5: xf.skipMD5, AsOf: asOf},
+		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, BatchSize: *batch, SkipMD5: xf.skipMD5, AsOf: asOf},
 		title: fmt.Sprintf("remodel backfill of %s by transform %s into %s, keyed %s", src, r.Name(), rf.target.String(), r.Key()),
 		words: [3]string{"source items' states", "target", "the transform does not take"}, reads: "the transform takes",
 		failed: "%d source items in %d data files that the transform could not take (listed above, or by the run that read them): they are not in the target, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the transform and backfill a new target",

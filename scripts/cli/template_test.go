@@ -1209,3 +1209,50 @@ func TestTemplateShadowAndSwitch(t *testing.T) {
 		t.Errorf("ShadowFailuresAlarm: %v", alarm)
 	}
 }
+
+// TestTemplateBackfillRefusedNotRetried: a step the backfiller refuses
+// (error type Refused: no rerun can finish the job) is not retried by the
+// Backfill state machine's plan, file or finish step: each one's first
+// retrier that matches it — Step Functions takes the first in order — is
+// one for Refused with MaxAttempts 0, before States.TaskFailed (which
+// matches every error a task returns) and States.ALL. (The backfiller's
+// tests pin that its refusals are of the error type Refused.)
+func TestTemplateBackfillRefusedNotRetried(t *testing.T) {
+	res := loadTemplate(t).resources()
+	def, _ := props(res["Backfill"])["Definition"].(obj)
+	states, _ := def["States"].(obj)
+	files, _ := states["Files"].(obj)
+	ip, _ := files["ItemProcessor"].(obj)
+	inner, _ := ip["States"].(obj)
+	steps := map[string]obj{}
+	for name, s := range map[string]any{"Plan": states["Plan"], "File": inner["File"], "Finish": states["Finish"]} {
+		steps[name], _ = s.(obj)
+	}
+	for name, s := range steps {
+		if s == nil {
+			t.Errorf("no state %s", name)
+			continue
+		}
+		retries, _ := s["Retry"].([]any)
+		matched := false
+		for _, r := range retries {
+			r, _ := r.(obj)
+			errs := strs(r["ErrorEquals"])
+			if slices.Contains(errs, "Refused") {
+				if r["MaxAttempts"] != float64(0) {
+					t.Errorf("%s retries Refused: %v", name, r)
+				}
+				matched = true
+				break
+			}
+			if slices.Contains(errs, "States.TaskFailed") || slices.Contains(errs, "States.ALL") {
+				t.Errorf("%s: the retrier %v matches a Refused error before any retrier for Refused does: a refusal is retried", name, errs)
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			t.Errorf("%s has no retrier for Refused (its retries: %v)", name, retries)
+		}
+	}
+}
