@@ -765,6 +765,7 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 		puts   []driver.RowPut
 		dels   []driver.RowDelete
 		sig    string
+		hot    string // the signature of its aggregate most items touch
 	}
 	var (
 		alone [][]*item
@@ -781,12 +782,29 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 			alone = append(alone, []*item{it})
 			continue
 		}
-		todo = append(todo, planned{it, l, deltas, puts, dels, signature(deltas)})
+		todo = append(todo, planned{it: it, l: l, deltas: deltas, puts: puts, dels: dels, sig: signature(deltas)})
 	}
 	// Items that touch the same aggregates go into the same transaction, so
-	// each aggregate is written as few times as possible. Order does not
+	// each aggregate is written as few times as possible: first by the
+	// aggregate of theirs that most items of the batch touch (a day's
+	// currency total that a settled payment adds to beside its accounts',
+	// which each touch alone), then by all they touch. Order does not
 	// matter for correctness: each transaction stands on its own.
-	sort.SliceStable(todo, func(i, j int) bool { return todo[i].sig < todo[j].sig })
+	shared := map[driver.AggregateRef]int{}
+	for _, p := range todo {
+		for ref := range p.deltas {
+			shared[ref]++
+		}
+	}
+	for i := range todo {
+		todo[i].hot = hottest(todo[i].deltas, shared)
+	}
+	sort.SliceStable(todo, func(i, j int) bool {
+		if todo[i].hot != todo[j].hot {
+			return todo[i].hot < todo[j].hot
+		}
+		return todo[i].sig < todo[j].sig
+	})
 	for _, p := range todo {
 		it, l, deltas, puts, dels := p.it, p.l, p.deltas, p.puts, p.dels
 		// Actions the item adds to the current transaction: its ledger entry,
@@ -877,6 +895,23 @@ func signature(deltas map[driver.AggregateRef]map[string]decimal.Decimal) string
 		b = append(b, 1)
 	}
 	return string(b)
+}
+
+// hottest returns the signature of the aggregate of deltas that the most
+// items touch (shared counts them), the first in order among equals; ""
+// when none is touched by more than one.
+func hottest(deltas map[driver.AggregateRef]map[string]decimal.Decimal, shared map[driver.AggregateRef]int) string {
+	var best driver.AggregateRef
+	n := 1
+	for ref := range deltas {
+		if c := shared[ref]; c > n || (c == n && n > 1 && refLess(ref, best)) {
+			best, n = ref, c
+		}
+	}
+	if n < 2 {
+		return ""
+	}
+	return signature(map[driver.AggregateRef]map[string]decimal.Decimal{best: deltas[best]})
 }
 
 func allZero(deltas map[driver.AggregateRef]map[string]decimal.Decimal) bool {
