@@ -246,6 +246,9 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change, p *Parti
 		batch.items[it.key] = it
 	}
 	chunks := e.chunks(items, reserve)
+	if e.commitGroup(ctx, chunks, p) {
+		chunks = nil // every one applied
+	}
 	for k, chunk := range chunks {
 		if err := e.commit(ctx, chunk, p, batch); err != nil {
 			if errors.As(err, new(*driver.RangeError)) {
@@ -1011,6 +1014,55 @@ func (e *Engine) build(chunk []*item) (tx *driver.Tx, touches map[driver.Aggrega
 		}
 	}
 	return tx, touches
+}
+
+// commitGroup commits the transactions of chunks in one group when the
+// store can (driver.GroupCommitter: the embedded store, which then syncs
+// a batch once instead of once a transaction), each built as commit
+// builds it, the partial's revisions following one another. It reports
+// whether every one is applied; when not, none is, p is as it was, and
+// the caller commits them one by one, as over any other store.
+func (e *Engine) commitGroup(ctx context.Context, chunks [][]*item, p *Partial) bool {
+	gc, ok := e.store.(driver.GroupCommitter)
+	if !ok || len(chunks) < 2 {
+		return false
+	}
+	var saved Partial
+	if p != nil {
+		saved = *p
+	}
+	txs := make([]*driver.Tx, 0, len(chunks))
+	var items int64
+	var wu float64
+	fits := true
+	for _, chunk := range chunks {
+		tx, touches := e.build(chunk)
+		if len(tx.Ledgers) == 0 {
+			continue
+		}
+		items += int64(len(tx.Ledgers))
+		if p != nil && len(tx.Adds) > 0 {
+			if deferred := p.absorb(tx, touches); deferred != nil {
+				p.committed(deferred)
+			}
+		}
+		if e.actionsOf(tx) > driver.MaxTxActions {
+			fits = false // commit says why
+			break
+		}
+		txs = append(txs, tx)
+		wu += driver.WriteUnitsOf(e.store, tx)
+	}
+	if fits && gc.CommitGroup(ctx, txs) == nil {
+		e.stats.txs.Add(int64(len(txs)))
+		e.stats.items.Add(items)
+		e.stats.wu.Add(int64(wu * 10))
+		return true
+	}
+	if p != nil {
+		*p = saved
+	}
+	return false
 }
 
 // The waits after a commit refused for contention: equal jitter under a
