@@ -1,0 +1,147 @@
+package backfill_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/exportgen"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/backfill"
+	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/spec"
+)
+
+// slowStore reads ledgers slowly: a backfill that would take longer than
+// the stream keeps the export's second.
+type slowStore struct {
+	*boltstore.Store
+	CommitGroup struct{} // commit one by one, as DynamoDB does
+}
+
+func (s slowStore) ReadLedgers(ctx context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
+	time.Sleep(15 * time.Millisecond)
+	return s.Store.ReadLedgers(ctx, keys)
+}
+
+// TestHandoffGuard: on the road that catches up by replay (nothing
+// attached to the store before the export), a backfill is refused when
+// the stream has trimmed the export's second already, or when, at the
+// rate it runs, it would finish after that; with a projector attached
+// before the export the stream's trimming does not matter. While it runs
+// the estimate and the headroom are emitted as metrics.
+func TestHandoffGuard(t *testing.T) {
+	ctx := context.Background()
+	src := objstore.NewDir(t.TempDir()).WithoutSync()
+	asOf := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond).UTC()
+	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(asOf, 5), Time: asOf, Files: 2}, exportgen.Payments(3000, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := export.OpenExport(ctx, src, res.Dir, export.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Parse("payments.yaml", exportgen.PaymentsSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := sp.Set()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		retention time.Duration
+		attached  bool
+		slow      bool
+		slack     time.Duration // retention: the export's age and this
+		refused   string // "" : completes
+	}{
+		{name: "stream keeps it", retention: 24 * time.Hour},
+		{name: "trimmed already", retention: time.Hour, refused: "keeps its records 1h0m0s"},
+		{name: "trimmed already, shadow attached before the export", retention: time.Hour, attached: true},
+		{name: "would finish too late", slack: 400 * time.Millisecond, slow: true, refused: "items/s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.slack > 0 {
+				tt.retention = time.Since(asOf.Truncate(time.Second)) + tt.slack
+			}
+			bs, err := boltstore.Open(t.TempDir()+"/aggregates.db", boltstore.WithoutSync())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = bs.Close() }()
+			var st driver.Table = bs
+			if tt.slow {
+				st = slowStore{Store: bs}
+			}
+			e, err := projections.Open(ctx, st, set, projections.Config{Logger: quiet(), Ignore: []string{"Audit"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.attached {
+				attachBefore(t, bs, asOf.Add(-time.Minute))
+			}
+			var metrics bytes.Buffer
+			job, err := backfill.Open(full, nil, e, st, set, backfill.Options{
+				Decode: pipeline.Options{Schema: exportgen.PaymentsSchema()}, BatchSize: 100,
+				Handoff: &backfill.Handoff{Retention: tt.retention, Stream: "the table's stream", Metrics: &metrics,
+					Every: 50 * time.Millisecond, MinSample: 150 * time.Millisecond},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := job.Run(ctx, 1)
+			if tt.refused == "" {
+				if err != nil || !sum.Complete {
+					t.Fatalf("%+v: %v", sum, err)
+				}
+				return
+			}
+			var he *backfill.HandoffError
+			if !errors.As(err, &he) || !errors.Is(err, backfill.ErrRefused) || !strings.Contains(err.Error(), tt.refused) ||
+				!strings.Contains(err.Error(), "Attach a shadow") || he.Headroom >= 0 {
+				t.Fatalf("want a hand-off refusal saying %q, got %v", tt.refused, err)
+			}
+			if sum.Complete {
+				t.Error("a refused job completed")
+			}
+			t.Log(err)
+			if !strings.Contains(metrics.String(), `"HandoffHeadroom"`) {
+				t.Errorf("no HandoffHeadroom metric: %q", metrics.String())
+			}
+			if tt.slow && !strings.Contains(metrics.String(), `"EstimatedRemaining"`) {
+				t.Errorf("no EstimatedRemaining metric: %q", metrics.String())
+			}
+		})
+	}
+}
+
+// attachBefore rewrites st's projection-set marker as written at since:
+// a shadow attached then.
+func attachBefore(t *testing.T, st *boltstore.Store, since time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := st.ReadLedgers(ctx, []string{projections.MarkerKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(got[projections.MarkerKey].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	body["since"] = since.UTC().Format(time.RFC3339Nano)
+	b, _ := json.Marshal(body)
+	if err := st.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: projections.MarkerKey, ExpectRev: got[projections.MarkerKey].Rev, Body: b}}}); err != nil {
+		t.Fatal(err)
+	}
+}
