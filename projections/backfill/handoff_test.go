@@ -64,7 +64,7 @@ func TestHandoffGuard(t *testing.T) {
 		attached  bool
 		slow      bool
 		slack     time.Duration // retention: the export's age and this
-		refused   string // "" : completes
+		refused   string        // "" : completes
 	}{
 		{name: "stream keeps it", retention: 24 * time.Hour},
 		{name: "trimmed already", retention: time.Hour, refused: "keeps its records 1h0m0s"},
