@@ -841,7 +841,7 @@ func (j *Job) Run(ctx context.Context, workers int) (Summary, error) {
 	}
 	ctx, stop, err := j.guard(ctx)
 	if err != nil {
-		return Summary{}, err
+		return Summary{Files: len(j.files)}, err
 	}
 	defer stop()
 	workers = max(workers, 1)

@@ -24,9 +24,14 @@ type Handoff struct {
 	// Stream names it in messages.
 	Stream string
 	// Metrics, when set, receives the estimate and the headroom as
-	// embedded-metric-format lines (Component=backfill) at each check.
-	Metrics   io.Writer
-	Namespace string
+	// embedded-metric-format lines at each check, in Namespace (default
+	// Tributary) with Dimensions (default Component=backfill).
+	Metrics    io.Writer
+	Namespace  string
+	Dimensions map[string]string
+	// Report, when set, is called with the estimate at each check (from
+	// the guard's goroutine while Run runs).
+	Report func(Estimate)
 	// Every is how often the estimate is checked while the job runs
 	// (default 30 s); MinSample is how long the job runs before its rate
 	// is trusted enough to refuse on (default 1 minute).
@@ -67,9 +72,10 @@ func (e *HandoffError) Error() string {
 
 func (e *HandoffError) Unwrap() error { return ErrRefused }
 
-// attached reports whether a projector (a shadow, a remodeler) marked the
-// store before the export's time: it has applied the stream since.
-func (j *Job) attached(ctx context.Context) (bool, error) {
+// Attached reports whether a projector (a shadow, a remodeler) marked the
+// store before the export's time: it has applied the stream since, and
+// the stream's trimming does not matter to the job.
+func (j *Job) Attached(ctx context.Context) (bool, error) {
 	set, err := projections.ReadMarker(ctx, j.store)
 	if err != nil {
 		return false, err
@@ -104,12 +110,18 @@ func (j *Job) estimate(h *Handoff, start, now time.Time, done int64) Estimate {
 // headroom: at once when the deadline has passed, and once the rate is
 // trusted (sampled) when the estimated finish is after it.
 func (j *Job) check(ctx context.Context, h *Handoff, e Estimate, sampled bool, now time.Time) error {
+	if h.Report != nil {
+		h.Report(e)
+	}
 	if h.Metrics != nil {
-		ns := h.Namespace
+		ns, dims := h.Namespace, h.Dimensions
 		if ns == "" {
 			ns = "Tributary"
 		}
-		set := emf.New(ns, map[string]string{"Component": "backfill"})
+		if len(dims) == 0 {
+			dims = map[string]string{"Component": "backfill"}
+		}
+		set := emf.New(ns, dims)
 		set.Add("HandoffHeadroom", emf.Seconds, e.Headroom.Seconds())
 		if !e.Finish.IsZero() {
 			set.Add("EstimatedRemaining", emf.Seconds, e.Finish.Sub(now).Seconds())
@@ -131,7 +143,7 @@ func (j *Job) guard(ctx context.Context) (context.Context, func(), error) {
 	if h == nil || h.Retention <= 0 {
 		return ctx, func() {}, nil
 	}
-	if ok, err := j.attached(ctx); err != nil || ok {
+	if ok, err := j.Attached(ctx); err != nil || ok {
 		return ctx, func() {}, err
 	}
 	every, minSample := h.Every, h.MinSample
@@ -168,4 +180,62 @@ func (j *Job) guard(ctx context.Context) (context.Context, func(), error) {
 		}
 	}()
 	return ctx, func() { close(done); cancel(nil) }, nil
+}
+
+// CheckHandoff is the guard of a job run in steps, each in a process of
+// its own (the Backfill state machine's plan and file steps), which Run's
+// guard cannot watch. With Options.Handoff set and nothing attached to
+// the store before the export, it estimates the job's finish from what
+// the store records — the items of the files done (their partials
+// folded) since the job began (the marker's Started) — reports and emits
+// it as Run's guard does, and refuses (a *HandoffError) the same way: at
+// once when the export's second is trimmed already, and, once the job has
+// run Handoff.MinSample, when it would finish after that. It returns nil
+// and no error when the guard does not apply: no Handoff, a projector
+// attached, or every file done. It reads every file's partial entry
+// (Pending): call it now and then, not for every item.
+func (j *Job) CheckHandoff(ctx context.Context, now time.Time) (*Estimate, error) {
+	h := j.opts.Handoff
+	if h == nil || h.Retention <= 0 {
+		return nil, nil
+	}
+	if ok, err := j.Attached(ctx); err != nil || ok {
+		return nil, err
+	}
+	start, done := now, int64(0)
+	m, _, err := ReadMarker(ctx, j.store)
+	if err != nil {
+		return nil, err
+	}
+	if m != nil && m.Job == j.id && !m.Started.IsZero() {
+		if !m.Completed.IsZero() {
+			return nil, nil
+		}
+		pending, err := j.Pending(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(pending) == 0 {
+			return nil, nil
+		}
+		start, done = m.Started, j.items()
+		for _, f := range pending {
+			done -= j.fileItems(f)
+		}
+	}
+	minSample := h.MinSample
+	if minSample <= 0 {
+		minSample = time.Minute
+	}
+	e := j.estimate(h, start, now, done)
+	return &e, j.check(ctx, h, e, now.Sub(start) >= minSample, now)
+}
+
+// fileItems is the number of items of one of the job's files: the
+// manifest's count, or the overlay's.
+func (j *Job) fileItems(file string) int64 {
+	if file == OverlayFile {
+		return int64(j.overlay.Len())
+	}
+	return max(j.byKey[file].ItemCount, 0)
 }

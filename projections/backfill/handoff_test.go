@@ -145,3 +145,143 @@ func attachBefore(t *testing.T, st *boltstore.Store, since time.Time) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckHandoff: the guard of a job run in steps (the Backfill state
+// machine's), from what the store records: before the job begins only the
+// stream's trimming is known, and a second trimmed already refuses at
+// once; once files are done, the rate is the items of the files done since
+// the marker's Started, and the job is refused when, sampled long enough,
+// it would finish after the trimming — not before. The estimate is emitted
+// with the dimensions given. A projector attached before the export, or
+// every file done, and the guard does not apply.
+func TestCheckHandoff(t *testing.T) {
+	ctx := context.Background()
+	src := objstore.NewDir(t.TempDir()).WithoutSync()
+	asOf := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond).UTC()
+	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(asOf, 6), Time: asOf, Files: 4}, exportgen.Payments(3000, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := export.OpenExport(ctx, src, res.Dir, export.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Parse("payments.yaml", exportgen.PaymentsSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := sp.Set()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := asOf.Truncate(time.Second)
+	// open opens the job on st with a stream that keeps the export's
+	// second until deadline.
+	open := func(t *testing.T, st *boltstore.Store, deadline time.Time, metrics *bytes.Buffer) *backfill.Job {
+		t.Helper()
+		e, err := projections.Open(ctx, st, set, projections.Config{Logger: quiet(), Ignore: []string{"Audit"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &backfill.Handoff{Retention: deadline.Sub(second), Stream: "kinesis://changes", Dimensions: map[string]string{"Function": "backfiller"}}
+		if metrics != nil {
+			h.Metrics = metrics
+		}
+		job, err := backfill.Open(full, nil, e, st, set, backfill.Options{Decode: pipeline.Options{Schema: exportgen.PaymentsSchema()}, BatchSize: 100, Handoff: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	newStore := func(t *testing.T) *boltstore.Store {
+		bs, err := boltstore.Open(t.TempDir()+"/aggregates.db", boltstore.WithoutSync())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = bs.Close() })
+		return bs
+	}
+
+	t.Run("before the job begins", func(t *testing.T) {
+		now := time.Now()
+		est, err := open(t, newStore(t), now.Add(time.Hour), nil).CheckHandoff(ctx, now)
+		if err != nil || est == nil || est.Rate != 0 || est.Headroom != time.Hour || est.Items != 3000 {
+			t.Fatalf("a stream that keeps the second an hour more: %+v, %v", est, err)
+		}
+		_, err = open(t, newStore(t), now.Add(-time.Minute), nil).CheckHandoff(ctx, now)
+		var he *backfill.HandoffError
+		if !errors.As(err, &he) || !errors.Is(err, backfill.ErrRefused) || !strings.Contains(err.Error(), "and now, 1m0s too late") {
+			t.Fatalf("a second trimmed a minute ago: %v", err)
+		}
+	})
+
+	t.Run("in steps", func(t *testing.T) {
+		st := newStore(t)
+		var metrics bytes.Buffer
+		far := open(t, st, time.Now().Add(24*time.Hour), &metrics)
+		if err := far.Begin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := backfill.ReadMarker(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := m.Started
+		r, err := far.File(ctx, far.Files()[0])
+		if err != nil || r.Items == 0 {
+			t.Fatalf("%+v, %v", r, err)
+		}
+		// At 2 minutes, one file of four done: the rest takes 3 times as long.
+		now := started.Add(2 * time.Minute)
+		est, err := far.CheckHandoff(ctx, now)
+		if err != nil || est == nil || est.Done != r.Items || est.Rate != float64(r.Items)/120 {
+			t.Fatalf("%+v, %v", est, err)
+		}
+		finish := now.Add(time.Duration(float64(3000-r.Items) / est.Rate * float64(time.Second)))
+		if !est.Finish.Equal(finish) || est.Headroom != est.Deadline.Sub(finish) || est.Headroom <= 0 {
+			t.Fatalf("finish %s, want %s; headroom %s", est.Finish, finish, est.Headroom)
+		}
+		for _, want := range []string{`"Function":"backfiller"`, `"HandoffHeadroom"`, `"EstimatedRemaining"`} {
+			if !strings.Contains(metrics.String(), want) {
+				t.Errorf("metrics lack %s: %s", want, metrics.String())
+			}
+		}
+		// The same store, a stream that trims the second a minute before
+		// the estimated finish: refused once the job has run a minute
+		// (MinSample), not on 30 seconds' rate.
+		for _, tt := range []struct {
+			at      time.Duration
+			refused bool
+		}{{30 * time.Second, false}, {2 * time.Minute, true}} {
+			now := started.Add(tt.at)
+			rate := float64(r.Items) / tt.at.Seconds()
+			finish := now.Add(time.Duration(float64(3000-r.Items) / rate * float64(time.Second)))
+			late := open(t, st, finish.Add(-time.Minute), nil)
+			est, err := late.CheckHandoff(ctx, now)
+			var he *backfill.HandoffError
+			if got := errors.As(err, &he); got != tt.refused || est == nil || est.Headroom >= 0 {
+				t.Fatalf("at %s: refused %v, want %v: %+v, %v", tt.at, got, tt.refused, est, err)
+			}
+			if tt.refused && !strings.Contains(err.Error(), "items/s, ") {
+				t.Errorf("the refusal does not give the estimate: %v", err)
+			}
+		}
+		for _, f := range far.Files()[1:] {
+			if _, err := far.File(ctx, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if est, err := open(t, st, time.Now().Add(-time.Minute), nil).CheckHandoff(ctx, time.Now()); est != nil || err != nil {
+			t.Errorf("every file done: %+v, %v", est, err)
+		}
+	})
+
+	t.Run("attached before the export", func(t *testing.T) {
+		st := newStore(t)
+		job := open(t, st, time.Now().Add(-time.Minute), nil)
+		attachBefore(t, st, asOf.Add(-time.Minute))
+		if est, err := job.CheckHandoff(ctx, time.Now()); est != nil || err != nil {
+			t.Errorf("%+v, %v", est, err)
+		}
+	})
+}
