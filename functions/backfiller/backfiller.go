@@ -190,6 +190,9 @@ type Event struct {
 	// round of files left: a plan that finds as many or more fails, since
 	// the round did nothing. 0: the first plan.
 	PendingBefore int `json:"pendingBefore,omitempty"`
+	// Refused (finish) says that a file step of this round was refused by
+	// the hand-off guard: the finish fails with the refusal it recorded.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Response is what each action returns to the state machine.
@@ -362,7 +365,7 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	case "file":
 		return h.file(ctx, job, ev, resp)
 	default:
-		return h.finish(ctx, job, resp)
+		return h.finish(ctx, job, ev, resp)
 	}
 }
 
@@ -567,8 +570,22 @@ func functionName() string {
 	return "backfiller"
 }
 
-// finish records the job complete, or fails naming the files not done.
-func (h *Handler) finish(ctx context.Context, job *backfill.Job, resp Response) (Response, error) {
+// finish records the job complete, or fails naming the files not done;
+// after a file step's hand-off refusal (ev.Refused), it fails with the
+// refusal recorded, or, if none was, checks the guard again.
+func (h *Handler) finish(ctx context.Context, job *backfill.Job, ev Event, resp Response) (Response, error) {
+	if ev.Refused {
+		he, err := job.Refusal(ctx)
+		if err != nil {
+			return resp, err
+		}
+		if he != nil {
+			return resp, he
+		}
+		if err := h.checkHandoff(ctx, job, true); err != nil {
+			return resp, err
+		}
+	}
 	complete, err := job.Finish(ctx)
 	if err != nil {
 		return resp, err

@@ -77,9 +77,11 @@ func startedAgo(t *testing.T, st driver.Store, d time.Duration) {
 //   - A Kinesis stream's retention is read (Config.Retention): a job
 //     begun ten minutes ago with one file of four done would finish in
 //     about half an hour; a stream that trims the export's second in five
-//     minutes refuses the next file step, which backfills nothing; one
-//     that keeps a day takes it. Each check emits HandoffHeadroom and
-//     EstimatedRemaining with the function's dimension.
+//     minutes refuses the next file step, which backfills nothing, and
+//     the finish the state machine then runs (refused) fails with that
+//     refusal, which the table recorded; a stream that keeps a day takes
+//     the file. Each check emits HandoffHeadroom and EstimatedRemaining
+//     with the function's dimension.
 func TestHandoffSteps(t *testing.T) {
 	ctx := context.Background()
 	t.Run("streams, trimmed already", func(t *testing.T) {
@@ -158,6 +160,17 @@ func TestHandoffSteps(t *testing.T) {
 		t.Log(err)
 		if he.Headroom > -20*time.Minute || he.Done == 0 || he.Finish.Before(time.Now().Add(25*time.Minute)) {
 			t.Errorf("the estimate %+v: want one file of four done in ten minutes, the rest about half an hour", he.Estimate)
+		}
+		// The state machine then runs finish, told of the refusal: it
+		// fails with the refusal the file step recorded, in another
+		// environment; a finish not told fails naming the files.
+		_, err = handler(24*time.Hour).Handle(ctx, backfiller.Event{Action: "finish", Refused: true})
+		var recorded *backfill.HandoffError
+		if !errors.As(err, &recorded) || err.Error() != he.Error() || reflect.TypeOf(err).Elem().Name() != "HandoffError" {
+			t.Fatalf("finish after the refusal: %v\nwant %v", err, he)
+		}
+		if _, err := handler(24*time.Hour).Handle(ctx, backfiller.Event{Action: "finish"}); !errors.As(err, new(*backfiller.FilesPending)) {
+			t.Errorf("finish: %v, want files pending", err)
 		}
 		if r, err := handler(24*time.Hour).Handle(ctx, backfiller.Event{Action: "file", DataFileS3Key: files[1]}); err != nil || r.Items == 0 {
 			t.Fatalf("file step on a stream that keeps a day: %+v, %v", r, err)

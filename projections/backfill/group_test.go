@@ -10,15 +10,12 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/infra/boltstore"
-	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/spec"
 )
 
 // oneByOne is a store that commits one transaction at a time: the
@@ -48,24 +45,7 @@ func (s *grouped) CommitGroup(ctx context.Context, txs []*driver.Tx) error {
 // batch instead of a commit per transaction.
 func TestBackfillGroupCommit(t *testing.T) {
 	ctx := context.Background()
-	src := objstore.NewDir(t.TempDir()).WithoutSync()
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(at, 3), Time: at, Files: 2}, exportgen.Payments(6000, 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := export.OpenExport(ctx, src, res.Dir, export.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Parse("payments.yaml", exportgen.PaymentsSpec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := sp.Set()
-	if err != nil {
-		t.Fatal(err)
-	}
+	full, set := paymentsExport(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), 6000, 3, 2)
 	run := func(st driver.Table) projections.Stats {
 		e, err := projections.Open(ctx, st, set, projections.Config{Logger: quiet(), Ignore: []string{"Audit"}})
 		if err != nil {

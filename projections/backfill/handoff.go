@@ -2,12 +2,15 @@ package backfill
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/tributary/tributary/internal/emf"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 // Handoff is the stream a store is caught up from by a replay after the
@@ -193,7 +196,8 @@ func (j *Job) guard(ctx context.Context) (context.Context, func(), error) {
 // run Handoff.MinSample, when it would finish after that. It returns nil
 // and no error when the guard does not apply: no Handoff, a projector
 // attached, or every file done. It reads every file's partial entry
-// (Pending): call it now and then, not for every item.
+// (Pending): call it now and then, not for every item. A refusal is
+// recorded in the store (best effort), for Refusal.
 func (j *Job) CheckHandoff(ctx context.Context, now time.Time) (*Estimate, error) {
 	h := j.opts.Handoff
 	if h == nil || h.Retention <= 0 {
@@ -228,7 +232,55 @@ func (j *Job) CheckHandoff(ctx context.Context, now time.Time) (*Estimate, error
 		minSample = time.Minute
 	}
 	e := j.estimate(h, start, now, done)
-	return &e, j.check(ctx, h, e, now.Sub(start) >= minSample, now)
+	err = j.check(ctx, h, e, now.Sub(start) >= minSample, now)
+	if he := (*HandoffError)(nil); errors.As(err, &he) {
+		// Best effort: the refusal stands, recorded or not (a later step
+		// that finds none checks again).
+		_ = j.recordRefusal(ctx, he)
+	}
+	return &e, err
+}
+
+// refusalKey is the ledger key of the job's last hand-off refusal.
+func (j *Job) refusalKey() string { return MarkerKey + "/handoff/" + j.id }
+
+// recordRefusal writes he as the job's last refusal; one written
+// meanwhile by another step stands.
+func (j *Job) recordRefusal(ctx context.Context, he *HandoffError) error {
+	key := j.refusalKey()
+	body, err := json.Marshal(he)
+	if err != nil {
+		return err
+	}
+	got, err := j.store.ReadLedgers(ctx, []string{key})
+	if err != nil {
+		return fmt.Errorf("reading the hand-off refusal of job %s: %w", j.id, err)
+	}
+	err = j.store.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: key, ExpectRev: got[key].Rev, Body: body}}})
+	if err != nil && !errors.As(err, new(*driver.ConflictError)) {
+		return fmt.Errorf("recording the hand-off refusal of job %s: %w", j.id, err)
+	}
+	return nil
+}
+
+// Refusal returns the job's last hand-off refusal that CheckHandoff
+// recorded in the store (by whichever step made it), or nil: so that a
+// later step of the same run can fail with it.
+func (j *Job) Refusal(ctx context.Context) (*HandoffError, error) {
+	key := j.refusalKey()
+	got, err := j.store.ReadLedgers(ctx, []string{key})
+	if err != nil {
+		return nil, fmt.Errorf("reading the hand-off refusal of job %s: %w", j.id, err)
+	}
+	e := got[key]
+	if e.Rev == 0 {
+		return nil, nil
+	}
+	var he HandoffError
+	if err := json.Unmarshal(e.Body, &he); err != nil {
+		return nil, fmt.Errorf("the hand-off refusal of job %s is corrupt: %w", j.id, err)
+	}
+	return &he, nil
 }
 
 // fileItems is the number of items of one of the job's files: the

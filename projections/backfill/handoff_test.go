@@ -32,17 +32,14 @@ func (s slowStore) ReadLedgers(ctx context.Context, keys []string) (map[string]d
 	return s.Store.ReadLedgers(ctx, keys)
 }
 
-// TestHandoffGuard: on the road that catches up by replay (nothing
-// attached to the store before the export), a backfill is refused when
-// the stream has trimmed the export's second already, or when, at the
-// rate it runs, it would finish after that; with a projector attached
-// before the export the stream's trimming does not matter. While it runs
-// the estimate and the headroom are emitted as metrics.
-func TestHandoffGuard(t *testing.T) {
+// paymentsExport writes a payments-ledger export of n items taken at
+// asOf, in files data files, and returns it opened, and the payments
+// spec's set.
+func paymentsExport(t *testing.T, asOf time.Time, n int, seed uint64, files int) (*export.Export, *projections.Set) {
+	t.Helper()
 	ctx := context.Background()
 	src := objstore.NewDir(t.TempDir()).WithoutSync()
-	asOf := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond).UTC()
-	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(asOf, 5), Time: asOf, Files: 2}, exportgen.Payments(3000, 5))
+	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(asOf, seed), Time: asOf, Files: files}, exportgen.Payments(n, seed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +55,19 @@ func TestHandoffGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return full, set
+}
+
+// TestHandoffGuard: on the road that catches up by replay (nothing
+// attached to the store before the export), a backfill is refused when
+// the stream has trimmed the export's second already, or when, at the
+// rate it runs, it would finish after that; with a projector attached
+// before the export the stream's trimming does not matter. While it runs
+// the estimate and the headroom are emitted as metrics.
+func TestHandoffGuard(t *testing.T) {
+	ctx := context.Background()
+	asOf := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond).UTC()
+	full, set := paymentsExport(t, asOf, 3000, 5, 2)
 	for _, tt := range []struct {
 		name      string
 		retention time.Duration
@@ -156,24 +166,8 @@ func attachBefore(t *testing.T, st *boltstore.Store, since time.Time) {
 // every file done, and the guard does not apply.
 func TestCheckHandoff(t *testing.T) {
 	ctx := context.Background()
-	src := objstore.NewDir(t.TempDir()).WithoutSync()
 	asOf := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond).UTC()
-	res, err := exportgen.WriteFull(ctx, src, exportgen.Export{ID: exportgen.ExportID(asOf, 6), Time: asOf, Files: 4}, exportgen.Payments(3000, 6))
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := export.OpenExport(ctx, src, res.Dir, export.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Parse("payments.yaml", exportgen.PaymentsSpec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := sp.Set()
-	if err != nil {
-		t.Fatal(err)
-	}
+	full, set := paymentsExport(t, asOf, 3000, 6, 4)
 	second := asOf.Truncate(time.Second)
 	// open opens the job on st with a stream that keeps the export's
 	// second until deadline.
@@ -248,7 +242,10 @@ func TestCheckHandoff(t *testing.T) {
 		}
 		// The same store, a stream that trims the second a minute before
 		// the estimated finish: refused once the job has run a minute
-		// (MinSample), not on 30 seconds' rate.
+		// (MinSample), not on 30 seconds' rate; none is recorded before.
+		if got, err := far.Refusal(ctx); got != nil || err != nil {
+			t.Fatalf("a refusal recorded before any: %v, %v", got, err)
+		}
 		for _, tt := range []struct {
 			at      time.Duration
 			refused bool
@@ -264,6 +261,10 @@ func TestCheckHandoff(t *testing.T) {
 			}
 			if tt.refused && !strings.Contains(err.Error(), "items/s, ") {
 				t.Errorf("the refusal does not give the estimate: %v", err)
+			}
+			// A refusal is recorded, for a later step to fail with.
+			if got, rerr := late.Refusal(ctx); tt.refused && (rerr != nil || got == nil || got.Error() != err.Error()) {
+				t.Errorf("recorded refusal %v, %v; want %v", got, rerr, err)
 			}
 		}
 		for _, f := range far.Files()[1:] {

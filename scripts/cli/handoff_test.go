@@ -122,23 +122,7 @@ func TestBackfillHandoff(t *testing.T) {
 func TestIntegrationBackfillHandoffKinesis(t *testing.T) {
 	url := replayAWSEnv(t)
 	ctx := context.Background()
-	start := time.Now().UTC().Add(-31 * time.Hour).Truncate(time.Second)
-	h, err := sim.Workload{Seed: 67, Changes: 600, Skew: 1.0, Start: start}.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := 400
-	for !h.Records[k].Time.After(h.Records[k-1].Time) {
-		k++
-	}
-	at := h.Records[k-1].Time
-	full, _, _ := exportgen.FromHistory(h, k)
-	root := t.TempDir()
-	res, err := exportgen.WriteFull(ctx, objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 7), Time: at, Files: 2}, slices.Values(full))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := filepath.Join(root, filepath.FromSlash(res.Dir))
+	_, _, at, exp := historyExport(t, sim.Workload{Seed: 67, Changes: 600, Skew: 1.0, Start: time.Now().UTC().Add(-31 * time.Hour).Truncate(time.Second)}, 400)
 	kc := awstest.Kinesis(t)
 	stream := awstest.CreateStream(ctx, t, kc, "handoff", 1)
 	from := "kinesis://" + stream
@@ -165,6 +149,29 @@ func TestIntegrationBackfillHandoffKinesis(t *testing.T) {
 	if code, out, stderr := runCLI(t, "replay", "--from", from, "--store", store, "--endpoint", url, "--start", second.Format(time.RFC3339)); code != 0 {
 		t.Fatalf("the replay from the export's second: exit %d\n%s%s", code, out, stderr)
 	}
+}
+
+// historyExport runs w and writes an export of its table taken after the
+// k-th change (or the first change after it at a later time), in two data
+// files, into a directory: it returns the history, the number of changes
+// the export holds, its time and its location.
+func historyExport(t *testing.T, w sim.Workload, k int) (*sim.History, int, time.Time, string) {
+	t.Helper()
+	h, err := w.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !h.Records[k].Time.After(h.Records[k-1].Time) {
+		k++
+	}
+	at := h.Records[k-1].Time
+	full, _, _ := exportgen.FromHistory(h, k)
+	root := t.TempDir()
+	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, w.Seed), Time: at, Files: 2}, slices.Values(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, k, at, filepath.Join(root, filepath.FromSlash(res.Dir))
 }
 
 // TestHandoffLine: the guard's estimate as `backfill` prints it while it

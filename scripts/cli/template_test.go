@@ -1112,34 +1112,41 @@ func TestTemplateBackfill(t *testing.T) {
 
 // checkHandoffStates: a refusal by the backfiller's hand-off guard
 // (HandoffError) is retried by neither the plan nor the file step; a file
-// step's ends its child (FileRefused), the map hands its cause on, and
-// the execution fails with it (Refused); without one the map goes on to
-// the next plan.
+// step's ends its child (FileRefused) with a few bytes, {"refused": true},
+// the map says so, and the execution ends with the finish step told of it
+// (Refused: finish with refused, which fails with the refusal recorded,
+// not retried); without one the map goes on to the next plan.
 func checkHandoffStates(t *testing.T, state func(string) obj, file, ip obj) {
 	t.Helper()
-	for name, s := range map[string]obj{"Plan": state("Plan"), "File": file} {
+	for name, s := range map[string]obj{"Plan": state("Plan"), "File": file, "Refused": state("Refused")} {
 		retries, _ := s["Retry"].([]any)
 		if len(retries) == 0 || !reflect.DeepEqual(retries[0], obj{"ErrorEquals": []any{"HandoffError"}, "MaxAttempts": float64(0)}) {
 			t.Errorf("%s: first retrier %v, want HandoffError never retried", name, retries)
 		}
 	}
 	catch, _ := file["Catch"].([]any)
-	if len(catch) != 1 || !reflect.DeepEqual(catch[0], obj{"ErrorEquals": []any{"HandoffError"}, "Output": "{% {'refused': $states.errorOutput.Cause} %}", "Next": "FileRefused"}) {
-		t.Errorf("File: Catch %v, want HandoffError to FileRefused with its cause", catch)
+	if len(catch) != 1 || !reflect.DeepEqual(catch[0], obj{"ErrorEquals": []any{"HandoffError"}, "Output": obj{"refused": true}, "Next": "FileRefused"}) {
+		t.Errorf("File: Catch %v, want HandoffError to FileRefused, saying refused", catch)
 	}
 	if fr, _ := ip["States"].(obj)["FileRefused"].(obj); fr["Type"] != "Succeed" {
 		t.Errorf("FileRefused: %v, want a Succeed state", fr)
 	}
-	if out := state("Files")["Output"]; out != "{% $exists($states.result.refused) ? {'refused': ($states.result.refused)[0]} : {} %}" {
-		t.Errorf("Files: Output %v, want the first refusal, or {}", out)
+	if out := state("Files")["Output"]; out != "{% $exists($states.result.refused) ? {'refused': true} : {} %}" {
+		t.Errorf("Files: Output %v, want whether a file step was refused", out)
 	}
 	choice := state("AnyRefused")
 	choices, _ := choice["Choices"].([]any)
 	if len(choices) != 1 || choices[0].(obj)["Next"] != "Refused" || choices[0].(obj)["Condition"] != "{% $exists($states.input.refused) %}" || choice["Default"] != "Plan" {
 		t.Errorf("AnyRefused: %v, want Refused on a refusal, else Plan", choice)
 	}
-	if r := state("Refused"); r["Type"] != "Fail" || r["Error"] != "HandoffError" || r["Cause"] != "{% $states.input.refused %}" {
-		t.Errorf("Refused: %v, want a Fail state, error HandoffError, the refusal its cause", r)
+	r := state("Refused")
+	args, _ := r["Arguments"].(obj)
+	if r["Type"] != "Task" || args["Payload"] != "{% $merge([$job, {'action': 'finish', 'refused': true}]) %}" || r["End"] != true {
+		t.Errorf("Refused: %v, want the finish step told of the refusal, ending the execution", r)
+	}
+	var ev backfiller.Event
+	if err := json.Unmarshal([]byte(`{"action":"finish","refused":true}`), &ev); err != nil || !ev.Refused {
+		t.Errorf("the finish event's refused: %+v, %v", ev, err)
 	}
 }
 
