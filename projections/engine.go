@@ -263,6 +263,9 @@ func (e *Engine) handle(ctx context.Context, changes []pipeline.Change, p *Parti
 		batch.items[it.key] = it
 	}
 	chunks := e.chunks(items, reserve)
+	if e.commitGroup(ctx, chunks, p) {
+		chunks = nil // every one applied
+	}
 	for k, chunk := range chunks {
 		if err := e.commit(ctx, chunk, p, batch); err != nil {
 			if errors.As(err, new(*driver.RangeError)) {
@@ -785,6 +788,7 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 		puts   []driver.RowPut
 		dels   []driver.RowDelete
 		sig    string
+		hot    string // the signature of its aggregate most items touch
 	}
 	var (
 		alone [][]*item
@@ -801,12 +805,29 @@ func (e *Engine) chunks(items []*item, reserve int) [][]*item {
 			alone = append(alone, []*item{it})
 			continue
 		}
-		todo = append(todo, planned{it, l, deltas, puts, dels, signature(deltas)})
+		todo = append(todo, planned{it: it, l: l, deltas: deltas, puts: puts, dels: dels, sig: signature(deltas)})
 	}
 	// Items that touch the same aggregates go into the same transaction, so
-	// each aggregate is written as few times as possible. Order does not
+	// each aggregate is written as few times as possible: first by the
+	// aggregate of theirs that most items of the batch touch (a day's
+	// currency total that a settled payment adds to beside its accounts',
+	// which each touch alone), then by all they touch. Order does not
 	// matter for correctness: each transaction stands on its own.
-	sort.SliceStable(todo, func(i, j int) bool { return todo[i].sig < todo[j].sig })
+	shared := map[driver.AggregateRef]int{}
+	for _, p := range todo {
+		for ref := range p.deltas {
+			shared[ref]++
+		}
+	}
+	for i := range todo {
+		todo[i].hot = hottest(todo[i].deltas, shared)
+	}
+	sort.SliceStable(todo, func(i, j int) bool {
+		if todo[i].hot != todo[j].hot {
+			return todo[i].hot < todo[j].hot
+		}
+		return todo[i].sig < todo[j].sig
+	})
 	for _, p := range todo {
 		it, l, deltas, puts, dels := p.it, p.l, p.deltas, p.puts, p.dels
 		// Actions the item adds to the current transaction: its ledger entry,
@@ -897,6 +918,23 @@ func signature(deltas map[driver.AggregateRef]map[string]decimal.Decimal) string
 		b = append(b, 1)
 	}
 	return string(b)
+}
+
+// hottest returns the signature of the aggregate of deltas that the most
+// items touch (shared counts them), the first in order among equals; ""
+// when none is touched by more than one.
+func hottest(deltas map[driver.AggregateRef]map[string]decimal.Decimal, shared map[driver.AggregateRef]int) string {
+	var best driver.AggregateRef
+	n := 1
+	for ref := range deltas {
+		if c := shared[ref]; c > n || (c == n && n > 1 && refLess(ref, best)) {
+			best, n = ref, c
+		}
+	}
+	if n < 2 {
+		return ""
+	}
+	return signature(map[driver.AggregateRef]map[string]decimal.Decimal{best: deltas[best]})
 }
 
 func allZero(deltas map[driver.AggregateRef]map[string]decimal.Decimal) bool {
@@ -996,6 +1034,55 @@ func (e *Engine) build(chunk []*item) (tx *driver.Tx, touches map[driver.Aggrega
 		}
 	}
 	return tx, touches
+}
+
+// commitGroup commits the transactions of chunks in one group when the
+// store can (driver.GroupCommitter: the embedded store, which then syncs
+// a batch once instead of once a transaction), each built as commit
+// builds it, the partial's revisions following one another. It reports
+// whether every one is applied; when not, none is, p is as it was, and
+// the caller commits them one by one, as over any other store.
+func (e *Engine) commitGroup(ctx context.Context, chunks [][]*item, p *Partial) bool {
+	gc, ok := e.store.(driver.GroupCommitter)
+	if !ok || len(chunks) < 2 {
+		return false
+	}
+	var saved Partial
+	if p != nil {
+		saved = *p
+	}
+	txs := make([]*driver.Tx, 0, len(chunks))
+	var items int64
+	var wu float64
+	fits := true
+	for _, chunk := range chunks {
+		tx, touches := e.build(chunk)
+		if len(tx.Ledgers) == 0 {
+			continue
+		}
+		items += int64(len(tx.Ledgers))
+		if p != nil && len(tx.Adds) > 0 {
+			if deferred := p.absorb(tx, touches); deferred != nil {
+				p.committed(deferred)
+			}
+		}
+		if e.actionsOf(tx) > driver.MaxTxActions {
+			fits = false // commit says why
+			break
+		}
+		txs = append(txs, tx)
+		wu += driver.WriteUnitsOf(e.store, tx)
+	}
+	if fits && gc.CommitGroup(ctx, txs) == nil {
+		e.stats.txs.Add(int64(len(txs)))
+		e.stats.items.Add(items)
+		e.stats.wu.Add(int64(wu * 10))
+		return true
+	}
+	if p != nil {
+		*p = saved
+	}
+	return false
 }
 
 // The waits after a commit refused for contention: equal jitter under a

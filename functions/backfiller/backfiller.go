@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -27,12 +28,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/kinesisread"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/infra/streamsread"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
@@ -60,6 +65,12 @@ const defaultPlanBytes = 128 << 10
 //	KEY_ATTRIBUTES     environment declares stops the function at init
 //	TTL_ATTRIBUTE
 //	BATCH_SIZE         items per batch through the engine (default 1,000)
+//	REPLAY_FROM        the stream the table is caught up from by a replay
+//	                   after the job when nothing was attached to it before
+//	                   the export (replay's --from: kinesis://STREAM, or
+//	                   streams://TABLE_OR_STREAM_ARN, which keeps 24 hours):
+//	                   the hand-off guard refuses a job that would finish
+//	                   after the stream trims the export's second
 type Config struct {
 	Table       string
 	Export      string
@@ -75,6 +86,25 @@ type Config struct {
 	// stops, so that it ends with an error of its own (OutOfTime) rather
 	// than a timeout; default 10 s.
 	Margin time.Duration
+	// ReplayFrom (REPLAY_FROM) is the stream the table is caught up from
+	// by `replay --start` after the job, when nothing (a shadow, a
+	// projector) was attached to it before the export: the plan and file
+	// steps refuse (a *backfill.HandoffError, error HandoffError) a job
+	// that would finish after the stream has trimmed the export's second,
+	// and emit the estimate (HandoffHeadroom, EstimatedRemaining). Empty:
+	// no guard.
+	ReplayFrom string
+	// Retention returns how long a kinesis:// ReplayFrom keeps its records
+	// (Main reads the stream's, DescribeStreamSummary); a streams:// one
+	// keeps 24 hours. It is read again every few minutes.
+	Retention func(ctx context.Context) (time.Duration, error)
+	// Metrics receives the guard's metrics as embedded-metric-format lines
+	// with the dimension Function (Main: standard output); nil: none.
+	Metrics io.Writer
+	// CheckEvery is how often a file step checks the guard (each
+	// execution environment's first file step does); default 1 minute.
+	// Each check reads the job's partial entries, one per data file.
+	CheckEvery time.Duration
 }
 
 // LoadConfig reads the backfiller's configuration with lookup (os.LookupEnv in
@@ -96,6 +126,10 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		if _, err := objstore.Parse(c.Export); err != nil {
 			errs = append(errs, fmt.Errorf("EXPORT_LOCATION: %w", err))
 		}
+	}
+	c.ReplayFrom = strings.TrimSpace(getenv("REPLAY_FROM"))
+	if c.ReplayFrom != "" && !streamLocation(c.ReplayFrom) {
+		errs = append(errs, fmt.Errorf("REPLAY_FROM %q: want kinesis://STREAM (a name or ARN) or streams://TABLE (a table name or ARN, or its stream's ARN)", c.ReplayFrom))
 	}
 	if v := getenv("BATCH_SIZE"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -124,6 +158,11 @@ func Main(env *projections.Environment) {
 			return nil, err
 		}
 		table := dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table)
+		if stream, ok := strings.CutPrefix(cfg.ReplayFrom, "kinesis://"); ok {
+			client := kinesis.NewFromConfig(aws)
+			cfg.Retention = func(ctx context.Context) (time.Duration, error) { return kinesisread.Retention(ctx, client, stream) }
+		}
+		cfg.Metrics = os.Stdout
 		h, err := New(cfg, env, s3.NewFromConfig(aws), table, log)
 		if err != nil {
 			return nil, err
@@ -151,6 +190,9 @@ type Event struct {
 	// round of files left: a plan that finds as many or more fails, since
 	// the round did nothing. 0: the first plan.
 	PendingBefore int `json:"pendingBefore,omitempty"`
+	// Refused (finish) says that a file step of this round was refused by
+	// the hand-off guard: the finish fails with the refusal it recorded.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Response is what each action returns to the state machine.
@@ -203,7 +245,18 @@ type Handler struct {
 	engine *projections.Engine
 	job    *backfill.Job
 	jobKey string
+
+	// The hand-off guard (Config.ReplayFrom): its stream's retention,
+	// read again after retentionTTL, and when a file step last checked.
+	guard       sync.Mutex
+	handoff     *backfill.Handoff
+	retentionAt time.Time
+	lastCheck   time.Time
 }
+
+// retentionTTL is how long a stream's retention read is used: a stream
+// kept longer (the refusal's advice) is seen by the next check after it.
+const retentionTTL = 5 * time.Minute
 
 // New returns the backfiller's handler: env's projections (or the subset
 // cfg.Projections names) into the aggregate table t, the exports read from
@@ -230,7 +283,22 @@ func New(cfg Config, env *projections.Environment, client objstore.S3API, t driv
 	if cfg.Margin <= 0 {
 		cfg.Margin = 10 * time.Second
 	}
-	return &Handler{cfg: cfg, s3: client, table: t, set: set, schema: schema, log: log}, nil
+	if cfg.CheckEvery <= 0 {
+		cfg.CheckEvery = time.Minute
+	}
+	h := &Handler{cfg: cfg, s3: client, table: t, set: set, schema: schema, log: log}
+	switch {
+	case cfg.ReplayFrom == "":
+	case strings.HasPrefix(cfg.ReplayFrom, "kinesis://") && cfg.Retention == nil:
+		return nil, fmt.Errorf("REPLAY_FROM %s: no way to read the Kinesis stream's retention", cfg.ReplayFrom)
+	default:
+		h.handoff = &backfill.Handoff{Stream: cfg.ReplayFrom, Metrics: cfg.Metrics, Function: functionName()}
+		if cfg.Retention == nil {
+			h.handoff.Retention = streamsread.Retention
+			h.retentionAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) // never read again
+		}
+	}
+	return h, nil
 }
 
 // OutOfTime is a file step that stopped before the invocation's deadline:
@@ -283,10 +351,11 @@ func (e *FilesPending) Error() string {
 
 // Handle runs one step. An error fails the invocation (the state machine's
 // retry policy retries it; every step is idempotent), but for a refusal,
-// which is a *Refused: no retry can finish the job.
+// which is a *Refused (or the hand-off guard's *backfill.HandoffError,
+// which the state machine tells apart): no retry can finish the job.
 func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	resp, err := h.handle(ctx, ev)
-	if errors.Is(err, backfill.ErrRefused) && !errors.As(err, new(*Refused)) {
+	if errors.Is(err, backfill.ErrRefused) && !errors.As(err, new(*Refused)) && !errors.As(err, new(*backfill.HandoffError)) {
 		err = &Refused{Err: err}
 	}
 	return resp, err
@@ -319,7 +388,7 @@ func (h *Handler) handle(ctx context.Context, ev Event) (Response, error) {
 	case "file":
 		return h.file(ctx, job, ev, resp)
 	default:
-		return h.finish(ctx, job, resp)
+		return h.finish(ctx, job, ev, resp)
 	}
 }
 
@@ -344,7 +413,7 @@ func (h *Handler) open(ctx context.Context, ev Event) (*backfill.Job, error) {
 		return nil, err
 	}
 	job, err := backfill.Open(full, overlay, h.engine, h.table, h.set, backfill.Options{
-		Decode: pipeline.Options{Schema: h.schema}, BatchSize: h.cfg.BatchSize, SkipMD5: ev.SkipMD5,
+		Decode: pipeline.Options{Schema: h.schema}, BatchSize: h.cfg.BatchSize, SkipMD5: ev.SkipMD5, Handoff: h.handoff,
 	})
 	if err != nil {
 		return nil, err
@@ -400,6 +469,9 @@ func (h *Handler) source(l objstore.Location) (export.Source, error) {
 // plan begins the job (backfill.Job.Begin: the table's marker records it)
 // and returns the files still to do, up to PlanBytes of their names.
 func (h *Handler) plan(ctx context.Context, job *backfill.Job, ev Event, resp Response) (Response, error) {
+	if err := h.checkHandoff(ctx, job, true); err != nil {
+		return resp, err
+	}
 	if err := job.Begin(ctx); err != nil {
 		return resp, err
 	}
@@ -437,6 +509,10 @@ func (h *Handler) file(ctx context.Context, job *backfill.Job, ev Event, resp Re
 		return resp, fmt.Errorf("backfiller: %q is not a data file of job %s (%d files; the export's manifest-files.json names them, and %q stands for the incremental exports)",
 			ev.DataFileS3Key, job.ID(), len(job.Files()), backfill.OverlayFile)
 	}
+	if err := h.checkHandoff(ctx, job, false); err != nil {
+		resp.File = ev.DataFileS3Key
+		return resp, err
+	}
 	// The engine's counts are the handler's: a concurrent invocation's
 	// would be in them too (Lambda runs one at a time).
 	start, before, failedBefore := time.Now(), h.engine.Stats(), len(job.Failures())
@@ -467,8 +543,72 @@ func (h *Handler) file(ctx context.Context, job *backfill.Job, ev Event, resp Re
 	return resp, nil
 }
 
-// finish records the job complete, or fails naming the files not done.
-func (h *Handler) finish(ctx context.Context, job *backfill.Job, resp Response) (Response, error) {
+// checkHandoff runs the hand-off guard (Job.CheckHandoff): in every plan
+// step, and in a file step when CheckEvery has passed since this
+// environment's last check. A refusal is a *backfill.HandoffError, the
+// error HandoffError to the state machine.
+func (h *Handler) checkHandoff(ctx context.Context, job *backfill.Job, always bool) error {
+	if h.handoff == nil {
+		return nil
+	}
+	h.guard.Lock()
+	defer h.guard.Unlock()
+	now := time.Now()
+	if !always && now.Sub(h.lastCheck) < h.cfg.CheckEvery {
+		return nil
+	}
+	h.lastCheck = now
+	if now.Sub(h.retentionAt) >= retentionTTL {
+		r, err := h.cfg.Retention(ctx)
+		if err != nil {
+			return fmt.Errorf("backfiller: REPLAY_FROM: %w", err)
+		}
+		h.handoff.Retention, h.retentionAt = r, now
+	}
+	est, err := job.CheckHandoff(ctx, now)
+	if est != nil {
+		attrs := []any{"job", job.ID(), "stream", h.handoff.Stream, "retention", h.handoff.Retention.String(), "trimmedAt", est.Deadline,
+			"items", est.Items, "done", est.Done, "itemsPerSecond", est.Rate, "headroomSeconds", est.Headroom.Seconds()}
+		if !est.Finish.IsZero() {
+			attrs = append(attrs, "finish", est.Finish)
+		}
+		h.log.Info("handoff", attrs...)
+	}
+	return err
+}
+
+// streamLocation says whether loc names a stream as replay's --from
+// does: kinesis://STREAM or streams://TABLE.
+func streamLocation(loc string) bool {
+	k, kok := strings.CutPrefix(loc, "kinesis://")
+	d, dok := strings.CutPrefix(loc, "streams://")
+	return kok && k != "" || dok && d != ""
+}
+
+// functionName is the function's name (its metrics' dimension).
+func functionName() string {
+	if lambdacontext.FunctionName != "" {
+		return lambdacontext.FunctionName
+	}
+	return "backfiller"
+}
+
+// finish records the job complete, or fails naming the files not done;
+// after a file step's hand-off refusal (ev.Refused), it fails with the
+// refusal recorded, or, if none was, checks the guard again.
+func (h *Handler) finish(ctx context.Context, job *backfill.Job, ev Event, resp Response) (Response, error) {
+	if ev.Refused {
+		he, err := job.Refusal(ctx)
+		if err != nil {
+			return resp, err
+		}
+		if he != nil {
+			return resp, he
+		}
+		if err := h.checkHandoff(ctx, job, true); err != nil {
+			return resp, err
+		}
+	}
 	complete, err := job.Finish(ctx)
 	if err != nil {
 		return resp, err

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -337,5 +338,41 @@ func TestWriteUnitsAreDynamoDBs(t *testing.T) {
 	}
 	if got, want := driver.WriteUnitsOf(s, tx), driver.WriteUnits(tx); got != want || got == 0 {
 		t.Errorf("WriteUnitsOf(boltstore) = %v, driver.WriteUnits = %v", got, want)
+	}
+}
+
+// TestCommitGroupAllOrNothing: a group is applied in order, each
+// transaction seeing the one before it; when one fails, none is applied
+// and the error is that one's.
+func TestCommitGroupAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	add := func(v string) driver.Add {
+		return driver.Add{Ref: driver.AggregateRef{Projection: "p", Key: "k"}, Values: map[string]decimal.Decimal{"n": decimal.MustParse(v)}}
+	}
+	first := &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "a", Body: []byte("1")}}, Adds: []driver.Add{add("1")}}
+	second := &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "a", ExpectRev: 1, Body: []byte("2")}}, Adds: []driver.Add{add("2")}}
+	stale := &driver.Tx{Ledgers: []driver.LedgerPut{{Key: "b", ExpectRev: 4, Body: []byte("x")}}, Adds: []driver.Add{add("10")}}
+	var ce *driver.ConflictError
+	if err := s.CommitGroup(ctx, []*driver.Tx{first, second, stale}); !errors.As(err, &ce) || ce.Current["b"].Rev != 0 {
+		t.Fatalf("group with a stale revision: %v", err)
+	}
+	if got, _ := s.ReadLedgers(ctx, []string{"a"}); got["a"].Rev != 0 {
+		t.Fatalf("a failed group applied ledger a: %+v", got["a"])
+	}
+	if err := s.CommitGroup(ctx, []*driver.Tx{first, second}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.ReadLedgers(ctx, []string{"a"})
+	if got["a"].Rev != 2 || string(got["a"].Body) != "2" {
+		t.Errorf("ledger a after the group: %+v", got["a"])
+	}
+	var sum string
+	_ = s.ScanAggregates(ctx, func(ref driver.AggregateRef, vs map[string]decimal.Decimal) error {
+		sum = vs["n"].String()
+		return nil
+	})
+	if sum != "3" {
+		t.Errorf("aggregate after the group: %q, want 3", sum)
 	}
 }

@@ -58,6 +58,7 @@ var (
 	_ driver.Store              = (*Store)(nil)
 	_ driver.Reader             = (*Store)(nil)
 	_ driver.WriteUnitEstimator = (*Store)(nil)
+	_ driver.GroupCommitter     = (*Store)(nil)
 )
 
 // ErrInUse is returned by Open when another Store, in this process or
@@ -92,7 +93,8 @@ func WithOpenTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = d }
 }
 
-// WithoutSync skips the fsync after each commit. Commits get much faster, and
+// WithoutSync skips the fsync after each commit (and each group,
+// CommitGroup). Commits get much faster, and
 // a crash of the process still loses nothing, but a crash of the machine can
 // lose recent commits or corrupt the file: use it for tests and data you can
 // rebuild, never for a store you keep.
@@ -183,27 +185,47 @@ func (s *Store) ReadLedgers(ctx context.Context, keys []string) (map[string]driv
 // Commit applies tx atomically in one bbolt transaction. See the package
 // documentation for the conditions and checks.
 func (s *Store) Commit(ctx context.Context, tx *driver.Tx) error {
+	return s.CommitGroup(ctx, []*driver.Tx{tx})
+}
+
+// CommitGroup applies txs in order, each as Commit would, in one bbolt
+// transaction, synced once (driver.GroupCommitter): all of them, or, on
+// the first that fails, none. The error is that one's, as Commit returns
+// it.
+func (s *Store) CommitGroup(ctx context.Context, txs []*driver.Tx) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("boltstore: commit: %w", err)
 	}
-	if tx == nil || tx.Len() == 0 {
+	ps := make([]*prepared, 0, len(txs))
+	for _, tx := range txs {
+		if tx == nil || tx.Len() == 0 {
+			continue
+		}
+		if n := driver.Actions(s, tx); n > driver.MaxTxActions {
+			// DynamoDB refuses larger transactions; so does the embedded twin, so
+			// that code which builds them fails here first.
+			return fmt.Errorf("boltstore: commit: %d actions, more than the %d a transaction allows", n, driver.MaxTxActions)
+		}
+		p, err := prepare(tx)
+		if err != nil {
+			return fmt.Errorf("boltstore: commit: %w", err)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
 		return nil
 	}
-	if n := driver.Actions(s, tx); n > driver.MaxTxActions {
-		// DynamoDB refuses larger transactions; so does the embedded twin, so
-		// that code which builds them fails here first.
-		return fmt.Errorf("boltstore: commit: %d actions, more than the %d a transaction allows", n, driver.MaxTxActions)
-	}
-	p, err := prepare(tx)
-	if err != nil {
-		return fmt.Errorf("boltstore: commit: %w", err)
-	}
-	err = s.db.Update(func(btx *bolt.Tx) error {
+	err := s.db.Update(func(btx *bolt.Tx) error {
 		// Waiting for the writer lock may have taken a while.
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return p.apply(btx)
+		for _, p := range ps {
+			if err := p.apply(btx); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	var conflict *driver.ConflictError
 	if errors.As(err, &conflict) {

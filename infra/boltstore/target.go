@@ -52,6 +52,7 @@ var (
 	_ driver.NameReserver       = (*TargetStore)(nil)
 	_ driver.ActionCounter      = (*TargetStore)(nil)
 	_ driver.WriteUnitEstimator = (*TargetStore)(nil)
+	_ driver.GroupCommitter     = (*TargetStore)(nil)
 )
 
 var (
@@ -160,89 +161,40 @@ func (ts *TargetStore) ReadLedgers(ctx context.Context, keys []string) (map[stri
 // source item owns it; a row delete deletes both, on the same condition.
 // A target holds no aggregates: a Tx with an Add is refused.
 func (ts *TargetStore) Commit(ctx context.Context, tx *driver.Tx) error {
+	return ts.CommitGroup(ctx, []*driver.Tx{tx})
+}
+
+// CommitGroup applies txs in order, each as Commit would, in one bbolt
+// transaction, synced once (driver.GroupCommitter): all of them, or, on
+// the first that fails, none. The error is that one's, as Commit returns
+// it.
+func (ts *TargetStore) CommitGroup(ctx context.Context, txs []*driver.Tx) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("boltstore: commit to the target: %w", err)
 	}
-	if tx == nil || tx.Len() == 0 {
+	var writes []*targetWrite
+	for _, tx := range txs {
+		if tx == nil || tx.Len() == 0 {
+			continue
+		}
+		w, err := ts.prepare(tx)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, w)
+	}
+	if len(writes) == 0 {
 		return nil
 	}
-	if len(tx.Adds) > 0 {
-		return fmt.Errorf("boltstore: commit to the target: %d aggregate additions: a remodel's target holds no aggregates", len(tx.Adds))
-	}
-	if n := driver.Actions(ts, tx); n > driver.MaxTxActions {
-		return fmt.Errorf("boltstore: commit to the target: %d actions, more than the %d a transaction allows", n, driver.MaxTxActions)
-	}
-	claims := &driver.Tx{Ledgers: tx.Ledgers}
-	byClaim := map[driver.RowRef]driver.RowRef{}
-	type itemWrite struct {
-		ref   driver.RowRef
-		key   []byte
-		value []byte // nil: delete
-	}
-	var items []itemWrite
-	for _, p := range tx.Puts {
-		if err := ts.check(p.Ref); err != nil {
-			return err
-		}
-		if !p.Held {
-			c := driver.ClaimRef(p.Ref)
-			byClaim[c] = p.Ref
-			claims.Puts = append(claims.Puts, driver.RowPut{Ref: c, Owner: p.Owner, From: p.From, CheckFrom: p.CheckFrom, FromRev: p.FromRev})
-		}
-		if err := checkTargetItem(p.Attrs); err != nil {
-			return fmt.Errorf("boltstore: commit to the target: item %s: %w", describeRow(p.Ref), err)
-		}
-		v, err := attributevalue.MarshalMapJSON(p.Attrs)
-		if err != nil {
-			return fmt.Errorf("boltstore: commit to the target: item %s: %w", describeRow(p.Ref), err)
-		}
-		k, err := ts.itemKey(p.Ref)
-		if err != nil {
-			return err
-		}
-		items = append(items, itemWrite{ref: p.Ref, key: k, value: v})
-	}
-	for _, d := range tx.Deletes {
-		if err := ts.check(d.Ref); err != nil {
-			return err
-		}
-		c := driver.ClaimRef(d.Ref)
-		byClaim[c] = d.Ref
-		claims.Deletes = append(claims.Deletes, driver.RowDelete{Ref: c, Owner: d.Owner})
-		k, err := ts.itemKey(d.Ref)
-		if err != nil {
-			return err
-		}
-		items = append(items, itemWrite{ref: d.Ref, key: k})
-	}
-	p, err := prepare(claims)
-	if err != nil {
-		return fmt.Errorf("boltstore: commit to the target: %w", err)
-	}
-	seen := make(map[string]bool, len(items))
-	for _, w := range items {
-		if seen[string(w.key)] {
-			return fmt.Errorf("boltstore: commit to the target: item %s: the transaction touches it more than once", describeRow(w.ref))
-		}
-		seen[string(w.key)] = true
-	}
-	err = ts.st.db.Update(func(btx *bolt.Tx) error {
+	var failed *targetWrite
+	err := ts.st.db.Update(func(btx *bolt.Tx) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := p.apply(btx); err != nil {
-			return err
-		}
-		b := btx.Bucket(bucketItems)
-		for _, w := range items {
-			var err error
-			if w.value == nil {
-				err = b.Delete(w.key)
-			} else {
-				err = b.Put(w.key, w.value)
-			}
-			if err != nil {
-				return fmt.Errorf("item %s: %w", describeRow(w.ref), err)
+		for _, w := range writes {
+			if err := w.apply(btx); err != nil {
+				failed = w
+				return err
 			}
 		}
 		return nil
@@ -256,10 +208,105 @@ func (ts *TargetStore) Commit(ctx context.Context, tx *driver.Tx) error {
 		return nil
 	case errors.As(err, &conflict):
 		return conflict
-	case errors.As(err, &claim):
-		return &driver.ClaimError{Ref: byClaim[claim.Ref], Owner: claim.Owner, Claimant: claim.Claimant}
+	case errors.As(err, &claim) && failed != nil:
+		return &driver.ClaimError{Ref: failed.byClaim[claim.Ref], Owner: claim.Owner, Claimant: claim.Claimant}
 	}
 	return fmt.Errorf("boltstore: commit to the target: %w", err)
+}
+
+// targetWrite is a validated Tx of a target: its ledger entries and claims
+// prepared, and its target items encoded.
+type targetWrite struct {
+	claims  *prepared
+	items   []itemWrite
+	byClaim map[driver.RowRef]driver.RowRef
+}
+
+type itemWrite struct {
+	ref   driver.RowRef
+	key   []byte
+	value []byte // nil: delete
+}
+
+// apply writes w inside btx: the claims' and ledgers' conditions checked
+// first (prepared.apply), then the target items.
+func (w *targetWrite) apply(btx *bolt.Tx) error {
+	if err := w.claims.apply(btx); err != nil {
+		return err
+	}
+	b := btx.Bucket(bucketItems)
+	for _, it := range w.items {
+		var err error
+		if it.value == nil {
+			err = b.Delete(it.key)
+		} else {
+			err = b.Put(it.key, it.value)
+		}
+		if err != nil {
+			return fmt.Errorf("item %s: %w", describeRow(it.ref), err)
+		}
+	}
+	return nil
+}
+
+// prepare validates tx for the target and encodes it.
+func (ts *TargetStore) prepare(tx *driver.Tx) (*targetWrite, error) {
+	if len(tx.Adds) > 0 {
+		return nil, fmt.Errorf("boltstore: commit to the target: %d aggregate additions: a remodel's target holds no aggregates", len(tx.Adds))
+	}
+	if n := driver.Actions(ts, tx); n > driver.MaxTxActions {
+		return nil, fmt.Errorf("boltstore: commit to the target: %d actions, more than the %d a transaction allows", n, driver.MaxTxActions)
+	}
+	claims := &driver.Tx{Ledgers: tx.Ledgers}
+	byClaim := map[driver.RowRef]driver.RowRef{}
+	var items []itemWrite
+	for _, p := range tx.Puts {
+		if err := ts.check(p.Ref); err != nil {
+			return nil, err
+		}
+		if !p.Held {
+			c := driver.ClaimRef(p.Ref)
+			byClaim[c] = p.Ref
+			claims.Puts = append(claims.Puts, driver.RowPut{Ref: c, Owner: p.Owner, From: p.From, CheckFrom: p.CheckFrom, FromRev: p.FromRev})
+		}
+		if err := checkTargetItem(p.Attrs); err != nil {
+			return nil, fmt.Errorf("boltstore: commit to the target: item %s: %w", describeRow(p.Ref), err)
+		}
+		v, err := attributevalue.MarshalMapJSON(p.Attrs)
+		if err != nil {
+			return nil, fmt.Errorf("boltstore: commit to the target: item %s: %w", describeRow(p.Ref), err)
+		}
+		k, err := ts.itemKey(p.Ref)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, itemWrite{ref: p.Ref, key: k, value: v})
+	}
+	for _, d := range tx.Deletes {
+		if err := ts.check(d.Ref); err != nil {
+			return nil, err
+		}
+		c := driver.ClaimRef(d.Ref)
+		byClaim[c] = d.Ref
+		claims.Deletes = append(claims.Deletes, driver.RowDelete{Ref: c, Owner: d.Owner})
+		k, err := ts.itemKey(d.Ref)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, itemWrite{ref: d.Ref, key: k})
+	}
+	p, err := prepare(claims)
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: commit to the target: %w", err)
+	}
+	seen := make(map[string]bool, len(items))
+	for _, w := range items {
+		if seen[string(w.key)] {
+			return nil, fmt.Errorf("boltstore: commit to the target: item %s: the transaction touches it more than once", describeRow(w.ref))
+		}
+		seen[string(w.key)] = true
+	}
+	return &targetWrite{claims: p, items: items, byClaim: byClaim}, nil
 }
 
 // check refuses a row of another remodel, or a key the target cannot hold.

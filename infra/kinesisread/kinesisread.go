@@ -45,6 +45,32 @@ var (
 	_ shardread.PacedSource = (*Source)(nil)
 )
 
+// SummaryAPI is the part of *kinesis.Client that Retention uses.
+type SummaryAPI interface {
+	DescribeStreamSummary(ctx context.Context, params *kinesis.DescribeStreamSummaryInput, optFns ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error)
+}
+
+var _ SummaryAPI = (*kinesis.Client)(nil)
+
+// Retention returns how long stream (a name or ARN) keeps its records:
+// its retention period (DescribeStreamSummary).
+func Retention(ctx context.Context, client SummaryAPI, stream string) (time.Duration, error) {
+	in := &kinesis.DescribeStreamSummaryInput{}
+	if strings.HasPrefix(stream, "arn:") {
+		in.StreamARN = aws.String(stream)
+	} else {
+		in.StreamName = aws.String(stream)
+	}
+	out, err := client.DescribeStreamSummary(ctx, in)
+	if err != nil {
+		return 0, fmt.Errorf("reading the retention period of %s: %w", stream, err)
+	}
+	if out.StreamDescriptionSummary == nil || out.StreamDescriptionSummary.RetentionPeriodHours == nil {
+		return 0, fmt.Errorf("reading the retention period of %s: the service did not say it", stream)
+	}
+	return time.Duration(*out.StreamDescriptionSummary.RetentionPeriodHours) * time.Hour, nil
+}
+
 // minReadInterval is the least time between two reads of one shard: Kinesis
 // serves 5 GetRecords calls per second per shard, shared by every reader.
 const minReadInterval = 200 * time.Millisecond

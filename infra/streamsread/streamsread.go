@@ -67,6 +67,9 @@ const emptyReadDelay = 250 * time.Millisecond
 // maxBatch is the most records one GetRecords returns.
 const maxBatch = 1000
 
+// Retention is how long a DynamoDB stream keeps its records.
+const Retention = 24 * time.Hour
+
 // ErrNoStream is the error of StreamARN when the table has no stream.
 var ErrNoStream = errors.New("streamsread: the table has no stream")
 

@@ -93,9 +93,19 @@ var (
 	}}
 )
 
+// Handoff is written by a backfill on the road that catches up by replay
+// (nothing attached to its store before the export), at each check of its
+// hand-off guard: how long before the stream trims the export's second the
+// backfill is estimated to finish (negative: too late, and refused), and
+// how long it has left.
+var Handoff = &Family{Name: "hand-off", Dimensions: []string{"Function"}, Metrics: []Metric{
+	{"HandoffHeadroom", emf.Seconds, "time between the backfill's estimated finish and the stream's trimming of the export's second (negative: refused)"},
+	{"EstimatedRemaining", emf.Seconds, "the backfill's estimated time left"},
+}}
+
 // Families lists every family.
 func Families() []*Family {
-	return []*Family{ByType, Batch, Engine, Shadow, Archive, Remodel}
+	return []*Family{ByType, Batch, Engine, Shadow, Archive, Remodel, Handoff}
 }
 
 // Metric returns the family's metric called name.

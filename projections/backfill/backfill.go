@@ -226,6 +226,11 @@ type Options struct {
 	// MaxFailures bounds the items a job lists as failed (it counts them
 	// all). Default 100.
 	MaxFailures int
+	// Handoff, when set, is the stream a replay catches the store up from
+	// after the job: Run refuses (a *HandoffError) a job that would finish
+	// after the stream has trimmed the export's second, unless a projector
+	// was attached to the store before the export.
+	Handoff *Handoff
 }
 
 // Failure is an export item the projections could not take: a record the
@@ -282,6 +287,7 @@ type Job struct {
 	mu       sync.Mutex
 	failures []Failure
 	failed   atomic.Int64
+	read     atomic.Int64 // items read, for the hand-off's estimate
 }
 
 // Open prepares the backfill of full (with the incremental exports of
@@ -839,6 +845,7 @@ func (j *Job) File(ctx context.Context, file string) (FileResult, error) {
 	}
 	add := func(c pipeline.Change) error {
 		res.Items++
+		j.read.Add(1)
 		batch = append(batch, c)
 		if len(batch) >= j.opts.BatchSize {
 			if j.opts.Progress != nil {
@@ -1047,6 +1054,11 @@ func (j *Job) Run(ctx context.Context, workers int) (Summary, error) {
 	if err := j.Begin(ctx); err != nil {
 		return Summary{}, err
 	}
+	ctx, stop, err := j.guard(ctx)
+	if err != nil {
+		return Summary{Files: len(j.files)}, err
+	}
+	defer stop()
 	workers = max(workers, 1)
 	var (
 		sum      Summary
@@ -1082,6 +1094,10 @@ func (j *Job) Run(ctx context.Context, workers int) (Summary, error) {
 		})
 	}
 	wg.Wait()
+	var handoff *HandoffError
+	if errors.As(context.Cause(ctx), &handoff) {
+		firstErr = handoff // the files stopped by it failed for it
+	}
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}

@@ -94,6 +94,19 @@ type WriteUnitEstimator interface {
 	WriteUnits(tx *Tx) float64
 }
 
+// GroupCommitter is an optional capability of a Store, found by type
+// assertion: committing several transactions at once, all or none, as if
+// each were committed after the one before it with no failure. A store
+// that syncs each commit to disk syncs a group once (the embedded store),
+// so that a batch of many small transactions costs one sync. On any error
+// nothing of the group is applied: the caller commits them one by one to
+// learn which failed and why. Each transaction is still billed as its own
+// (WriteUnitEstimator): the group is a local store's economy, and a store
+// that cannot make one atomic (DynamoDB) does not offer it.
+type GroupCommitter interface {
+	CommitGroup(ctx context.Context, txs []*Tx) error
+}
+
 // KeyLimiter is an optional capability of a Store, found by type assertion:
 // whether it can hold an aggregate or a row under the given keys, within
 // the limits of its layout (its prefixes and separators included). The

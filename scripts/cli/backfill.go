@@ -4,11 +4,17 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
@@ -32,7 +38,9 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	workers := fs.Int("workers", runtime.NumCPU(), "data files backfilled at once")
 	batch := fs.Int("batch-size", 1000, "items per batch through the engine")
 	exportTime := fs.String("export-time", "", "the export's point in time (RFC 3339), for an export whose manifest does not say it")
-	noSync := fs.Bool("no-sync", false, "with --store: do not fsync the embedded store on every commit (faster; a power cut may lose the last commits, which a rerun redoes)")
+	var hf handoffFlag
+	hf.register(fs)
+	noSync := fs.Bool("no-sync", false, "with --store: do not fsync the embedded store (a crash of the process loses nothing, but a power cut or a crash of the machine can lose the last commits or corrupt the file: then backfill into a new store; the durable default syncs once a batch)")
 	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,6 +59,9 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	if *workers < 1 || *batch < 1 {
 		return fmt.Errorf("%w: --workers and --batch-size must be at least 1", errUsage)
+	}
+	if err := hf.check(); err != nil {
+		return err
 	}
 	var asOf time.Time
 	if *exportTime != "" {
@@ -76,13 +87,18 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	handoff, err := hf.open(ctx, sf.endpoint)
+	if err != nil {
+		return err
+	}
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
 	return runBackfillJob(ctx, e, w, backfillRun{
 		verb: "backfill", src: src, overlay: overlay, engine: engine, store: st, set: set, workers: *workers,
-		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, BatchSize: *batch, SkipMD5: xf.skipMD5, AsOf: asOf},
-		title: fmt.Sprintf("backfill of %s into %s", src, sf.String()),
-		words: [3]string{"item states", "store", "no projection reads"}, reads: "the projections read",
+		opts:    backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, BatchSize: *batch, SkipMD5: xf.skipMD5, AsOf: asOf, Handoff: handoff},
+		handoff: true,
+		title:   fmt.Sprintf("backfill of %s into %s", src, sf.String()),
+		words:   [3]string{"item states", "store", "no projection reads"}, reads: "the projections read",
 		failed: "%d items in %d data files that the projections could not take (listed above, or by the run that read them): they are in no aggregate, and the gate cannot agree while the export holds them. Each is applied when its item next changes on the stream; otherwise fix the projections and backfill a new table",
 		stream: func(from string) string {
 			return fmt.Sprintf("the stream's changes from %s on must reach this store: a projector (or shadow) attached before then, or `%s replay --start %s`", from, e.Name, from)
@@ -111,6 +127,68 @@ type backfillRun struct {
 	// that says from when the stream must reach the store.
 	failed string
 	stream func(from string) string
+	// handoff: the store is caught up by `replay --start` when nothing was
+	// attached to it before the export (opts.Handoff, --replay-from, the
+	// stream that replay reads); without opts.Handoff, a note says that the
+	// hand-off guard did not run.
+	handoff bool
+}
+
+// handoffFlag is --replay-from, the stream a backfilled store is caught
+// up from by `replay --start` when nothing was attached to it before the
+// export: the hand-off guard refuses a backfill that would finish after
+// the stream has trimmed the export's second.
+type handoffFlag struct{ from string }
+
+func (f *handoffFlag) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.from, "replay-from", "", "the stream the store will be caught up from by `replay --start` (replay's --from: kinesis://STREAM, or streams://TABLE for its DynamoDB stream, which keeps 24 hours): when nothing was attached to the store before the export, refuse a backfill that would finish after the stream has trimmed the export's second (with --endpoint, that server's Kinesis)")
+}
+
+func (f *handoffFlag) check() error {
+	if f.from != "" && !streamLocation(f.from) {
+		return fmt.Errorf("%w: --replay-from %s: want kinesis://STREAM (a name or ARN) or streams://TABLE (a table name or ARN, or its stream's ARN), as replay's --from", errUsage, quote.Value(f.from))
+	}
+	return nil
+}
+
+// open returns the guard's Handoff: the stream's retention (a Kinesis
+// stream's read through endpoint when given); nil without --replay-from.
+func (f *handoffFlag) open(ctx context.Context, endpoint string) (*backfill.Handoff, error) {
+	if f.from == "" {
+		return nil, nil
+	}
+	var cfg aws.Config
+	if strings.HasPrefix(f.from, "kinesis://") {
+		var err error
+		if cfg, err = config.LoadDefaultConfig(ctx); err != nil {
+			return nil, fmt.Errorf("loading AWS configuration: %w", err)
+		}
+		if endpoint != "" {
+			cfg.BaseEndpoint = aws.String(endpoint)
+		}
+	}
+	retention, err := streamRetention(ctx, cfg, f.from)
+	if err != nil {
+		return nil, fmt.Errorf("--replay-from: %w", err)
+	}
+	return &backfill.Handoff{Retention: retention, Stream: f.from}, nil
+}
+
+// handoffLine is the guard's estimate as the running command prints it.
+func handoffLine(h *backfill.Handoff, e backfill.Estimate) string {
+	trim := fmt.Sprintf("%s trims the export's second about %s", h.Stream, e.Deadline.UTC().Format(time.RFC3339))
+	switch {
+	case e.Finish.IsZero() && e.Headroom < 0:
+		return fmt.Sprintf("hand-off: %s trimmed the export's second about %s, %s ago", h.Stream, e.Deadline.UTC().Format(time.RFC3339), (-e.Headroom).Round(time.Second))
+	case e.Finish.IsZero():
+		return fmt.Sprintf("hand-off: %s, in %s", trim, e.Headroom.Round(time.Second))
+	}
+	when := "before"
+	if e.Headroom < 0 {
+		when = "after"
+	}
+	return fmt.Sprintf("hand-off: at %.0f items/s, %d of %d items read, the backfill would finish about %s, %s %s %s", e.Rate, e.Done, e.Items,
+		e.Finish.UTC().Format(time.RFC3339), e.Headroom.Abs().Round(time.Second), when, trim)
 }
 
 // runBackfillJob opens the job, runs it with a progress line on stderr
@@ -121,9 +199,32 @@ func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) err
 	progress := newByteProgress(e.Stderr, r.verb, r.src.Summary.ItemCount)
 	progress.unit = "items"
 	r.opts.Progress = progress.addItems
+	var mu sync.Mutex // the guard reports from a goroutine of its own
+	if h := r.opts.Handoff; h != nil {
+		hc := *h
+		hc.Report = func(est backfill.Estimate) {
+			mu.Lock()
+			defer mu.Unlock()
+			if progress.tty {
+				fmt.Fprint(e.Stderr, "\r\033[K")
+			}
+			fmt.Fprintf(e.Stderr, "%s %s: %s\n", e.Name, r.verb, handoffLine(h, est))
+		}
+		r.opts.Handoff = &hc
+	}
 	job, err := backfill.Open(r.src, r.overlay, r.engine, r.store, r.set, r.opts)
 	if err != nil {
 		return err
+	}
+	if r.handoff && r.opts.Handoff == nil {
+		attached, err := job.Attached(ctx)
+		if err != nil {
+			return err
+		}
+		if !attached {
+			fmt.Fprintf(e.Stderr, "%s %s: note: the hand-off guard did not run: nothing was attached to the %s before the export, so it must be caught up by `%s replay --start %s`, which needs the stream to hold that second still; give --replay-from with replay's --from to refuse a backfill that would finish after the stream trims it (docs/backfill.md, \"The hand-off\")\n",
+				e.Name, r.verb, r.words[1], e.Name, job.AsOf().Truncate(time.Second).Format(time.RFC3339))
+		}
 	}
 	start := time.Now()
 	sum, runErr := job.Run(ctx, r.workers)

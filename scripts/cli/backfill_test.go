@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/tributary/tributary/infra/boltstore"
-	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
@@ -159,23 +157,7 @@ func TestBackfillKilled(t *testing.T) {
 func TestIntegrationReplayAfterBackfill(t *testing.T) {
 	url := replayAWSEnv(t)
 	ctx := context.Background()
-	start := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
-	h, err := sim.Workload{Seed: 61, Changes: 1200, Skew: 1.0, Start: start}.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := 700
-	for !h.Records[k].Time.After(h.Records[k-1].Time) {
-		k++
-	}
-	at := h.Records[k-1].Time
-	full, _, _ := exportgen.FromHistory(h, k)
-	root := t.TempDir()
-	res, err := exportgen.WriteFull(ctx, objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 5), Time: at, Files: 2}, slices.Values(full))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := filepath.Join(root, filepath.FromSlash(res.Dir))
+	h, k, at, exp := historyExport(t, sim.Workload{Seed: 61, Changes: 1200, Skew: 1.0, Start: time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)}, 700)
 
 	kc := awstest.Kinesis(t)
 	stream := awstest.CreateStream(ctx, t, kc, "tail", 2)

@@ -283,7 +283,7 @@ func remodelBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	workers := fs.Int("workers", runtime.NumCPU(), "data files backfilled at once")
 	batch := fs.Int("batch-size", 1000, "items per batch through the engine")
 	exportTime := fs.String("export-time", "", "the export's point in time (RFC 3339), for an export whose manifest does not say it")
-	fs.BoolVar(&rf.target.noSync, "no-sync", false, "with --store: do not fsync the embedded target on every commit (faster; a power cut may lose the last commits, which a rerun redoes)")
+	fs.BoolVar(&rf.target.noSync, "no-sync", false, "with --store: do not fsync the embedded target (a crash of the process loses nothing, but a power cut or a crash of the machine can lose the last commits or corrupt the file: then backfill into a new target; the durable default syncs once a batch)")
 	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}

@@ -232,24 +232,29 @@ func markCaughtUp(ctx context.Context, e *Env, st store, bm *backfill.Marker, pl
 // retention is how far back the source stream keeps records: Kinesis's
 // retention period, or DynamoDB Streams' 24 hours.
 func (f *replayFlags) retention(ctx context.Context, cfg aws.Config) (time.Duration, error) {
-	name, ok := strings.CutPrefix(f.from, "kinesis://")
+	return streamRetention(ctx, cfg, f.from)
+}
+
+// streamLocation says whether loc names a stream as replay's --from does:
+// kinesis://STREAM or streams://TABLE.
+func streamLocation(loc string) bool {
+	for _, scheme := range []string{"kinesis://", "streams://"} {
+		if rest, ok := strings.CutPrefix(loc, scheme); ok && rest != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// streamRetention is how long the stream at loc (kinesis://STREAM or
+// streams://TABLE) keeps its records: a Kinesis stream's retention period
+// (DescribeStreamSummary), DynamoDB Streams' 24 hours.
+func streamRetention(ctx context.Context, cfg aws.Config, loc string) (time.Duration, error) {
+	name, ok := strings.CutPrefix(loc, "kinesis://")
 	if !ok {
-		return 24 * time.Hour, nil
+		return streamsread.Retention, nil
 	}
-	in := &kinesis.DescribeStreamSummaryInput{}
-	if strings.HasPrefix(name, "arn:") {
-		in.StreamARN = aws.String(name)
-	} else {
-		in.StreamName = aws.String(name)
-	}
-	out, err := kinesis.NewFromConfig(cfg).DescribeStreamSummary(ctx, in)
-	if err != nil {
-		return 0, fmt.Errorf("reading the retention period of %s: %w", name, err)
-	}
-	if out.StreamDescriptionSummary == nil || out.StreamDescriptionSummary.RetentionPeriodHours == nil {
-		return 0, fmt.Errorf("reading the retention period of %s: the service did not say it", name)
-	}
-	return time.Duration(*out.StreamDescriptionSummary.RetentionPeriodHours) * time.Hour, nil
+	return kinesisread.Retention(ctx, kinesis.NewFromConfig(cfg), name)
 }
 
 // replayPlan is the command line, checked.
@@ -261,7 +266,7 @@ type replayPlan struct {
 func (f *replayFlags) check() (replayPlan, error) {
 	var p replayPlan
 	var errs []string
-	if !strings.HasPrefix(f.from, "kinesis://") && !strings.HasPrefix(f.from, "streams://") || len(f.from) <= len("streams://") {
+	if !streamLocation(f.from) {
 		errs = append(errs, "--from must be kinesis://STREAM or streams://TABLE")
 	}
 	var err error
@@ -331,7 +336,7 @@ func (f *replayFlags) source(ctx context.Context, cfg aws.Config, plan replayPla
 	if err != nil {
 		return nil, "", err
 	}
-	if plan.until.IsZero() && plan.spec.Start.Type == shardread.AtTimestamp && time.Since(plan.spec.Start.Time) > 24*time.Hour {
+	if plan.until.IsZero() && plan.spec.Start.Type == shardread.AtTimestamp && time.Since(plan.spec.Start.Time) > streamsread.Retention {
 		return nil, "", fmt.Errorf("%w: --start %s is more than 24 hours ago: DynamoDB Streams keeps a day; replay from Kinesis or an export", errUsage, plan.spec)
 	}
 	return streamsread.New(client, arn, f.decode), "streams://" + arn, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime"
 	"slices"
@@ -13,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/kinesisread"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
@@ -100,7 +104,9 @@ func checkBackfilled(ctx context.Context, t *testing.T, ddb *dynamodb.Client, ta
 // export in S3, into an aggregate table in DynamoDB, each
 // invocation a cold start. A finish before the files are done fails with
 // the error type the state machine sees, FilesPending. The table then
-// equals the recomputation from the final items.
+// equals the recomputation from the final items. Before them, a plan
+// told the table's DynamoDB stream (REPLAY_FROM) refuses the days-old
+// export with the error type HandoffError.
 func TestRuntimeEmulatorBackfiller(t *testing.T) {
 	rie, motoURL := emulatorPrereqs(t)
 	ctx := context.Background()
@@ -140,6 +146,22 @@ func TestRuntimeEmulatorBackfiller(t *testing.T) {
 		return resp
 	}
 
+	// With the table's DynamoDB stream to catch up from (REPLAY_FROM, as
+	// the template sets it) the days-old export is refused at once, with
+	// the error type the state machine matches, and nothing written.
+	plain := env
+	env = maps.Clone(plain)
+	env["REPLAY_FROM"] = "streams://arn:aws:dynamodb:" + awstest.Region + ":123456789012:table/app/stream/2026-11-01T00:00:00.000"
+	var refused struct{ ErrorType, ErrorMessage string }
+	if body := invoke("plan", nil); json.Unmarshal([]byte(body), &refused) != nil || refused.ErrorType != "HandoffError" ||
+		!strings.Contains(refused.ErrorMessage, "keeps its records 24h0m0s") {
+		t.Errorf("plan with a DynamoDB stream to catch up from: %s, want a HandoffError", body)
+	}
+	if m, _, err := backfill.ReadMarker(ctx, dynamostore.New(ddb, table)); m != nil || err != nil {
+		t.Errorf("a refused plan wrote the backfill marker: %+v, %v", m, err)
+	}
+	env = plain
+
 	plan := step("plan", nil)
 	if plan.Plan == nil || plan.Plan.Total != 5 || plan.Plan.Pending != 5 || len(plan.Plan.Files) != 5 || plan.Job == "" {
 		t.Fatalf("plan: %+v", plan.Plan)
@@ -172,8 +194,10 @@ func TestRuntimeEmulatorBackfiller(t *testing.T) {
 // TestRuntimeEmulatorBackfillerRoleCoversCalls runs the backfiller's
 // steps in process against moto — plan, a data file, the same file again,
 // the incremental exports' items, and a finish that finds files not done —
-// recording every DynamoDB call and S3 request on the wire, and checks
-// that each is an action BackfillerRole allows (moto enforces no IAM).
+// with the hand-off guard on the stack's Kinesis stream (REPLAY_FROM, its
+// retention read at the plan and the file steps), recording every
+// DynamoDB and Kinesis call and S3 request on the wire, and checks that
+// each is an action BackfillerRole allows (moto enforces no IAM).
 func TestRuntimeEmulatorBackfillerRoleCoversCalls(t *testing.T) {
 	tp := loadTemplate(t)
 	awstest.MotoURL(t)
@@ -188,7 +212,18 @@ func TestRuntimeEmulatorBackfillerRoleCoversCalls(t *testing.T) {
 	wire.Reset()
 	s3log.Take()
 
-	h, err := backfiller.New(backfiller.Config{Table: table, BatchSize: 100}, seed.Environment(), client, dynamostore.New(ddb, table),
+	// The export is days old: the stream keeps a year here.
+	stream := awstest.CreateStream(ctx, t, awstest.Kinesis(t), "handoff", 1)
+	if _, err := awstest.Kinesis(t).IncreaseStreamRetentionPeriod(ctx, &kinesis.IncreaseStreamRetentionPeriodInput{StreamName: aws.String(stream), RetentionPeriodHours: aws.Int32(8760)}); err != nil {
+		t.Fatal(err)
+	}
+	kwire := &awstest.Wire{}
+	kcfg := awstest.Config(t)
+	kcfg.HTTPClient = kwire
+	kc := kinesis.NewFromConfig(kcfg)
+	bcfg := backfiller.Config{Table: table, BatchSize: 100, ReplayFrom: "kinesis://" + stream, CheckEvery: time.Nanosecond,
+		Retention: func(ctx context.Context) (time.Duration, error) { return kinesisread.Retention(ctx, kc, stream) }}
+	h, err := backfiller.New(bcfg, seed.Environment(), client, dynamostore.New(ddb, table),
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	if err != nil {
@@ -214,15 +249,19 @@ func TestRuntimeEmulatorBackfillerRoleCoversCalls(t *testing.T) {
 	}
 
 	allowed := append(roleActions(t, tp, "BackfillerRole", "dynamodb:"), roleActions(t, tp, "BackfillerRole", "s3:")...)
+	allowed = append(allowed, roleActions(t, tp, "BackfillerRole", "kinesis:")...)
 	var used []string
 	for _, c := range wire.Recorded() {
 		used = append(used, iamActions(t, c)...)
+	}
+	for _, c := range kwire.Recorded() {
+		used = append(used, "kinesis:"+c.Op)
 	}
 	for _, r := range s3log.Take() {
 		used = append(used, s3Action(r))
 	}
 	used = slices.Compact(slices.Sorted(slices.Values(used)))
-	for _, want := range []string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem", "s3:GetObject"} {
+	for _, want := range []string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem", "s3:GetObject", "kinesis:DescribeStreamSummary"} {
 		if !slices.Contains(used, want) {
 			t.Fatalf("no %s recorded (%v): the recording misses calls", want, used)
 		}

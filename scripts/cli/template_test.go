@@ -1055,9 +1055,9 @@ func TestTemplateBackfill(t *testing.T) {
 	m := state("Files")
 	ip, _ := m["ItemProcessor"].(obj)
 	pc, _ := ip["ProcessorConfig"].(obj)
-	if m["Type"] != "Map" || pc["Mode"] != "DISTRIBUTED" || m["Items"] != "{% $states.input.files %}" || m["Next"] != "Plan" ||
+	if m["Type"] != "Map" || pc["Mode"] != "DISTRIBUTED" || m["Items"] != "{% $states.input.files %}" || m["Next"] != "AnyRefused" ||
 		m["ToleratedFailurePercentage"] != float64(0) || m["MaxConcurrency"] != "{% ${MaxConcurrency} %}" {
-		t.Errorf("Files: %v, want a Distributed Map over the plan's files, no failure tolerated, at most MaxConcurrency at once, then Plan", m)
+		t.Errorf("Files: %v, want a Distributed Map over the plan's files, no failure tolerated, at most MaxConcurrency at once, then AnyRefused", m)
 	}
 	file, _ := ip["States"].(obj)["File"].(obj)
 	var retried []string
@@ -1073,6 +1073,7 @@ func TestTemplateBackfill(t *testing.T) {
 	if state("Finish")["End"] != true {
 		t.Errorf("Finish does not end the execution")
 	}
+	checkHandoffStates(t, state, file, ip)
 
 	// What the definition says of the backfiller's events and responses
 	// is what the backfiller reads and writes.
@@ -1106,6 +1107,81 @@ func TestTemplateBackfill(t *testing.T) {
 	role, _ := json.Marshal(res["BackfillRole"])
 	if strings.Contains(string(role), "Repartitioner") || !strings.Contains(string(role), `"Fn::GetAtt":["Backfiller","Arn"]`) {
 		t.Errorf("BackfillRole does not invoke exactly the backfiller: %s", role)
+	}
+}
+
+// checkHandoffStates: a refusal by the backfiller's hand-off guard
+// (HandoffError), like any other refusal (Refused), is retried by neither
+// the plan nor the file step; a file
+// step's ends its child (FileRefused) with a few bytes, {"refused": true},
+// the map says so, and the execution ends with the finish step told of it
+// (Refused: finish with refused, which fails with the refusal recorded,
+// not retried); without one the map goes on to the next plan.
+func checkHandoffStates(t *testing.T, state func(string) obj, file, ip obj) {
+	t.Helper()
+	for name, s := range map[string]obj{"Plan": state("Plan"), "File": file, "Refused": state("Refused")} {
+		retries, _ := s["Retry"].([]any)
+		if len(retries) == 0 || !reflect.DeepEqual(retries[0], obj{"ErrorEquals": []any{"Refused", "HandoffError"}, "MaxAttempts": float64(0)}) {
+			t.Errorf("%s: first retrier %v, want Refused and HandoffError never retried", name, retries)
+		}
+	}
+	catch, _ := file["Catch"].([]any)
+	if len(catch) != 1 || !reflect.DeepEqual(catch[0], obj{"ErrorEquals": []any{"HandoffError"}, "Output": obj{"refused": true}, "Next": "FileRefused"}) {
+		t.Errorf("File: Catch %v, want HandoffError to FileRefused, saying refused", catch)
+	}
+	if fr, _ := ip["States"].(obj)["FileRefused"].(obj); fr["Type"] != "Succeed" {
+		t.Errorf("FileRefused: %v, want a Succeed state", fr)
+	}
+	if out := state("Files")["Output"]; out != "{% $exists($states.result.refused) ? {'refused': true} : {} %}" {
+		t.Errorf("Files: Output %v, want whether a file step was refused", out)
+	}
+	choice := state("AnyRefused")
+	choices, _ := choice["Choices"].([]any)
+	if len(choices) != 1 || choices[0].(obj)["Next"] != "Refused" || choices[0].(obj)["Condition"] != "{% $exists($states.input.refused) %}" || choice["Default"] != "Plan" {
+		t.Errorf("AnyRefused: %v, want Refused on a refusal, else Plan", choice)
+	}
+	r := state("Refused")
+	args, _ := r["Arguments"].(obj)
+	if r["Type"] != "Task" || args["Payload"] != "{% $merge([$job, {'action': 'finish', 'refused': true}]) %}" || r["End"] != true {
+		t.Errorf("Refused: %v, want the finish step told of the refusal, ending the execution", r)
+	}
+	var ev backfiller.Event
+	if err := json.Unmarshal([]byte(`{"action":"finish","refused":true}`), &ev); err != nil || !ev.Refused {
+		t.Errorf("the finish event's refused: %+v, %v", ev, err)
+	}
+}
+
+// TestTemplateBackfillerHandoff: the backfiller is told the stream a
+// table with nothing attached is caught up from (REPLAY_FROM, the hand-off
+// guard): the Kinesis stream with ReplayEnabled, else the table's DynamoDB
+// stream, in replay's --from syntax; its role may read the Kinesis
+// stream's retention (kinesis:DescribeStreamSummary), that stream's only,
+// and only with ReplayEnabled, and nothing else of Kinesis.
+func TestTemplateBackfillerHandoff(t *testing.T) {
+	tp := loadTemplate(t)
+	res := tp.resources()
+	vars, _ := props(res["Backfiller"])["Environment"].(obj)["Variables"].(obj)
+	got, _ := json.Marshal(vars["REPLAY_FROM"])
+	want := `{"Fn::If":["Replay",{"Fn::Sub":"kinesis://${ReplayStream.Arn}"},{"Fn::Sub":["streams://${Stream}",{"Stream":{"Fn::If":["CreateSourceTable",{"Fn::GetAtt":["SourceTable","StreamArn"]},{"Ref":"SourceStreamArn"}]}}]}]}`
+	if string(got) != want {
+		t.Errorf("REPLAY_FROM is %s, want %s", got, want)
+	}
+	var kinesisStmts []obj
+	policies, _ := props(res["BackfillerRole"])["Policies"].([]any)
+	for _, p := range policies {
+		stmts, _ := p.(obj)["PolicyDocument"].(obj)["Statement"].([]any)
+		for _, s := range stmts {
+			if b, _ := json.Marshal(s); strings.Contains(string(b), "kinesis:") {
+				kinesisStmts = append(kinesisStmts, s.(obj))
+			}
+		}
+	}
+	if len(kinesisStmts) != 1 {
+		t.Fatalf("%d statements of BackfillerRole name kinesis: actions, want 1", len(kinesisStmts))
+	}
+	b, _ := json.Marshal(kinesisStmts[0])
+	if string(b) != `{"Fn::If":["Replay",{"Action":"kinesis:DescribeStreamSummary","Effect":"Allow","Resource":{"Fn::GetAtt":["ReplayStream","Arn"]},"Sid":"ReplayStreamRetention"},{"Ref":"AWS::NoValue"}]}` {
+		t.Errorf("BackfillerRole's Kinesis statement is %s, want DescribeStreamSummary on ReplayStream, with ReplayEnabled", b)
 	}
 }
 
