@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/internal/spill"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
@@ -85,6 +86,18 @@ type CheckOptions struct {
 	// MaxNamed bounds the differences named; the rest are counted. It
 	// also bounds the partitions read again. Default 1,000.
 	MaxNamed int
+	// NewerInMemory is how many keys of source items changed since the
+	// export the check holds in memory (default 100,000; negative: none).
+	// Past that, on the first pass it spills them and the export items'
+	// keys, with the partition hashes each item's target items added, to
+	// Dir, joins the two one partition at a time and takes back what the
+	// changed items' export items added; on the passes that read
+	// differing partitions again it holds only the changed items whose
+	// export items add to those partitions.
+	NewerInMemory int
+	// Dir is where the check spills (default: the system's temporary
+	// directory).
+	Dir string
 }
 
 // CheckResult is what Check found.
@@ -137,6 +150,14 @@ type bucket struct {
 	hi, lo uint64
 }
 
+// sub takes back what add added.
+func (b *bucket) sub(h [16]byte) {
+	var borrow uint64
+	b.lo, borrow = bits.Sub64(b.lo, binary.BigEndian.Uint64(h[8:]), 0)
+	b.hi, _ = bits.Sub64(b.hi, binary.BigEndian.Uint64(h[:8]), borrow)
+	b.n--
+}
+
 func (b *bucket) add(h [16]byte) {
 	var carry uint64
 	b.lo, carry = bits.Add64(b.lo, binary.BigEndian.Uint64(h[8:]), 0)
@@ -183,6 +204,11 @@ type checker struct {
 	// collided names the target keys that two source items make, with
 	// those items, on a collecting pass.
 	collided map[driver.RowRef][]string
+	// items holds, once the keys of the source items changed since are
+	// more than NewerInMemory on the first pass, those keys and the export
+	// items' (spilled); newers holds a collecting pass's changed keys.
+	items, newers *spill.Set
+	enc           spill.Encoder
 }
 
 // Check compares target, the remodel's target, with the transform of an
@@ -212,6 +238,13 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	}
 	c.wantB, c.gotB = make([]bucket, c.parts), make([]bucket, c.parts)
 	c.wantX, c.gotX = make([]bucket, c.parts), make([]bucket, c.parts)
+	defer func() {
+		for _, s := range []*spill.Set{c.items, c.newers} {
+			if s != nil {
+				_ = s.Remove() // a temporary directory: nothing to lose
+			}
+		}
+	}()
 	if err := c.pass(ctx, full, overlay, target); err != nil {
 		return nil, err
 	}
@@ -309,10 +342,15 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		}
 		c.res.Changed++
 		c.expectLedger(key, s)
-		return nil
+		return c.noteNewer(key)
 	})
 	if err != nil {
 		return fmt.Errorf("reading the target's ledger: %w", err)
+	}
+	if c.collecting && c.items != nil {
+		if err := c.join(); err != nil {
+			return err
+		}
 	}
 	err = export.Items(ctx, full, overlay, c.opts.Decode, c.opts.SkipMD5, func(it pipeline.Item) error {
 		c.res.Items++
@@ -333,9 +371,14 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 				return nil
 			}
 		}
+		spilling := c.items != nil && !c.collecting
 		if err != nil {
-			if !c.collecting {
-				c.refuse = append(c.refuse, fmt.Sprintf("source item %s: %v", pipeline.KeyString(keys), err))
+			line := fmt.Sprintf("source item %s: %v", pipeline.KeyString(keys), err)
+			switch {
+			case spilling:
+				return c.spillExport(key, line, nil)
+			case !c.collecting:
+				c.refuse = append(c.refuse, line)
 			}
 			return nil
 		}
@@ -343,10 +386,18 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 			ref := driver.RowRef{Projection: c.r.Name(), Partition: row.Partition, Sort: row.Sort}
 			c.expect(ref, projections.RowHash(row.Attrs), row.Expires, row.Attrs, pipeline.KeyString(keys))
 		}
+		if spilling && len(rows) > 0 {
+			return c.spillExport(key, "", rows)
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reading the export: %w", err)
+	}
+	if !c.collecting && c.items != nil {
+		if err := c.join(); err != nil {
+			return err
+		}
 	}
 	// The source items in the export's own second that the export lacks.
 	for key, s := range c.inTick {
@@ -527,4 +578,152 @@ func (c *checker) name() []string {
 		}
 	}
 	return out
+}
+
+// Records of the spilled item partitions: a source item changed since
+// the export, an export item (its refusal, or the partitions and hashes
+// of the target items it adds).
+const (
+	recNewer  = 'n'
+	recExport = 'e'
+)
+
+func keyPartition(key string) int {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return int(h.Sum64() % 256)
+}
+
+// noteNewer notes a source item changed since: past NewerInMemory on the
+// first pass, or on a later pass of a check that spilled on its first,
+// the keys held so far and it are spilled, in partitions by key.
+func (c *checker) noteNewer(key string) error {
+	limit := c.opts.NewerInMemory
+	if limit == 0 {
+		limit = 100_000
+	}
+	switch {
+	case !c.collecting && c.items == nil && len(c.newer) > limit:
+		s, err := spill.New(c.opts.Dir, 256)
+		if err != nil {
+			return err
+		}
+		c.items = s
+	case c.collecting && c.items != nil && c.newers == nil:
+		s, err := spill.New(c.opts.Dir, 256)
+		if err != nil {
+			return err
+		}
+		c.newers = s
+	}
+	to := c.items
+	if c.collecting {
+		to = c.newers
+	}
+	if to == nil {
+		return nil
+	}
+	for k := range c.newer {
+		c.enc.Reset()
+		c.enc.Byte(recNewer)
+		c.enc.Text(k)
+		if err := to.Write(keyPartition(k), c.enc.B); err != nil {
+			return err
+		}
+	}
+	clear(c.newer)
+	return nil
+}
+
+// spillExport spills an export item's key with what it adds: a refusal,
+// or its target items' partitions and hashes.
+func (c *checker) spillExport(key, refused string, rows []projections.Row) error {
+	c.enc.Reset()
+	c.enc.Byte(recExport)
+	c.enc.Text(key)
+	c.enc.Text(refused)
+	c.enc.Uint(uint64(len(rows)))
+	for _, row := range rows {
+		ref := driver.RowRef{Projection: c.r.Name(), Partition: row.Partition, Sort: row.Sort}
+		expired := row.Expires != 0 && row.Expires <= c.now
+		h := itemHash(ref, "")
+		if !expired {
+			h = itemHash(ref, projections.RowHash(row.Attrs))
+		}
+		c.enc.Uint(uint64(c.partition(ref)))
+		c.enc.Text(string(h[:]))
+		if expired {
+			c.enc.Byte(1)
+		} else {
+			c.enc.Byte(0)
+		}
+	}
+	return c.items.Write(keyPartition(key), c.enc.B)
+}
+
+// join joins the spilled export items with the source items changed
+// since, one partition at a time. On the first pass, what a changed
+// item's export item added is taken back, and the refusals of the others
+// kept; on a collecting pass, the changed items whose export items add to
+// the partitions read again are held, to be passed over as the first
+// pass passed over all of them.
+func (c *checker) join() error {
+	newers := c.items
+	if c.collecting {
+		newers = c.newers
+		c.newers = nil
+		if newers == nil {
+			return nil // no source item changed since
+		}
+		defer func() { _ = newers.Remove() }()
+	}
+	if err := c.items.Flush(); err != nil {
+		return err
+	}
+	if err := newers.Flush(); err != nil {
+		return err
+	}
+	for p := range c.items.Len() {
+		newer, err := newers.Keys(p, recNewer)
+		if err != nil {
+			return err
+		}
+		err = c.items.Each(p, recExport, func(d *spill.Decoder) error {
+			key, refused, n := d.Text(), d.Text(), d.Uint()
+			if d.Err != nil {
+				return nil // Each says so
+			}
+			if !newer[key] {
+				if refused != "" && !c.collecting {
+					c.refuse = append(c.refuse, refused)
+				}
+				return nil
+			}
+			for range n {
+				part, hs, expired := int(d.Uint()), d.Text(), d.Byte() == 1
+				if d.Err != nil || len(hs) != 16 || part >= c.parts {
+					return fmt.Errorf("spilled export item %s: cut short", key)
+				}
+				var h [16]byte
+				copy(h[:], hs)
+				switch {
+				case c.collecting:
+					if c.only[part] {
+						c.newer[key] = true
+					}
+				case expired:
+					c.wantX[part].sub(h)
+					c.res.Expired--
+				default:
+					c.wantB[part].sub(h)
+					c.res.Expected--
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package remodel_test
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +53,15 @@ func TestCheckNamesEveryDifference(t *testing.T) {
 		t.Fatalf("the built target: %+v", res)
 	}
 	t.Logf("agreeing: %+v", res)
+	// With the keys of the items changed since spilled and joined, the
+	// same.
+	cut, err := r.Check(ctx, l.full, nil, ts, remodel.CheckOptions{Now: beforeAnyTTL(l), NewerInMemory: -1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cut, res) {
+		t.Fatalf("spilled: %+v\nheld: %+v", cut, res)
+	}
 
 	// Tamper with it behind the engine's back: one item changed since the
 	// export (checked against its ledger entry), one from the export, and
@@ -92,9 +103,16 @@ func TestCheckNamesEveryDifference(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, parts := range []int{1, 7, 4096} {
-		t.Run(strconv.Itoa(parts)+" partitions", func(t *testing.T) {
-			res, err := r.Check(ctx, l.full, nil, ts, remodel.CheckOptions{Now: beforeAnyTTL(l), Partitions: parts})
+	for _, tc := range []struct {
+		parts int
+		spill bool // the keys of the items changed since spilled
+	}{{1, false}, {7, false}, {4096, false}, {7, true}, {4096, true}} {
+		t.Run(fmt.Sprintf("%d partitions, spilled %v", tc.parts, tc.spill), func(t *testing.T) {
+			opts := remodel.CheckOptions{Now: beforeAnyTTL(l), Partitions: tc.parts, Dir: t.TempDir()}
+			if tc.spill {
+				opts.NewerInMemory = -1
+			}
+			res, err := r.Check(ctx, l.full, nil, ts, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

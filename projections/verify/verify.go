@@ -11,6 +11,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tributary/tributary/pipeline"
@@ -87,6 +88,11 @@ type Result struct {
 	AsOf time.Time
 	// Aggregates and Rows count the expected view's.
 	Aggregates, Rows int
+	// More counts the differences not named in Differences (past
+	// Options.MaxNamed).
+	More int64
+	// Spilled is how many bytes the check wrote to local disk.
+	Spilled int64
 }
 
 // AsOf checks a table built by ps against an export (with an overlay of
@@ -95,12 +101,46 @@ type Result struct {
 // the export's are told apart by their ledger entries and checked against
 // those, the others against their recomputation from the export. An
 // export whose point in time is not known (no manifest) is taken as newer
-// than every change: every item is checked against the export.
+// than every change: every item is checked against the export. Every
+// difference is named; it spills to the system's temporary directory.
 func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, table driver.Reader, opts pipeline.Options, skipMD5 bool, ps ...projections.Projection) (*Result, error) {
+	return Check(ctx, full, overlay, table, Options{Decode: opts, SkipMD5: skipMD5}, ps...)
+}
+
+// Options configures Check. The zero value is AsOf's.
+type Options struct {
+	// Decode names the export items' attributes (the table's schema).
+	Decode pipeline.Options
+	// SkipMD5 skips checking the export's data files against the
+	// manifest's checksums.
+	SkipMD5 bool
+	// Dir is where the check spills its partitions (default: the system's
+	// temporary directory); it needs about Result.Spilled bytes there.
+	Dir string
+	// MaxNamed bounds the differences named (the first, sorted); the rest
+	// are counted in Result.More. Zero: all are named.
+	MaxNamed int
+	// Keep, when set, picks the differences that count: the others are
+	// neither named nor counted (a check of some projections of a table
+	// whose ledger holds others').
+	Keep func(line string) bool
+	// NewerInMemory and PartitionBytes tune what the check holds in
+	// memory (projections.AsOfCheck); zero: the defaults.
+	NewerInMemory  int
+	PartitionBytes int64
+}
+
+// Check is AsOf with options: memory does not grow with the export, the
+// table or the changes since (projections.AsOfCheck spills to Dir).
+func Check(ctx context.Context, full *export.Export, overlay *export.Overlay, table driver.Reader, o Options, ps ...projections.Projection) (_ *Result, err error) {
 	res := &Result{AsOf: Watermark(full, overlay)}
 	asOf := Effective(res.AsOf)
+	opts := o.Decode
 	check := projections.NewAsOfCheck(asOf, opts.TypeAttribute, ps...)
 	check.VersionAttribute = opts.WithDefaults().VersionAttribute
+	check.Dir, check.MaxNamed, check.Keep = o.Dir, o.MaxNamed, o.Keep
+	check.NewerInMemory, check.PartitionBytes = o.NewerInMemory, o.PartitionBytes
+	defer func() { err = errors.Join(err, check.Close()) }()
 	if err := check.AddLedgers(ctx, table); err != nil {
 		return nil, err
 	}
@@ -109,7 +149,7 @@ func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, tab
 		keys = overlay.KeyAttributes
 	}
 	batch := make([]pipeline.Item, 0, 256)
-	err := export.Items(ctx, full, overlay, opts, skipMD5, func(it pipeline.Item) error {
+	err = export.Items(ctx, full, overlay, opts, o.SkipMD5, func(it pipeline.Item) error {
 		batch = append(batch, it)
 		if len(batch) == cap(batch) {
 			err := check.AddExportItems(batch, keys)
@@ -129,7 +169,7 @@ func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, tab
 		return nil, err
 	}
 	res.Differences, res.Items, res.Changed, res.Unfolded, res.Refused = diff, check.Items, check.Changed, check.Unfolded, check.Refused
-	res.Unjudged = check.Unjudged
+	res.Unjudged, res.More, res.Spilled = check.Unjudged, check.More, check.Spilled
 	res.Aggregates, res.Rows = check.Expected()
 	return res, nil
 }

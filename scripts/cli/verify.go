@@ -76,24 +76,21 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	start := time.Now()
-	res, err := verify.AsOf(ctx, src, overlay, st, decode, xf.skipMD5, ps...)
+	o := verify.Options{Decode: decode, SkipMD5: xf.skipMD5, MaxNamed: *maxPrint}
+	if len(only.names) > 0 {
+		// The ledger may hold other projections' state: keep these ones'
+		// lines.
+		o.Keep = func(d string) bool {
+			return slices.ContainsFunc(only.names, func(n string) bool { return strings.HasPrefix(d, n+" ") })
+		}
+	}
+	res, err := verify.Check(ctx, src, overlay, st, o, ps...)
 	if err != nil {
 		return err
 	}
 	diff, refused := res.Differences, res.Refused
-	if len(only.names) > 0 {
-		// The ledger may hold other projections' state: keep these ones'
-		// lines.
-		keep := func(lines []string) []string {
-			var kept []string
-			for _, d := range lines {
-				if slices.ContainsFunc(only.names, func(n string) bool { return strings.HasPrefix(d, n+" ") }) {
-					kept = append(kept, d)
-				}
-			}
-			return kept
-		}
-		diff, refused = keep(diff), keep(refused)
+	if o.Keep != nil {
+		refused = slices.DeleteFunc(slices.Clone(refused), func(d string) bool { return !o.Keep(d) })
 	}
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
@@ -106,7 +103,7 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if res.Changed > 0 {
 		fmt.Fprintf(w, "%d items changed since the export: told apart by their state in the store, and checked against it\n", res.Changed)
 	}
-	printNamed(w, diff, *maxPrint)
+	printNamedOf(w, diff, res.More, *maxPrint)
 	if n := len(res.Unfolded); n > 0 {
 		fmt.Fprintf(w, "NOT READY: a backfill has %d data files whose deferred sums are not folded yet (e.g. %s): run it to the end (`%s backfill` again) and verify again\n", n, quote.Printable(res.Unfolded[0]), e.Name)
 		return errFailed
@@ -115,8 +112,8 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		fmt.Fprintf(w, "%d items could not be judged: their state in the store is from the export's own second, and the version cannot order it against the export's\n", n)
 		printNamed(w, res.Unjudged, *maxPrint)
 	}
-	if len(diff) > 0 {
-		fmt.Fprintf(w, "MISMATCH: %d differences between the store and the recomputation from the export (the items changed since it taken as their state in the store says)\n", len(diff))
+	if n := int64(len(diff)) + res.More; n > 0 {
+		fmt.Fprintf(w, "MISMATCH: %d differences between the store and the recomputation from the export (the items changed since it taken as their state in the store says)\n", n)
 		if len(refused) > 0 {
 			fmt.Fprintf(w, "%d of them are export items the projections refuse (a backfill lists them as failed): correct the items or the projections, then backfill and verify again\n", len(refused))
 		}
@@ -131,13 +128,19 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 }
 
 // printNamed prints lines, indented, at most maxPrint of them (0: all).
-func printNamed(w io.Writer, lines []string, maxPrint int) {
+func printNamed(w io.Writer, lines []string, maxPrint int) { printNamedOf(w, lines, 0, maxPrint) }
+
+// printNamedOf is printNamed of lines that more others, not named, follow.
+func printNamedOf(w io.Writer, lines []string, more int64, maxPrint int) {
 	for i, d := range lines {
 		if maxPrint > 0 && i == maxPrint {
-			fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", len(lines)-i)
+			more += int64(len(lines) - i)
 			break
 		}
 		fmt.Fprintln(w, "  "+quote.Printable(d))
+	}
+	if more > 0 {
+		fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", more)
 	}
 }
 
