@@ -17,6 +17,7 @@ import (
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -247,6 +248,48 @@ func TestRemodelVerifyPartitionsBound(t *testing.T) {
 		code, out, stderr := runCLI(t, "remodel", "verify", "--export", dir, "--transform", "comments-table", "--store", dir, "--partitions", p)
 		if code != 2 || !strings.Contains(stderr, "--partitions must be between 1 and 1048576 (the check holds four 24-byte hashes per partition: 96 MiB at the most)") {
 			t.Errorf("--partitions %s: exit %d\n%s%s", p, code, out, stderr)
+		}
+	}
+}
+
+// TestVerifyNamesUpToMaxPrint: the gate names the first --max-print
+// differences, sorted, and counts the rest, without holding them: the
+// MISMATCH line counts them all, with --max-print 0 all are named.
+func TestVerifyNamesUpToMaxPrint(t *testing.T) {
+	ctx := context.Background()
+	store := t.TempDir()
+	if code, out, stderr := runCLI(t, "backfill", "--export", fullExport, "--store", store, "--no-sync"); code != 0 {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	st, err := boltstore.Open(filepath.Join(store, StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []driver.Add
+	for _, day := range []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"} {
+		adds = append(adds, driver.Add{Ref: driver.AggregateRef{Projection: "order-totals", Key: "ORDERS#PAID#DAY#" + day},
+			Values: map[string]decimal.Decimal{"orders": decimal.FromInt(1)}})
+	}
+	if err := st.Commit(ctx, &driver.Tx{Adds: adds}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		maxPrint string
+		named    int
+		more     string
+	}{
+		{"2", 2, "  ... and 3 more (--max-print 0 prints all)\n"},
+		{"0", 5, ""},
+	} {
+		code, out, stderr := runCLI(t, "verify", "--export", fullExport, "--store", store, "--max-print", tc.maxPrint)
+		named := strings.Count(out, "  order-totals ORDERS#PAID#DAY#2026-01-0")
+		if code != 1 || named != tc.named || !strings.Contains(out, "  order-totals ORDERS#PAID#DAY#2026-01-01 orders: got 1, want 0\n") ||
+			tc.more != "" && !strings.Contains(out, tc.more) || tc.more == "" && strings.Contains(out, "... and") ||
+			!strings.Contains(out, "MISMATCH: 5 differences between the store") || stderr != "" {
+			t.Errorf("--max-print %s: exit %d, %d named\n%s%s", tc.maxPrint, code, named, out, stderr)
 		}
 	}
 }
