@@ -73,6 +73,14 @@ type AsOfCheck struct {
 	// Keep, when set, picks the differences that count (Diff's lines):
 	// the others are neither named nor counted.
 	Keep func(line string) bool
+	// KeyAttributes, when set, are the key attributes the export's items
+	// are read by: AddLedgers refuses a table whose ledger holds an item
+	// keyed by other attribute names (KeyAttributesError).
+	KeyAttributes []string
+	// Writes, when set, is what the incremental exports know of each
+	// item's writes, which judges the items in the export's own clock
+	// tick (JudgeTick) before their version is asked.
+	Writes *ExportWrites
 	// inTick holds the ledger entries of the items whose state is in the
 	// export's own clock tick, until their export items are read.
 	inTick map[string]*ledger
@@ -94,6 +102,12 @@ type AsOfCheck struct {
 	Changed  int64
 	Unfolded []string
 	Items    int64
+	// Mixed lists the data files a backfill read in part from an object
+	// that is not the exported one (its record, under MixedPrefix), one
+	// a line naming the file, the job and what was found: the table holds
+	// items of another object under the export's tokens, which no
+	// comparison can tell from the export's own.
+	Mixed []string
 	// Refused lists the export items a projection refuses, one a line
 	// naming the projection, the item and why: they add nothing to the
 	// expected view (the engine fails every record a projection refuses as
@@ -384,7 +398,8 @@ func sameValues(a, b map[string]decimal.Decimal) bool {
 // judgeInTick judges an item whose ledger state is in the export's own
 // clock tick against its export item (nil: the export lacks it), and
 // reports whether the export item is to be added to the expected view.
-func (a *AsOfCheck) judgeInTick(key string, l *ledger, it pipeline.Item) (bool, error) {
+// itemKey is the item's pipeline.ItemKey ("": the ledger key's).
+func (a *AsOfCheck) judgeInTick(key, itemKey string, l *ledger, it pipeline.Item) (bool, error) {
 	differ := a.differing(it, l)
 	if len(differ) == 0 {
 		return it != nil, nil // the same either way: judged against the export
@@ -393,6 +408,7 @@ func (a *AsOfCheck) judgeInTick(key string, l *ledger, it pipeline.Item) (bool, 
 	if it != nil {
 		x = ExportStateOf(it, a.VersionAttribute)
 	}
+	x.LastWrite, x.WritesFrom = a.Writes.Of(ItemKeyOf(key, itemKey))
 	since, why := JudgeTick(l.Tok, l.Removed, x)
 	if since {
 		a.Changed++
@@ -407,8 +423,15 @@ func (a *AsOfCheck) judgeInTick(key string, l *ledger, it pipeline.Item) (bool, 
 // and a backfill's partials not folded yet are listed (the aggregates lack
 // their sums until they are).
 func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
+	checkKey := func(string) error { return nil }
+	if len(a.KeyAttributes) > 0 {
+		checkKey = KeyAttributesCheck(a.KeyAttributes)
+	}
 	return r.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
 		switch {
+		case strings.HasPrefix(key, MixedPrefix):
+			a.Mixed = append(a.Mixed, DescribeMixed(key, e))
+			return nil
 		case strings.HasPrefix(key, PartialPrefix):
 			var p Partial
 			p.key = key
@@ -421,6 +444,9 @@ func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
 			return nil
 		case strings.HasPrefix(key, "#"):
 			return nil // a marker
+		}
+		if err := checkKey(key); err != nil {
+			return err
 		}
 		l, err := decodeLedger(key, e)
 		if err != nil {
@@ -460,7 +486,7 @@ func (a *AsOfCheck) AddExportItems(items []pipeline.Item, keyAttributes []string
 		}
 		if l, ok := a.inTick[key]; ok {
 			delete(a.inTick, key)
-			add, err := a.judgeInTick(key, l, it)
+			add, err := a.judgeInTick(key, pipeline.ItemKey(keys), l, it)
 			if err != nil {
 				return err
 			}
@@ -595,7 +621,7 @@ func (a *AsOfCheck) Diff(ctx context.Context, r driver.Reader) (out []string, er
 	defer func() { err = errors.Join(err, a.Close()) }()
 	// The items in the export's own clock tick that the export lacks.
 	for _, key := range slices.Sorted(maps.Keys(a.inTick)) {
-		if _, err := a.judgeInTick(key, a.inTick[key], nil); err != nil {
+		if _, err := a.judgeInTick(key, "", a.inTick[key], nil); err != nil {
 			return nil, err
 		}
 	}

@@ -189,6 +189,10 @@ type checker struct {
 	parts  int
 	keys   []string
 	refuse []string // export items the transform refuses
+	// checkKey refuses a ledger key of other attribute names than keys;
+	// writes is what the incremental exports know of the items' writes.
+	checkKey func(string) error
+	writes   *projections.ExportWrites
 	// inTick holds, on a pass, the ledger states in the export's own
 	// second until their export items are read; unjudge names those not
 	// judged (on the first pass).
@@ -232,10 +236,8 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	res := &CheckResult{AsOf: verify.Watermark(full, overlay), Partitions: opts.Partitions}
 	asOf := verify.Effective(res.AsOf)
 	c := &checker{r: r, opts: opts, asOf: projections.AsOfToken(asOf), asOfT: asOf, now: opts.Now.Unix(), newer: map[string]bool{}, res: res, parts: opts.Partitions,
-		keys: opts.Decode.WithDefaults().KeyAttributes}
-	if overlay != nil && len(overlay.KeyAttributes) > 0 {
-		c.keys = overlay.KeyAttributes
-	}
+		keys: verify.KeyAttributes(opts.Decode, overlay), writes: verify.Writes(overlay)}
+	c.checkKey = projections.KeyAttributesCheck(c.keys)
 	c.wantB, c.gotB = make([]bucket, c.parts), make([]bucket, c.parts)
 	c.wantX, c.gotX = make([]bucket, c.parts), make([]bucket, c.parts)
 	defer func() {
@@ -330,6 +332,9 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		if err != nil || !ok {
 			return err
 		}
+		if err := c.checkKey(key); err != nil {
+			return err
+		}
 		if t := time.UnixMicro(s.Token.Micros); s.Token.Micros != 0 && t.After(c.res.Newest) {
 			c.res.Newest = t.UTC()
 		}
@@ -367,7 +372,7 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		rows, err := c.r.rows(it)
 		if s, ok := c.inTick[key]; ok {
 			delete(c.inTick, key)
-			if !c.judgeInTick(key, s, it, rows, err == nil) {
+			if !c.judgeInTick(key, pipeline.ItemKey(keys), s, it, rows, err == nil) {
 				return nil
 			}
 		}
@@ -401,7 +406,7 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 	}
 	// The source items in the export's own second that the export lacks.
 	for key, s := range c.inTick {
-		c.judgeInTick(key, s, nil, nil, true)
+		c.judgeInTick(key, "", s, nil, nil, true)
 	}
 	err = target.ScanRows(ctx, func(row driver.StoredRow) error {
 		e := expiry(row.Attrs[c.r.ttlAttr])
@@ -445,7 +450,8 @@ func (c *checker) expectLedger(key string, s projections.ItemState) {
 // own second against its export item (nil: the export lacks it) and the
 // target items the transform makes of it (rows; made false: the transform
 // refuses it), and reports whether the export item is to be expected.
-func (c *checker) judgeInTick(key string, s projections.ItemState, it pipeline.Item, rows []projections.Row, made bool) bool {
+// itemKey is the item's pipeline.ItemKey ("": the ledger key's).
+func (c *checker) judgeInTick(key, itemKey string, s projections.ItemState, it pipeline.Item, rows []projections.Row, made bool) bool {
 	if made && c.sameRows(s, rows) {
 		return it != nil // the same either way: judged against the export
 	}
@@ -453,6 +459,7 @@ func (c *checker) judgeInTick(key string, s projections.ItemState, it pipeline.I
 	if it != nil {
 		x = projections.ExportStateOf(it, c.opts.Decode.WithDefaults().VersionAttribute)
 	}
+	x.LastWrite, x.WritesFrom = c.writes.Of(projections.ItemKeyOf(key, itemKey))
 	since, why := projections.JudgeTick(s.Token, s.Removed, x)
 	if since {
 		c.res.Changed++

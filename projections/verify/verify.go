@@ -54,6 +54,41 @@ func Watermark(full *export.Export, overlay *export.Overlay) time.Time {
 	return t
 }
 
+// KeyAttributes are the key attributes a check reads the export's items
+// by: the incremental exports' (their lines carry the keys), else the
+// schema's.
+func KeyAttributes(opts pipeline.Options, overlay *export.Overlay) []string {
+	if overlay != nil && len(overlay.KeyAttributes) > 0 {
+		return overlay.KeyAttributes
+	}
+	return opts.WithDefaults().KeyAttributes
+}
+
+// Writes is what the incremental exports of an overlay (nil: none) know
+// of the items' writes, for projections.JudgeTick: every write from the
+// first one's start to the last one's end, each item's last at the
+// microsecond. Nil without incremental exports. An item whose last write
+// in them has no time, or one before their start, is not known.
+func Writes(overlay *export.Overlay) *projections.ExportWrites {
+	if overlay == nil || len(overlay.Exports) == 0 {
+		return nil
+	}
+	from, err := time.Parse(time.RFC3339Nano, overlay.Exports[0].Summary.ExportFromTime)
+	if err != nil || from.IsZero() {
+		return nil
+	}
+	return &projections.ExportWrites{From: from, Last: func(key string) (time.Time, bool) {
+		e, ok := overlay.Lookup(key)
+		switch {
+		case !ok:
+			return time.Time{}, true
+		case e.Time.IsZero() || e.Time.Before(from):
+			return time.Time{}, false
+		}
+		return e.Time, true
+	}}
+}
+
 // Effective is the point in time a check takes for a watermark: the
 // watermark, or for an unknown (zero) one a time after every change, so
 // that every item is checked against the export.
@@ -67,7 +102,9 @@ func Effective(watermark time.Time) time.Time {
 // Result is what AsOf found.
 type Result struct {
 	// Differences lists how the table differs from the expectation, one a
-	// line; none: the table agrees.
+	// line (the first Options.MaxNamed; More counts the rest). The table
+	// agrees only when Agree says so: items not judged, partials not
+	// folded or data files read from another object leave it unknown.
 	Differences []string
 	// Items is how many export items were read; Changed how many items'
 	// state in the table is newer than the export's (told apart); Unfolded
@@ -93,6 +130,18 @@ type Result struct {
 	More int64
 	// Spilled is how many bytes the check wrote to local disk.
 	Spilled int64
+	// Mixed names the data files a backfill of the table read in part
+	// from an object that is not the exported one
+	// (projections.DescribeMixed): items of that object are in the table
+	// under the export's tokens, and no check can tell them apart.
+	Mixed []string
+}
+
+// Agree reports whether the table holds exactly what was expected: no
+// difference (named or counted), no item left unjudged, no partial left
+// unfolded, no data file read from another object.
+func (r *Result) Agree() bool {
+	return len(r.Differences) == 0 && r.More == 0 && len(r.Unjudged) == 0 && len(r.Unfolded) == 0 && len(r.Mixed) == 0
 }
 
 // AsOf checks a table built by ps against an export (with an overlay of
@@ -140,13 +189,11 @@ func Check(ctx context.Context, full *export.Export, overlay *export.Overlay, ta
 	check.VersionAttribute = opts.WithDefaults().VersionAttribute
 	check.Dir, check.MaxNamed, check.Keep = o.Dir, o.MaxNamed, o.Keep
 	check.NewerInMemory, check.PartitionBytes = o.NewerInMemory, o.PartitionBytes
+	keys := KeyAttributes(opts, overlay)
+	check.KeyAttributes, check.Writes = keys, Writes(overlay)
 	defer func() { err = errors.Join(err, check.Close()) }()
 	if err := check.AddLedgers(ctx, table); err != nil {
 		return nil, err
-	}
-	keys := opts.WithDefaults().KeyAttributes
-	if overlay != nil && len(overlay.KeyAttributes) > 0 {
-		keys = overlay.KeyAttributes
 	}
 	batch := make([]pipeline.Item, 0, 256)
 	err = export.Items(ctx, full, overlay, opts, o.SkipMD5, func(it pipeline.Item) error {
@@ -169,7 +216,7 @@ func Check(ctx context.Context, full *export.Export, overlay *export.Overlay, ta
 		return nil, err
 	}
 	res.Differences, res.Items, res.Changed, res.Unfolded, res.Refused = diff, check.Items, check.Changed, check.Unfolded, check.Refused
-	res.Unjudged, res.More, res.Spilled = check.Unjudged, check.More, check.Spilled
+	res.Unjudged, res.More, res.Spilled, res.Mixed = check.Unjudged, check.More, check.Spilled, check.Mixed
 	res.Aggregates, res.Rows = check.Expected()
 	return res, nil
 }

@@ -26,7 +26,7 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	sf.register(fs)
 	var only subsetFlag
 	fs.Var(&only.names, "projection", "check only this projection (repeat for several): of a store of the whole set, or of one whose set is this subset (a projector's PROJECTIONS or SHADOW_PROJECTIONS)")
-	maxPrint := fs.Int("max-print", 100, "print at most this many mismatches (0: all)")
+	maxPrint := fs.Int("max-print", 100, fmt.Sprintf("print at most this many mismatches, at most %d: the gate holds the ones it names (0: all, every difference held in memory until it is printed)", maxPrintLimit))
 	specFile := specFlag(fs)
 	if err := ParseFlags(fs, args); err != nil {
 		return err
@@ -45,8 +45,8 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if *maxPrint < 0 {
-		return fmt.Errorf("%w: --max-print must not be negative (0 prints all)", errUsage)
+	if err := checkMaxPrint(*maxPrint, "0: all, held in memory"); err != nil {
+		return err
 	}
 	sub, err := only.set(e)
 	if err != nil {
@@ -104,6 +104,11 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		fmt.Fprintf(w, "%d items changed since the export: told apart by their state in the store, and checked against it\n", res.Changed)
 	}
 	printNamedOf(w, diff, res.More, *maxPrint)
+	if n := len(res.Mixed); n > 0 {
+		fmt.Fprintf(w, "NOT READY: a backfill read %d data files in part from an object that is not the exported one: items of it are in the store under the export's tokens, which no check or rerun can tell from the export's own; backfill into a new store (the objects must not change while they are read) and verify that\n", n)
+		printNamed(w, res.Mixed, *maxPrint)
+		return errFailed
+	}
 	if n := len(res.Unfolded); n > 0 {
 		fmt.Fprintf(w, "NOT READY: a backfill has %d data files whose deferred sums are not folded yet (e.g. %s): run it to the end (`%s backfill` again) and verify again\n", n, quote.Printable(res.Unfolded[0]), e.Name)
 		return errFailed
@@ -120,10 +125,33 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 		return errFailed
 	}
 	if n := len(res.Unjudged); n > 0 {
-		fmt.Fprintf(w, "NOT READY: %d items could not be judged against the export (in its own second; see above), the rest agrees: verify against a later incremental export, which orders them by time\n", n)
+		fmt.Fprintf(w, "NOT READY: %d items could not be judged against the export (in its own second; see above), the rest agrees: %s\n", n, unjudgedAdvice)
+		return errFailed
+	}
+	if !res.Agree() {
+		// Every reason not to is named above; never an agreement without it.
+		fmt.Fprintln(w, "NOT READY: the check did not agree")
 		return errFailed
 	}
 	fmt.Fprintf(w, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the %d items changed since it as their state in the store says\n", res.Changed)
+	return nil
+}
+
+// unjudgedAdvice says what to do about items the gates could not judge in
+// the export's own second.
+const unjudgedAdvice = "verify against a later incremental export, from the full export's time on and ending after that second: it knows each item's last write, which orders them by time (in its own last second, only the items it shows written there are left to the version)"
+
+// maxPrintLimit bounds --max-print: a gate holds the differences it names
+// (remodel verify also reads again up to 64 target items per difference it
+// may name), so its memory grows with it.
+const maxPrintLimit = 10_000
+
+// checkMaxPrint refuses a --max-print out of its bounds; zero says what 0
+// means.
+func checkMaxPrint(n int, zero string) error {
+	if n < 0 || n > maxPrintLimit {
+		return fmt.Errorf("%w: --max-print %d: must be between 0 (%s) and %d (a gate holds the differences it names: memory grows with it)", errUsage, n, zero, maxPrintLimit)
+	}
 	return nil
 }
 
