@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/bits"
 	"slices"
 	"sort"
@@ -44,11 +46,17 @@ import (
 // left out where the transform of a source item explains it: an expected
 // item of that key whose TTL has passed too. The target's own TTL may
 // have removed it, or not yet, as the source's TTL will (and the stream
-// then removes it from the target). One that no expected item explains
-// (a stray) is a difference like any other. Both sides fold such items
-// by their keys alone into a second hash per partition; a partition
-// where the target holds such items and the two hashes differ is read
-// again, like a differing one, and its items matched by key.
+// then removes it from the target); on a table with many such items the
+// two sides' TTLs, each lagging by up to days, leave different ones, and
+// that is no difference. One that no expected item explains (a stray)
+// is a difference like any other. Both sides fold such items by their
+// keys alone into a second hash per partition, and spill their key
+// hashes to local disk (Dir); where the target holds such items and the
+// two hashes differ, the partition's found keys are matched with its
+// expected ones from the spill, a part of the partitions at a time (the
+// expected keys of 1/256 of them in memory): only a partition where the
+// target holds a key with a passed TTL that no expected item has is read
+// again, like a differing one, to name the stray.
 //
 // A source item whose state in the ledger is in the export's own second
 // (projections.InTick) is judged when its export item is read: if the
@@ -132,16 +140,17 @@ type CheckResult struct {
 	// export's own second, neither time nor version orders against the
 	// export's (projections.JudgeTick), one a line, sorted.
 	Unjudged []string
-	// Unmatched counts the partitions holding target items whose TTL has
-	// passed that their key hashes did not match with expected ones, and
-	// that were not read again to match them key by key (past
-	// MaxNamed's budget).
-	Unmatched int
+	// Strays counts the target items whose TTL has passed that no
+	// expected item explains (matched by key hash) on the first reading:
+	// each is a difference, named in Differences when its partition was
+	// read again (unless the stream or the target's TTL removed it
+	// meanwhile), counted in More when not.
+	Strays int64
 }
 
 // Agree reports whether the target holds exactly what was expected.
 func (c *CheckResult) Agree() bool {
-	return c.Differing == 0 && len(c.Differences) == 0 && c.More == 0 && c.Unsettled == 0 && len(c.Unjudged) == 0 && c.Unmatched == 0
+	return c.Differing == 0 && len(c.Differences) == 0 && c.More == 0 && c.Unsettled == 0 && len(c.Unjudged) == 0
 }
 
 // bucket is one partition's content hash: a count and a 128-bit sum.
@@ -202,9 +211,14 @@ type checker struct {
 	only        map[int]bool
 	want, got   map[driver.RowRef]entry
 	wantB, gotB []bucket
-	// wantX and gotX fold the keys of the items whose TTL has passed.
+	// wantX and gotX fold the keys of the items whose TTL has passed;
+	// expired holds their key hashes, spilled on the first pass, by
+	// partition (expiredParts ways).
 	wantX, gotX []bucket
+	expired     *spill.Set
 	collecting  bool
+	// spillErr is the first error spilling an expected item's key hash.
+	spillErr error
 	// collided names the target keys that two source items make, with
 	// those items, on a collecting pass.
 	collided map[driver.RowRef][]string
@@ -241,7 +255,7 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	c.wantB, c.gotB = make([]bucket, c.parts), make([]bucket, c.parts)
 	c.wantX, c.gotX = make([]bucket, c.parts), make([]bucket, c.parts)
 	defer func() {
-		for _, s := range []*spill.Set{c.items, c.newers} {
+		for _, s := range []*spill.Set{c.items, c.newers, c.expired} {
 			if s != nil {
 				_ = s.Remove() // a temporary directory: nothing to lose
 			}
@@ -250,14 +264,26 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	if err := c.pass(ctx, full, overlay, target); err != nil {
 		return nil, err
 	}
-	var differing, unmatched []int
+	var differing, candidates []int
 	for i := range c.parts {
 		switch {
 		case c.wantB[i] != c.gotB[i]:
 			differing = append(differing, i)
 		case c.gotX[i].n > 0 && c.wantX[i] != c.gotX[i]:
-			// Items whose TTL has passed, not all matched by key.
-			unmatched = append(unmatched, i)
+			// Items whose TTL has passed on both sides, not the same
+			// keys: matched by key hash below.
+			candidates = append(candidates, i)
+		}
+	}
+	strays, err := c.matchExpired(candidates)
+	if err != nil {
+		return nil, err
+	}
+	var unmatched []int
+	for _, p := range candidates {
+		if strays[p] > 0 {
+			unmatched = append(unmatched, p)
+			res.Strays += strays[p]
 		}
 	}
 	res.Differing = len(differing)
@@ -268,8 +294,8 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 		return res, nil
 	}
 	// Read the differing partitions again, as many as it takes to name
-	// MaxNamed differences at most one partition over, then those whose
-	// items with a passed TTL are to be matched by key.
+	// MaxNamed differences at most one partition over, then those holding
+	// stray items with a passed TTL, to name them.
 	c.only, c.collecting = map[int]bool{}, true
 	var budget int64
 	for _, p := range differing {
@@ -284,7 +310,7 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	for _, p := range unmatched {
 		n := max(c.wantB[p].n, c.gotB[p].n) + max(c.wantX[p].n, c.gotX[p].n)
 		if len(c.only) > 0 && budget+n > 64*int64(opts.MaxNamed) {
-			res.Unmatched++
+			res.More += strays[p] // strays, not named
 			continue
 		}
 		c.only[p] = true
@@ -408,6 +434,9 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 	for key, s := range c.inTick {
 		c.judgeInTick(key, "", s, nil, nil, true)
 	}
+	if c.spillErr != nil {
+		return c.spillErr
+	}
 	err = target.ScanRows(ctx, func(row driver.StoredRow) error {
 		e := expiry(row.Attrs[c.r.ttlAttr])
 		expired := e != 0 && e <= c.now
@@ -422,8 +451,9 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 			return nil
 		}
 		if expired {
-			c.gotX[p].add(itemHash(row.Ref, ""))
-			return nil
+			h := itemHash(row.Ref, "")
+			c.gotX[p].add(h)
+			return c.spillExpired(recFoundX, p, h)
 		}
 		c.gotB[p].add(itemHash(row.Ref, projections.RowHash(row.Attrs)))
 		return nil
@@ -523,7 +553,9 @@ func (c *checker) expect(ref driver.RowRef, hash string, expires int64, attrs pi
 		return
 	}
 	if expired {
-		c.wantX[p].add(itemHash(ref, ""))
+		h := itemHash(ref, "")
+		c.wantX[p].add(h)
+		c.spillErr = errors.Join(c.spillErr, c.spillExpired(recExpectedX, p, h))
 		return
 	}
 	c.wantB[p].add(itemHash(ref, hash))
@@ -585,6 +617,96 @@ func (c *checker) name() []string {
 		}
 	}
 	return out
+}
+
+// Records of the spilled key hashes of target items whose TTL has passed:
+// one expected, one expected and then taken back (its source item changed
+// since), one found. Each holds its partition and the key's itemHash.
+const (
+	recExpectedX  = 'x'
+	recWithdrawnX = 'y'
+	recFoundX     = 'z'
+	// expiredParts is how many ways the key hashes are spilled: the
+	// expected ones of one way are in memory at a time.
+	expiredParts = 256
+)
+
+// spillExpired spills the key hash h of a target item whose TTL has
+// passed, in partition p, on the first pass.
+func (c *checker) spillExpired(kind byte, p int, h [16]byte) error {
+	if c.collecting {
+		return nil
+	}
+	if c.expired == nil {
+		s, err := spill.New(c.opts.Dir, expiredParts)
+		if err != nil {
+			return err
+		}
+		c.expired = s
+	}
+	c.enc.Reset()
+	c.enc.Byte(kind)
+	c.enc.Uint(uint64(p))
+	c.enc.Text(string(h[:]))
+	return c.expired.Write(p%expiredParts, c.enc.B)
+}
+
+// matchExpired matches, in the partitions given, the keys of the target
+// items found with a passed TTL with those of the items expected with
+// one, by their spilled key hashes, and returns how many found ones no
+// expected one explains (strays), by partition. An expected one the
+// target lacks is no difference: the target's TTL removed it.
+func (c *checker) matchExpired(parts []int) (map[int]int64, error) {
+	strays := map[int]int64{}
+	if len(parts) == 0 || c.expired == nil {
+		return strays, nil
+	}
+	if err := c.expired.Flush(); err != nil {
+		return nil, err
+	}
+	ways := map[int]map[int]bool{}
+	for _, p := range parts {
+		w := p % expiredParts
+		if ways[w] == nil {
+			ways[w] = map[int]bool{}
+		}
+		ways[w][p] = true
+	}
+	for _, w := range slices.Sorted(maps.Keys(ways)) {
+		want := map[[16]byte]int{}
+		read := func(fn func(kind byte, p int, h [16]byte)) error {
+			return c.expired.Read(w, func(rec []byte) error {
+				d := spill.Decoder{B: rec}
+				kind, p, hs := d.Byte(), int(d.Uint()), d.Text()
+				if d.Err != nil || len(hs) != 16 {
+					return fmt.Errorf("spilled key hashes, way %d: a record cut short", w)
+				}
+				if ways[w][p] {
+					fn(kind, p, [16]byte([]byte(hs)))
+				}
+				return nil
+			})
+		}
+		err := read(func(kind byte, _ int, h [16]byte) {
+			switch kind {
+			case recExpectedX:
+				want[h]++
+			case recWithdrawnX:
+				want[h]--
+			}
+		})
+		if err == nil {
+			err = read(func(kind byte, p int, h [16]byte) {
+				if kind == recFoundX && want[h] <= 0 {
+					strays[p]++
+				}
+			})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return strays, nil
 }
 
 // Records of the spilled item partitions: a source item changed since
@@ -721,6 +843,9 @@ func (c *checker) join() error {
 				case expired:
 					c.wantX[part].sub(h)
 					c.res.Expired--
+					if err := c.spillExpired(recWithdrawnX, part, h); err != nil {
+						return err
+					}
 				default:
 					c.wantB[part].sub(h)
 					c.res.Expected--

@@ -530,3 +530,75 @@ func TestVerifyNamesMixedFiles(t *testing.T) {
 		t.Fatalf("a store with a mixed file: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestRemodelVerifyTTLHeavy: a target of comments nearly all past their
+// TTL, of which the target's TTL has removed every other one: the
+// partitions whose expired keys differ are far more than the budget of
+// partitions read again (64 items a difference --max-print may name, at
+// least 1,000), and the target agrees; a stray item with a passed TTL,
+// which no source comment makes, is named.
+func TestRemodelVerifyTTLHeavy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("70,000 comments")
+	}
+	at := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	const n = 70_000
+	comments := func(yield func(pipeline.Item) bool) {
+		for i := range n {
+			id := "c" + strconv.Itoa(i)
+			if !yield(pipeline.Item{"PK": sv("WS#w1"), "SK": sv("DOC#d1#CMT#" + id), "EntityType": sv("Comment"), "docId": sv("d1"), "commentId": sv(id),
+				"version": nv("1"), "ttl": nv(strconv.FormatInt(at.Add(-time.Hour).Unix(), 10))}) {
+				return
+			}
+		}
+	}
+	root := t.TempDir()
+	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 15), Time: at, Files: 2}, comments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := filepath.Join(root, res.Dir)
+	dir := t.TempDir()
+	if code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", dir, "--no-sync"); code != 0 {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	edit := func(tx *driver.Tx) {
+		t.Helper()
+		ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", driver.TargetKey{}, boltstore.WithoutSync())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for err == nil && len(tx.Deletes) > 50 {
+			err = ts.Commit(context.Background(), &driver.Tx{Deletes: tx.Deletes[:50]})
+			tx.Deletes = tx.Deletes[50:]
+		}
+		if err == nil {
+			err = ts.Commit(context.Background(), tx)
+		}
+		if cerr := ts.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The target's TTL removes every other comment's target item.
+	tx := &driver.Tx{}
+	for i := 0; i < n; i += 2 {
+		tx.Deletes = append(tx.Deletes, driver.RowDelete{Ref: driver.RowRef{Projection: "comments-table", Partition: "DOC#d1", Sort: "CMT#c" + strconv.Itoa(i)}})
+	}
+	edit(tx)
+	verify := func() (int, string) {
+		code, out, stderr := runCLI(t, "remodel", "verify", "--export", exp, "--transform", "comments-table", "--store", dir, "--at", at.Format(time.RFC3339), "--partitions", "64")
+		return code, out + stderr
+	}
+	if code, out := verify(); code != 0 || !strings.HasSuffix(out, "AGREE: every target item equals the transform of its source item as of the export, with the 0 source items changed since as their ledger entries say\n") {
+		t.Fatalf("the target's TTL removed every other item: exit %d\n%s", code, out)
+	}
+	stray := pipeline.Item{"PK": sv("DOC#d9"), "SK": sv("CMT#c9"), "EntityType": sv("Comment"), "ttl": nv("1")}
+	edit(&driver.Tx{Puts: []driver.RowPut{{Ref: driver.RowRef{Projection: "comments-table", Partition: "DOC#d9", Sort: "CMT#c9"}, Attrs: stray}}})
+	if code, out := verify(); code != 1 || !strings.Contains(out, "  target item PK=DOC#d9 SK=CMT#c9: not expected (no source item makes it, as of the export; its TTL has passed, but no source item's explains it): ") ||
+		!strings.HasSuffix(out, "MISMATCH: 1 differences between the target and the transform of the export (the items changed since it taken as their state in the ledger says)\n") {
+		t.Fatalf("a stray item with ttl 1: exit %d\n%s", code, out)
+	}
+}
