@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -266,17 +267,7 @@ func TestRemodelVerifyStrayExpired(t *testing.T) {
 		}
 		return it
 	}
-	root := t.TempDir()
-	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 13), Time: at, Files: 1},
-		slices.Values([]pipeline.Item{comment("c1", 0), comment("c2", at.Add(-time.Hour).Unix())}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := filepath.Join(root, res.Dir)
-	dir := t.TempDir()
-	if code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", dir, "--no-sync"); code != 0 {
-		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
-	}
+	exp, dir := commentsTarget(t, exportgen.Export{ID: exportgen.ExportID(at, 13), Time: at, Files: 1}, slices.Values([]pipeline.Item{comment("c1", 0), comment("c2", at.Add(-time.Hour).Unix())}))
 	verify := func() (int, string) {
 		code, out, stderr := runCLI(t, "remodel", "verify", "--export", exp, "--transform", "comments-table", "--store", dir, "--at", at.Format(time.RFC3339))
 		return code, out + stderr
@@ -286,21 +277,11 @@ func TestRemodelVerifyStrayExpired(t *testing.T) {
 	}
 	put := func(ref driver.RowRef, attrs pipeline.Item, del bool) {
 		t.Helper()
-		ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", driver.TargetKey{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		tx := &driver.Tx{Puts: []driver.RowPut{{Ref: ref, Attrs: attrs}}}
 		if del {
 			tx = &driver.Tx{Deletes: []driver.RowDelete{{Ref: ref}}}
 		}
-		err = ts.Commit(context.Background(), tx)
-		if cerr := ts.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		commitTarget(t, dir, tx)
 	}
 	// The target's TTL removes the expired comment's target item.
 	put(driver.RowRef{Projection: "comments-table", Partition: "DOC#d1", Sort: "CMT#c2"}, nil, true)
@@ -332,26 +313,13 @@ func TestRemodelVerifyPartitionsBound(t *testing.T) {
 // differences, sorted, and counts the rest, without holding them: the
 // MISMATCH line counts them all, with --max-print 0 all are named.
 func TestVerifyNamesUpToMaxPrint(t *testing.T) {
-	ctx := context.Background()
-	store := t.TempDir()
-	if code, out, stderr := runCLI(t, "backfill", "--export", fullExport, "--store", store, "--no-sync"); code != 0 {
-		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
-	}
-	st, err := boltstore.Open(filepath.Join(store, StoreFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := fixtureStore(t)
 	var adds []driver.Add
 	for _, day := range []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"} {
 		adds = append(adds, driver.Add{Ref: driver.AggregateRef{Projection: "order-totals", Key: "ORDERS#PAID#DAY#" + day},
 			Values: map[string]decimal.Decimal{"orders": decimal.FromInt(1)}})
 	}
-	if err := st.Commit(ctx, &driver.Tx{Adds: adds}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	commitStore(t, store, &driver.Tx{Adds: adds})
 	for _, tc := range []struct {
 		maxPrint string
 		named    int
@@ -367,6 +335,76 @@ func TestVerifyNamesUpToMaxPrint(t *testing.T) {
 			!strings.Contains(out, "MISMATCH: 5 differences between the store") || stderr != "" {
 			t.Errorf("--max-print %s: exit %d, %d named\n%s%s", tc.maxPrint, code, named, out, stderr)
 		}
+	}
+}
+
+// commentsTarget writes a full export e of items and backfills a target
+// of the comments-table transform from it: the export's directory and the
+// target's.
+func commentsTarget(t *testing.T, e exportgen.Export, items iter.Seq[pipeline.Item]) (exp, dir string) {
+	t.Helper()
+	root := t.TempDir()
+	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(root).WithoutSync(), e, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, dir = filepath.Join(root, res.Dir), t.TempDir()
+	if code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", dir, "--no-sync"); code != 0 {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	return exp, dir
+}
+
+// fixtureStore backfills a store from the fixture export and returns its
+// directory.
+func fixtureStore(t *testing.T) string {
+	t.Helper()
+	store := t.TempDir()
+	if code, out, stderr := runCLI(t, "backfill", "--export", fullExport, "--store", store, "--no-sync"); code != 0 {
+		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
+	}
+	return store
+}
+
+// commitStore commits tx to the store in dir, as a write from outside the
+// engine.
+func commitStore(t *testing.T, dir string, tx *driver.Tx) {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(dir, StoreFile), boltstore.WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Commit(context.Background(), tx)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commitTarget commits tx to the remodel target in dir, as a write from
+// outside the remodeler (the target's TTL, a stray writer), its deletes
+// 50 at a time.
+func commitTarget(t *testing.T, dir string, tx *driver.Tx) {
+	t.Helper()
+	ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", driver.TargetKey{}, boltstore.WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dels := tx.Deletes
+	for err == nil && len(dels) > 50 {
+		err = ts.Commit(context.Background(), &driver.Tx{Deletes: dels[:50]})
+		dels = dels[50:]
+	}
+	if err == nil {
+		err = ts.Commit(context.Background(), &driver.Tx{Puts: tx.Puts, Deletes: dels})
+	}
+	if cerr := ts.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -457,28 +495,9 @@ func TestGateBounds(t *testing.T) {
 	at := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
 	comment := pipeline.Item{"PK": sv("WS#w1"), "SK": sv("DOC#d1#CMT#c1"), "EntityType": sv("Comment"), "docId": sv("d1"), "commentId": sv("c1"),
 		"body": sv("right"), "version": nv("1"), "ttl": nv(strconv.FormatInt(at.AddDate(10, 0, 0).Unix(), 10))}
-	root := t.TempDir()
-	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 14), Time: at, Files: 1}, slices.Values([]pipeline.Item{comment}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := filepath.Join(root, res.Dir)
-	dir := t.TempDir()
-	if code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", dir, "--no-sync"); code != 0 {
-		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
-	}
-	ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", driver.TargetKey{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, dir := commentsTarget(t, exportgen.Export{ID: exportgen.ExportID(at, 14), Time: at, Files: 1}, slices.Values([]pipeline.Item{comment}))
 	wrong := pipeline.Item{"PK": sv("DOC#d1"), "SK": sv("CMT#c1"), "EntityType": sv("Comment"), "body": sv("wrong"), "ttl": comment["ttl"]}
-	err = ts.Commit(context.Background(), &driver.Tx{Puts: []driver.RowPut{{Ref: driver.RowRef{Projection: "comments-table", Partition: "DOC#d1", Sort: "CMT#c1"}, Attrs: wrong}}})
-	if cerr := ts.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	commitTarget(t, dir, &driver.Tx{Puts: []driver.RowPut{{Ref: driver.RowRef{Projection: "comments-table", Partition: "DOC#d1", Sort: "CMT#c1"}, Attrs: wrong}}})
 	code, out, stderr := runCLI(t, "remodel", "verify", "--export", exp, "--transform", "comments-table", "--store", dir, "--at", "2100-01-01T00:00:00Z")
 	if code != 2 || !strings.Contains(stderr, "--at 2100-01-01T00:00:00Z is after now (") || !strings.Contains(stderr, "give a time no later than now") {
 		t.Errorf("--at 2100: exit %d\n%s%s", code, out, stderr)
@@ -506,23 +525,10 @@ func TestGateBounds(t *testing.T) {
 // file and saying to backfill into a new store: no comparison can tell
 // those items from the export's own.
 func TestVerifyNamesMixedFiles(t *testing.T) {
-	store := t.TempDir()
-	if code, out, stderr := runCLI(t, "backfill", "--export", fullExport, "--store", store, "--no-sync"); code != 0 {
-		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
-	}
-	st, err := boltstore.Open(filepath.Join(store, StoreFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := fixtureStore(t)
 	const file = "AWSDynamoDB/01796032802314-fa5ad9a8/data/f1.json.gz"
 	body := `{"file":"` + file + `","error":"its MD5 is not the manifest's"}`
-	err = st.Commit(context.Background(), &driver.Tx{Ledgers: []driver.LedgerPut{{Key: projections.MixedPrefix + "job-1/0123456789abcdef", Body: []byte(body)}}})
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	commitStore(t, store, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: projections.MixedPrefix + "job-1/0123456789abcdef", Body: []byte(body)}}})
 	code, out, stderr := runCLI(t, "verify", "--export", fullExport, "--store", store)
 	if code != 1 || strings.Contains(out, "AGREE") ||
 		!strings.Contains(out, "NOT READY: a backfill read 1 data files in part from an object that is not the exported one: items of it are in the store under the export's tokens, which no check or rerun can tell from the export's own; backfill into a new store") ||
@@ -552,42 +558,13 @@ func TestRemodelVerifyTTLHeavy(t *testing.T) {
 			}
 		}
 	}
-	root := t.TempDir()
-	res, err := exportgen.WriteFull(context.Background(), objstore.NewDir(root).WithoutSync(), exportgen.Export{ID: exportgen.ExportID(at, 15), Time: at, Files: 2}, comments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := filepath.Join(root, res.Dir)
-	dir := t.TempDir()
-	if code, out, stderr := runCLI(t, "remodel", "backfill", "--export", exp, "--transform", "comments-table", "--store", dir, "--no-sync"); code != 0 {
-		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
-	}
-	edit := func(tx *driver.Tx) {
-		t.Helper()
-		ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", driver.TargetKey{}, boltstore.WithoutSync())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for err == nil && len(tx.Deletes) > 50 {
-			err = ts.Commit(context.Background(), &driver.Tx{Deletes: tx.Deletes[:50]})
-			tx.Deletes = tx.Deletes[50:]
-		}
-		if err == nil {
-			err = ts.Commit(context.Background(), tx)
-		}
-		if cerr := ts.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	exp, dir := commentsTarget(t, exportgen.Export{ID: exportgen.ExportID(at, 15), Time: at, Files: 2}, comments)
 	// The target's TTL removes every other comment's target item.
 	tx := &driver.Tx{}
 	for i := 0; i < n; i += 2 {
 		tx.Deletes = append(tx.Deletes, driver.RowDelete{Ref: driver.RowRef{Projection: "comments-table", Partition: "DOC#d1", Sort: "CMT#c" + strconv.Itoa(i)}})
 	}
-	edit(tx)
+	commitTarget(t, dir, tx)
 	verify := func() (int, string) {
 		code, out, stderr := runCLI(t, "remodel", "verify", "--export", exp, "--transform", "comments-table", "--store", dir, "--at", at.Format(time.RFC3339), "--partitions", "64")
 		return code, out + stderr
@@ -596,7 +573,7 @@ func TestRemodelVerifyTTLHeavy(t *testing.T) {
 		t.Fatalf("the target's TTL removed every other item: exit %d\n%s", code, out)
 	}
 	stray := pipeline.Item{"PK": sv("DOC#d9"), "SK": sv("CMT#c9"), "EntityType": sv("Comment"), "ttl": nv("1")}
-	edit(&driver.Tx{Puts: []driver.RowPut{{Ref: driver.RowRef{Projection: "comments-table", Partition: "DOC#d9", Sort: "CMT#c9"}, Attrs: stray}}})
+	commitTarget(t, dir, &driver.Tx{Puts: []driver.RowPut{{Ref: driver.RowRef{Projection: "comments-table", Partition: "DOC#d9", Sort: "CMT#c9"}, Attrs: stray}}})
 	if code, out := verify(); code != 1 || !strings.Contains(out, "  target item PK=DOC#d9 SK=CMT#c9: not expected (no source item makes it, as of the export; its TTL has passed, but no source item's explains it): ") ||
 		!strings.HasSuffix(out, "MISMATCH: 1 differences between the target and the transform of the export (the items changed since it taken as their state in the ledger says)\n") {
 		t.Fatalf("a stray item with ttl 1: exit %d\n%s", code, out)
