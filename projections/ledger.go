@@ -178,9 +178,12 @@ func hashString(s string) string {
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-func hashItem(item pipeline.Item) string {
+func hashItem(item pipeline.Item) string { return hashEncoded(pipeline.AppendItem(nil, item)) }
+
+// hashEncoded is hashItem of an item encoded as pipeline.AppendItem does.
+func hashEncoded(b []byte) string {
 	h := fnv.New64a()
-	h.Write(pipeline.AppendItem(nil, item))
+	h.Write(b)
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tributary/tributary/pipeline"
@@ -26,15 +27,63 @@ func InTick(tok Token, asOf time.Time) bool {
 	if tok.Export || tok.Micros == 0 {
 		return false
 	}
-	p := tok.Precision
-	if tok.Seq != "" {
-		p = pipeline.Second // as Token.Newer compares a Streams record with an export
-	}
-	if p == 0 {
-		p = pipeline.Microsecond
-	}
+	p := tickOf(tok)
 	us := asOf.UnixMicro()
 	return truncMicros(tok.Micros, p) == truncMicros(us, p)
+}
+
+// tickOf is the precision a change's token is compared at with an
+// export's point: the second for a DynamoDB Streams record, as
+// Token.Newer compares them.
+func tickOf(tok Token) pipeline.Precision {
+	switch {
+	case tok.Seq != "":
+		return pipeline.Second
+	case tok.Precision == 0:
+		return pipeline.Microsecond
+	}
+	return tok.Precision
+}
+
+// ExportWrites is what an export chain knows of its items' writes: with
+// incremental exports, every write from From to the chain's point, each
+// item's last one at the microsecond (an incremental export line's
+// write time).
+type ExportWrites struct {
+	// From is the start of the incremental exports' window: the first
+	// one's start (the chain is contiguous).
+	From time.Time
+	// Last returns the time of the last write of the item with this key
+	// (a pipeline.ItemKey) from From on, zero for none; known is false
+	// when the exports do not tell it.
+	Last func(itemKey string) (t time.Time, known bool)
+}
+
+// ItemKeyOf is the pipeline.ItemKey of the source item with this ledger
+// key: itemKey when known, else the ledger key's, but for a key held as
+// its hash (""): its item's key cannot be read back from it.
+func ItemKeyOf(ledgerKey, itemKey string) string {
+	switch {
+	case itemKey != "":
+		return itemKey
+	case strings.HasPrefix(ledgerKey, "sha256:"):
+		return ""
+	}
+	return ledgerKey
+}
+
+// Of returns what w knows of the writes of the item with this key
+// (ExportState's LastWrite and WritesFrom); zero when w is nil or the key
+// is not known ("").
+func (w *ExportWrites) Of(itemKey string) (last, from time.Time) {
+	if w == nil || w.Last == nil || w.From.IsZero() || itemKey == "" {
+		return time.Time{}, time.Time{}
+	}
+	t, known := w.Last(itemKey)
+	if !known {
+		return time.Time{}, time.Time{}
+	}
+	return t, w.From
 }
 
 // ExportState is what an export holds of an item, for JudgeTick.
@@ -45,6 +94,13 @@ type ExportState struct {
 	// has none (or one that is not a non-negative integer).
 	Version    int64
 	HasVersion bool
+	// WritesFrom, when not zero, is the time from which the export chain
+	// knows every write of the item (its incremental exports' window, up
+	// to their end), and LastWrite the last of them (zero: none since
+	// WritesFrom): a state in the export's own tick whose tick starts at
+	// or after WritesFrom, of an item written last before that start, was
+	// written after the export's point.
+	WritesFrom, LastWrite time.Time
 }
 
 // ExportStateOf reads the version of an export's item from its version
@@ -62,7 +118,15 @@ func ExportStateOf(item pipeline.Item, versionAttribute string) ExportState {
 // from those of the export's state of it (x): since is true when the
 // state was written by a change since the export (the item is expected as
 // its ledger entry says), and otherwise why says why the item cannot be
-// judged. The version orders two states of one incarnation; it restarts
+// judged.
+//
+// With incremental exports last (x.WritesFrom at or before the tick's
+// start), the export knows every write of the item in the tick up to its
+// point: when its last write (x.LastWrite) is before the tick's start, or
+// there is none, nothing wrote the item in the tick before the export's
+// point, so the state in the ledger, which is in that tick, was written
+// after it (since). Only an item written inside the tick is left to the
+// version, which orders two states of one incarnation; it restarts
 // when the item is deleted and created again, so only a higher version
 // than the export's tells:
 //
@@ -80,6 +144,9 @@ func ExportStateOf(item pipeline.Item, versionAttribute string) ExportState {
 func JudgeTick(tok Token, removed bool, x ExportState) (since bool, why string) {
 	at := fmt.Sprintf("in the export's own %s (%s)", tickName(tok), time.UnixMicro(tok.Micros).UTC().Format(time.RFC3339Nano))
 	restarts := "the time cannot tell, and a re-created item's version restarts"
+	if start := time.UnixMicro(truncMicros(tok.Micros, tickOf(tok))); !x.WritesFrom.IsZero() && !x.WritesFrom.After(start) && x.LastWrite.Before(start) {
+		return true, "" // nothing wrote it in the tick before the export's point
+	}
 	switch {
 	case !x.Present && removed:
 		return true, ""
@@ -102,11 +169,7 @@ func JudgeTick(tok Token, removed bool, x ExportState) (since bool, why string) 
 }
 
 func tickName(tok Token) string {
-	p := tok.Precision
-	if tok.Seq != "" {
-		p = pipeline.Second
-	}
-	switch p {
+	switch tickOf(tok) {
 	case pipeline.Second:
 		return "second"
 	case pipeline.Millisecond:

@@ -173,51 +173,60 @@ func (v *View) adder(typeAttribute string, ps ...Projection) func(item pipeline.
 // Diff lists the differences between two views, "want" being the reference,
 // one line each, sorted. No lines: the views agree.
 func Diff(got, want *View) []string {
+	encode := func(rows map[driver.RowRef]pipeline.Item) map[driver.RowRef]string {
+		out := make(map[driver.RowRef]string, len(rows))
+		for r, attrs := range rows {
+			out[r] = string(pipeline.AppendItem(nil, attrs))
+		}
+		return out
+	}
 	var out []string
-	keys := map[AggregateKey]bool{}
-	for k := range got.Aggregates {
-		keys[k] = true
-	}
-	for k := range want.Aggregates {
-		keys[k] = true
-	}
-	for k := range keys {
-		g, w := got.Aggregates[k], want.Aggregates[k]
-		names := map[string]bool{}
+	diffEncoded(got.Aggregates, want.Aggregates, encode(got.Rows), encode(want.Rows), func(line string) { out = append(out, line) })
+	sort.Strings(out)
+	return out
+}
+
+// diffEncoded names, to line, each difference between two views' aggregates
+// and rows (encoded as pipeline.AppendItem does), "want" being the
+// reference, in no order.
+func diffEncoded(gotAggs, wantAggs map[AggregateKey]map[string]decimal.Decimal, gotRows, wantRows map[driver.RowRef]string, line func(string)) {
+	for k, g := range gotAggs {
+		w := wantAggs[k]
 		for n := range g {
-			names[n] = true
+			if g[n].Cmp(w[n]) != 0 {
+				line(fmt.Sprintf("%s %s %s: got %s, want %s", k.Projection, k.Key, n, g[n], w[n]))
+			}
 		}
 		for n := range w {
-			names[n] = true
-		}
-		for n := range names {
-			if g[n].Cmp(w[n]) != 0 {
-				out = append(out, fmt.Sprintf("%s %s %s: got %s, want %s", k.Projection, k.Key, n, g[n], w[n]))
+			if _, ok := g[n]; !ok && w[n].Sign() != 0 {
+				line(fmt.Sprintf("%s %s %s: got %s, want %s", k.Projection, k.Key, n, g[n], w[n]))
 			}
 		}
 	}
-	rows := map[driver.RowRef]bool{}
-	for r := range got.Rows {
-		rows[r] = true
-	}
-	for r := range want.Rows {
-		rows[r] = true
-	}
-	for r := range rows {
-		g, gok := got.Rows[r]
-		w, wok := want.Rows[r]
-		switch {
-		case !gok:
-			out = append(out, fmt.Sprintf("%s row %s/%s: missing", r.Projection, r.Partition, r.Sort))
-		case !wok:
-			out = append(out, fmt.Sprintf("%s row %s/%s: unexpected", r.Projection, r.Partition, r.Sort))
-		case string(pipeline.AppendItem(nil, g)) != string(pipeline.AppendItem(nil, w)):
-			out = append(out, fmt.Sprintf("%s row %s/%s: got %s, want %s", r.Projection, r.Partition, r.Sort,
-				pipeline.AppendItem(nil, g), pipeline.AppendItem(nil, w)))
+	for k, w := range wantAggs {
+		if _, ok := gotAggs[k]; ok {
+			continue
+		}
+		for n := range w {
+			if w[n].Sign() != 0 {
+				line(fmt.Sprintf("%s %s %s: got %s, want %s", k.Projection, k.Key, n, decimal.Decimal{}, w[n]))
+			}
 		}
 	}
-	sort.Strings(out)
-	return out
+	for r, g := range gotRows {
+		w, ok := wantRows[r]
+		switch {
+		case !ok:
+			line(fmt.Sprintf("%s row %s/%s: unexpected", r.Projection, r.Partition, r.Sort))
+		case g != w:
+			line(fmt.Sprintf("%s row %s/%s: got %s, want %s", r.Projection, r.Partition, r.Sort, g, w))
+		}
+	}
+	for r := range wantRows {
+		if _, ok := gotRows[r]; !ok {
+			line(fmt.Sprintf("%s row %s/%s: missing", r.Projection, r.Partition, r.Sort))
+		}
+	}
 }
 
 // AppendJSONLines appends the view as JSON lines, the form `tributary

@@ -729,7 +729,7 @@ const mixedAdvice = "items read from it before the end of the file are in the st
 // applied from an object that is not the exported one.
 func (j *Job) mixedKey(file string) string {
 	sum := sha256.Sum256([]byte(file))
-	return MarkerKey + "/mixed/" + j.id + "/" + hex.EncodeToString(sum[:8])
+	return projections.MixedPrefix + j.id + "/" + hex.EncodeToString(sum[:8])
 }
 
 // recordMixed records in the store that items of file were applied from

@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/bits"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/internal/spill"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
@@ -43,11 +46,17 @@ import (
 // left out where the transform of a source item explains it: an expected
 // item of that key whose TTL has passed too. The target's own TTL may
 // have removed it, or not yet, as the source's TTL will (and the stream
-// then removes it from the target). One that no expected item explains
-// (a stray) is a difference like any other. Both sides fold such items
-// by their keys alone into a second hash per partition; a partition
-// where the target holds such items and the two hashes differ is read
-// again, like a differing one, and its items matched by key.
+// then removes it from the target); on a table with many such items the
+// two sides' TTLs, each lagging by up to days, leave different ones, and
+// that is no difference. One that no expected item explains (a stray)
+// is a difference like any other. Both sides fold such items by their
+// keys alone into a second hash per partition, and spill their key
+// hashes to local disk (Dir); where the target holds such items and the
+// two hashes differ, the partition's found keys are matched with its
+// expected ones from the spill, a part of the partitions at a time (the
+// expected keys of 1/256 of them in memory): only a partition where the
+// target holds a key with a passed TTL that no expected item has is read
+// again, like a differing one, to name the stray.
 //
 // A source item whose state in the ledger is in the export's own second
 // (projections.InTick) is judged when its export item is read: if the
@@ -85,6 +94,18 @@ type CheckOptions struct {
 	// MaxNamed bounds the differences named; the rest are counted. It
 	// also bounds the partitions read again. Default 1,000.
 	MaxNamed int
+	// NewerInMemory is how many keys of source items changed since the
+	// export the check holds in memory (default 100,000; negative: none).
+	// Past that, on the first pass it spills them and the export items'
+	// keys, with the partition hashes each item's target items added, to
+	// Dir, joins the two one partition at a time and takes back what the
+	// changed items' export items added; on the passes that read
+	// differing partitions again it holds only the changed items whose
+	// export items add to those partitions.
+	NewerInMemory int
+	// Dir is where the check spills (default: the system's temporary
+	// directory).
+	Dir string
 }
 
 // CheckResult is what Check found.
@@ -119,22 +140,31 @@ type CheckResult struct {
 	// export's own second, neither time nor version orders against the
 	// export's (projections.JudgeTick), one a line, sorted.
 	Unjudged []string
-	// Unmatched counts the partitions holding target items whose TTL has
-	// passed that their key hashes did not match with expected ones, and
-	// that were not read again to match them key by key (past
-	// MaxNamed's budget).
-	Unmatched int
+	// Strays counts the target items whose TTL has passed that no
+	// expected item explains (matched by key hash) on the first reading:
+	// each is a difference, named in Differences when its partition was
+	// read again (unless the stream or the target's TTL removed it
+	// meanwhile), counted in More when not.
+	Strays int64
 }
 
 // Agree reports whether the target holds exactly what was expected.
 func (c *CheckResult) Agree() bool {
-	return c.Differing == 0 && len(c.Differences) == 0 && c.More == 0 && c.Unsettled == 0 && len(c.Unjudged) == 0 && c.Unmatched == 0
+	return c.Differing == 0 && len(c.Differences) == 0 && c.More == 0 && c.Unsettled == 0 && len(c.Unjudged) == 0
 }
 
 // bucket is one partition's content hash: a count and a 128-bit sum.
 type bucket struct {
 	n      int64
 	hi, lo uint64
+}
+
+// sub takes back what add added.
+func (b *bucket) sub(h [16]byte) {
+	var borrow uint64
+	b.lo, borrow = bits.Sub64(b.lo, binary.BigEndian.Uint64(h[8:]), 0)
+	b.hi, _ = bits.Sub64(b.hi, binary.BigEndian.Uint64(h[:8]), borrow)
+	b.n--
 }
 
 func (b *bucket) add(h [16]byte) {
@@ -168,6 +198,10 @@ type checker struct {
 	parts  int
 	keys   []string
 	refuse []string // export items the transform refuses
+	// checkKey refuses a ledger key of other attribute names than keys;
+	// writes is what the incremental exports know of the items' writes.
+	checkKey func(string) error
+	writes   *projections.ExportWrites
 	// inTick holds, on a pass, the ledger states in the export's own
 	// second until their export items are read; unjudge names those not
 	// judged (on the first pass).
@@ -177,12 +211,22 @@ type checker struct {
 	only        map[int]bool
 	want, got   map[driver.RowRef]entry
 	wantB, gotB []bucket
-	// wantX and gotX fold the keys of the items whose TTL has passed.
+	// wantX and gotX fold the keys of the items whose TTL has passed;
+	// expired holds their key hashes, spilled on the first pass, by
+	// partition (expiredParts ways).
 	wantX, gotX []bucket
+	expired     *spill.Set
 	collecting  bool
+	// spillErr is the first error spilling an expected item's key hash.
+	spillErr error
 	// collided names the target keys that two source items make, with
 	// those items, on a collecting pass.
 	collided map[driver.RowRef][]string
+	// items holds, once the keys of the source items changed since are
+	// more than NewerInMemory on the first pass, those keys and the export
+	// items' (spilled); newers holds a collecting pass's changed keys.
+	items, newers *spill.Set
+	enc           spill.Encoder
 }
 
 // Check compares target, the remodel's target, with the transform of an
@@ -206,23 +250,40 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	res := &CheckResult{AsOf: verify.Watermark(full, overlay), Partitions: opts.Partitions}
 	asOf := verify.Effective(res.AsOf)
 	c := &checker{r: r, opts: opts, asOf: projections.AsOfToken(asOf), asOfT: asOf, now: opts.Now.Unix(), newer: map[string]bool{}, res: res, parts: opts.Partitions,
-		keys: opts.Decode.WithDefaults().KeyAttributes}
-	if overlay != nil && len(overlay.KeyAttributes) > 0 {
-		c.keys = overlay.KeyAttributes
-	}
+		keys: verify.KeyAttributes(opts.Decode, overlay), writes: verify.Writes(overlay)}
+	c.checkKey = projections.KeyAttributesCheck(c.keys)
 	c.wantB, c.gotB = make([]bucket, c.parts), make([]bucket, c.parts)
 	c.wantX, c.gotX = make([]bucket, c.parts), make([]bucket, c.parts)
+	defer func() {
+		for _, s := range []*spill.Set{c.items, c.newers, c.expired} {
+			if s != nil {
+				_ = s.Remove() // a temporary directory: nothing to lose
+			}
+		}
+	}()
 	if err := c.pass(ctx, full, overlay, target); err != nil {
 		return nil, err
 	}
-	var differing, unmatched []int
+	var differing, candidates []int
 	for i := range c.parts {
 		switch {
 		case c.wantB[i] != c.gotB[i]:
 			differing = append(differing, i)
 		case c.gotX[i].n > 0 && c.wantX[i] != c.gotX[i]:
-			// Items whose TTL has passed, not all matched by key.
-			unmatched = append(unmatched, i)
+			// Items whose TTL has passed on both sides, not the same
+			// keys: matched by key hash below.
+			candidates = append(candidates, i)
+		}
+	}
+	strays, err := c.matchExpired(candidates)
+	if err != nil {
+		return nil, err
+	}
+	var unmatched []int
+	for _, p := range candidates {
+		if strays[p] > 0 {
+			unmatched = append(unmatched, p)
+			res.Strays += strays[p]
 		}
 	}
 	res.Differing = len(differing)
@@ -233,8 +294,8 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 		return res, nil
 	}
 	// Read the differing partitions again, as many as it takes to name
-	// MaxNamed differences at most one partition over, then those whose
-	// items with a passed TTL are to be matched by key.
+	// MaxNamed differences at most one partition over, then those holding
+	// stray items with a passed TTL, to name them.
 	c.only, c.collecting = map[int]bool{}, true
 	var budget int64
 	for _, p := range differing {
@@ -249,7 +310,7 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	for _, p := range unmatched {
 		n := max(c.wantB[p].n, c.gotB[p].n) + max(c.wantX[p].n, c.gotX[p].n)
 		if len(c.only) > 0 && budget+n > 64*int64(opts.MaxNamed) {
-			res.Unmatched++
+			res.More += strays[p] // strays, not named
 			continue
 		}
 		c.only[p] = true
@@ -297,6 +358,9 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		if err != nil || !ok {
 			return err
 		}
+		if err := c.checkKey(key); err != nil {
+			return err
+		}
 		if t := time.UnixMicro(s.Token.Micros); s.Token.Micros != 0 && t.After(c.res.Newest) {
 			c.res.Newest = t.UTC()
 		}
@@ -309,10 +373,15 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		}
 		c.res.Changed++
 		c.expectLedger(key, s)
-		return nil
+		return c.noteNewer(key)
 	})
 	if err != nil {
 		return fmt.Errorf("reading the target's ledger: %w", err)
+	}
+	if c.collecting && c.items != nil {
+		if err := c.join(); err != nil {
+			return err
+		}
 	}
 	err = export.Items(ctx, full, overlay, c.opts.Decode, c.opts.SkipMD5, func(it pipeline.Item) error {
 		c.res.Items++
@@ -329,13 +398,18 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		rows, err := c.r.rows(it)
 		if s, ok := c.inTick[key]; ok {
 			delete(c.inTick, key)
-			if !c.judgeInTick(key, s, it, rows, err == nil) {
+			if !c.judgeInTick(key, pipeline.ItemKey(keys), s, it, rows, err == nil) {
 				return nil
 			}
 		}
+		spilling := c.items != nil && !c.collecting
 		if err != nil {
-			if !c.collecting {
-				c.refuse = append(c.refuse, fmt.Sprintf("source item %s: %v", pipeline.KeyString(keys), err))
+			line := fmt.Sprintf("source item %s: %v", pipeline.KeyString(keys), err)
+			switch {
+			case spilling:
+				return c.spillExport(key, line, nil)
+			case !c.collecting:
+				c.refuse = append(c.refuse, line)
 			}
 			return nil
 		}
@@ -343,14 +417,25 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 			ref := driver.RowRef{Projection: c.r.Name(), Partition: row.Partition, Sort: row.Sort}
 			c.expect(ref, projections.RowHash(row.Attrs), row.Expires, row.Attrs, pipeline.KeyString(keys))
 		}
+		if spilling && len(rows) > 0 {
+			return c.spillExport(key, "", rows)
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reading the export: %w", err)
 	}
+	if !c.collecting && c.items != nil {
+		if err := c.join(); err != nil {
+			return err
+		}
+	}
 	// The source items in the export's own second that the export lacks.
 	for key, s := range c.inTick {
-		c.judgeInTick(key, s, nil, nil, true)
+		c.judgeInTick(key, "", s, nil, nil, true)
+	}
+	if c.spillErr != nil {
+		return c.spillErr
 	}
 	err = target.ScanRows(ctx, func(row driver.StoredRow) error {
 		e := expiry(row.Attrs[c.r.ttlAttr])
@@ -366,8 +451,9 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 			return nil
 		}
 		if expired {
-			c.gotX[p].add(itemHash(row.Ref, ""))
-			return nil
+			h := itemHash(row.Ref, "")
+			c.gotX[p].add(h)
+			return c.spillExpired(recFoundX, p, h)
 		}
 		c.gotB[p].add(itemHash(row.Ref, projections.RowHash(row.Attrs)))
 		return nil
@@ -394,7 +480,8 @@ func (c *checker) expectLedger(key string, s projections.ItemState) {
 // own second against its export item (nil: the export lacks it) and the
 // target items the transform makes of it (rows; made false: the transform
 // refuses it), and reports whether the export item is to be expected.
-func (c *checker) judgeInTick(key string, s projections.ItemState, it pipeline.Item, rows []projections.Row, made bool) bool {
+// itemKey is the item's pipeline.ItemKey ("": the ledger key's).
+func (c *checker) judgeInTick(key, itemKey string, s projections.ItemState, it pipeline.Item, rows []projections.Row, made bool) bool {
 	if made && c.sameRows(s, rows) {
 		return it != nil // the same either way: judged against the export
 	}
@@ -402,6 +489,7 @@ func (c *checker) judgeInTick(key string, s projections.ItemState, it pipeline.I
 	if it != nil {
 		x = projections.ExportStateOf(it, c.opts.Decode.WithDefaults().VersionAttribute)
 	}
+	x.LastWrite, x.WritesFrom = c.writes.Of(projections.ItemKeyOf(key, itemKey))
 	since, why := projections.JudgeTick(s.Token, s.Removed, x)
 	if since {
 		c.res.Changed++
@@ -465,7 +553,9 @@ func (c *checker) expect(ref driver.RowRef, hash string, expires int64, attrs pi
 		return
 	}
 	if expired {
-		c.wantX[p].add(itemHash(ref, ""))
+		h := itemHash(ref, "")
+		c.wantX[p].add(h)
+		c.spillErr = errors.Join(c.spillErr, c.spillExpired(recExpectedX, p, h))
 		return
 	}
 	c.wantB[p].add(itemHash(ref, hash))
@@ -527,4 +617,245 @@ func (c *checker) name() []string {
 		}
 	}
 	return out
+}
+
+// Records of the spilled key hashes of target items whose TTL has passed:
+// one expected, one expected and then taken back (its source item changed
+// since), one found. Each holds its partition and the key's itemHash.
+const (
+	recExpectedX  = 'x'
+	recWithdrawnX = 'y'
+	recFoundX     = 'z'
+	// expiredParts is how many ways the key hashes are spilled: the
+	// expected ones of one way are in memory at a time.
+	expiredParts = 256
+)
+
+// spillExpired spills the key hash h of a target item whose TTL has
+// passed, in partition p, on the first pass.
+func (c *checker) spillExpired(kind byte, p int, h [16]byte) error {
+	if c.collecting {
+		return nil
+	}
+	if c.expired == nil {
+		s, err := spill.New(c.opts.Dir, expiredParts)
+		if err != nil {
+			return err
+		}
+		c.expired = s
+	}
+	c.enc.Reset()
+	c.enc.Byte(kind)
+	c.enc.Uint(uint64(p))
+	c.enc.Text(string(h[:]))
+	return c.expired.Write(p%expiredParts, c.enc.B)
+}
+
+// matchExpired matches, in the partitions given, the keys of the target
+// items found with a passed TTL with those of the items expected with
+// one, by their spilled key hashes, and returns how many found ones no
+// expected one explains (strays), by partition. An expected one the
+// target lacks is no difference: the target's TTL removed it.
+func (c *checker) matchExpired(parts []int) (map[int]int64, error) {
+	strays := map[int]int64{}
+	if len(parts) == 0 || c.expired == nil {
+		return strays, nil
+	}
+	if err := c.expired.Flush(); err != nil {
+		return nil, err
+	}
+	ways := map[int]map[int]bool{}
+	for _, p := range parts {
+		w := p % expiredParts
+		if ways[w] == nil {
+			ways[w] = map[int]bool{}
+		}
+		ways[w][p] = true
+	}
+	for _, w := range slices.Sorted(maps.Keys(ways)) {
+		want := map[[16]byte]int{}
+		read := func(fn func(kind byte, p int, h [16]byte)) error {
+			return c.expired.Read(w, func(rec []byte) error {
+				d := spill.Decoder{B: rec}
+				kind, p, hs := d.Byte(), int(d.Uint()), d.Text()
+				if d.Err != nil || len(hs) != 16 {
+					return fmt.Errorf("spilled key hashes, way %d: a record cut short", w)
+				}
+				if ways[w][p] {
+					fn(kind, p, [16]byte([]byte(hs)))
+				}
+				return nil
+			})
+		}
+		err := read(func(kind byte, _ int, h [16]byte) {
+			switch kind {
+			case recExpectedX:
+				want[h]++
+			case recWithdrawnX:
+				want[h]--
+			}
+		})
+		if err == nil {
+			err = read(func(kind byte, p int, h [16]byte) {
+				if kind == recFoundX && want[h] <= 0 {
+					strays[p]++
+				}
+			})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return strays, nil
+}
+
+// Records of the spilled item partitions: a source item changed since
+// the export, an export item (its refusal, or the partitions and hashes
+// of the target items it adds).
+const (
+	recNewer  = 'n'
+	recExport = 'e'
+)
+
+func keyPartition(key string) int {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return int(h.Sum64() % 256)
+}
+
+// noteNewer notes a source item changed since: past NewerInMemory on the
+// first pass, or on a later pass of a check that spilled on its first,
+// the keys held so far and it are spilled, in partitions by key.
+func (c *checker) noteNewer(key string) error {
+	limit := c.opts.NewerInMemory
+	if limit == 0 {
+		limit = 100_000
+	}
+	switch {
+	case !c.collecting && c.items == nil && len(c.newer) > limit:
+		s, err := spill.New(c.opts.Dir, 256)
+		if err != nil {
+			return err
+		}
+		c.items = s
+	case c.collecting && c.items != nil && c.newers == nil:
+		s, err := spill.New(c.opts.Dir, 256)
+		if err != nil {
+			return err
+		}
+		c.newers = s
+	}
+	to := c.items
+	if c.collecting {
+		to = c.newers
+	}
+	if to == nil {
+		return nil
+	}
+	for k := range c.newer {
+		c.enc.Reset()
+		c.enc.Byte(recNewer)
+		c.enc.Text(k)
+		if err := to.Write(keyPartition(k), c.enc.B); err != nil {
+			return err
+		}
+	}
+	clear(c.newer)
+	return nil
+}
+
+// spillExport spills an export item's key with what it adds: a refusal,
+// or its target items' partitions and hashes.
+func (c *checker) spillExport(key, refused string, rows []projections.Row) error {
+	c.enc.Reset()
+	c.enc.Byte(recExport)
+	c.enc.Text(key)
+	c.enc.Text(refused)
+	c.enc.Uint(uint64(len(rows)))
+	for _, row := range rows {
+		ref := driver.RowRef{Projection: c.r.Name(), Partition: row.Partition, Sort: row.Sort}
+		expired := row.Expires != 0 && row.Expires <= c.now
+		h := itemHash(ref, "")
+		if !expired {
+			h = itemHash(ref, projections.RowHash(row.Attrs))
+		}
+		c.enc.Uint(uint64(c.partition(ref)))
+		c.enc.Text(string(h[:]))
+		if expired {
+			c.enc.Byte(1)
+		} else {
+			c.enc.Byte(0)
+		}
+	}
+	return c.items.Write(keyPartition(key), c.enc.B)
+}
+
+// join joins the spilled export items with the source items changed
+// since, one partition at a time. On the first pass, what a changed
+// item's export item added is taken back, and the refusals of the others
+// kept; on a collecting pass, the changed items whose export items add to
+// the partitions read again are held, to be passed over as the first
+// pass passed over all of them.
+func (c *checker) join() error {
+	newers := c.items
+	if c.collecting {
+		newers = c.newers
+		c.newers = nil
+		if newers == nil {
+			return nil // no source item changed since
+		}
+		defer func() { _ = newers.Remove() }()
+	}
+	if err := c.items.Flush(); err != nil {
+		return err
+	}
+	if err := newers.Flush(); err != nil {
+		return err
+	}
+	for p := range c.items.Len() {
+		newer, err := newers.Keys(p, recNewer)
+		if err != nil {
+			return err
+		}
+		err = c.items.Each(p, recExport, func(d *spill.Decoder) error {
+			key, refused, n := d.Text(), d.Text(), d.Uint()
+			if d.Err != nil {
+				return nil // Each says so
+			}
+			if !newer[key] {
+				if refused != "" && !c.collecting {
+					c.refuse = append(c.refuse, refused)
+				}
+				return nil
+			}
+			for range n {
+				part, hs, expired := int(d.Uint()), d.Text(), d.Byte() == 1
+				if d.Err != nil || len(hs) != 16 || part >= c.parts {
+					return fmt.Errorf("spilled export item %s: cut short", key)
+				}
+				var h [16]byte
+				copy(h[:], hs)
+				switch {
+				case c.collecting:
+					if c.only[part] {
+						c.newer[key] = true
+					}
+				case expired:
+					c.wantX[part].sub(h)
+					c.res.Expired--
+					if err := c.spillExpired(recWithdrawnX, part, h); err != nil {
+						return err
+					}
+				default:
+					c.wantB[part].sub(h)
+					c.res.Expected--
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,11 +2,15 @@ package remodel_test
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -51,6 +55,15 @@ func TestCheckNamesEveryDifference(t *testing.T) {
 		t.Fatalf("the built target: %+v", res)
 	}
 	t.Logf("agreeing: %+v", res)
+	// With the keys of the items changed since spilled and joined, the
+	// same.
+	cut, err := r.Check(ctx, l.full, nil, ts, remodel.CheckOptions{Now: beforeAnyTTL(l), NewerInMemory: -1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cut, res) {
+		t.Fatalf("spilled: %+v\nheld: %+v", cut, res)
+	}
 
 	// Tamper with it behind the engine's back: one item changed since the
 	// export (checked against its ledger entry), one from the export, and
@@ -92,9 +105,16 @@ func TestCheckNamesEveryDifference(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, parts := range []int{1, 7, 4096} {
-		t.Run(strconv.Itoa(parts)+" partitions", func(t *testing.T) {
-			res, err := r.Check(ctx, l.full, nil, ts, remodel.CheckOptions{Now: beforeAnyTTL(l), Partitions: parts})
+	for _, tc := range []struct {
+		parts int
+		spill bool // the keys of the items changed since spilled
+	}{{1, false}, {7, false}, {4096, false}, {7, true}, {4096, true}} {
+		t.Run(fmt.Sprintf("%d partitions, spilled %v", tc.parts, tc.spill), func(t *testing.T) {
+			opts := remodel.CheckOptions{Now: beforeAnyTTL(l), Partitions: tc.parts, Dir: t.TempDir()}
+			if tc.spill {
+				opts.NewerInMemory = -1
+			}
+			res, err := r.Check(ctx, l.full, nil, ts, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,5 +171,64 @@ func TestCheckLeavesOutExpired(t *testing.T) {
 	}
 	if res.Agree() || len(res.Differences) != 1 || !strings.Contains(res.Differences[0], r.DescribeKey(victim.Ref)+": missing") {
 		t.Fatalf("a second before its TTL: %+v, want it named missing", res)
+	}
+}
+
+// TestCheckTTLHeavy: on a table whose items mostly have a passed TTL, the
+// target's TTL removes some of them and not others (as the source's and
+// the target's lag independently): no difference, even with the
+// partitions whose expired keys differ far over the budget of partitions
+// read again. A stray item with a passed TTL, which no source item makes,
+// is named.
+func TestCheckTTLHeavy(t *testing.T) {
+	ctx := context.Background()
+	l, r, ts := built(t)
+	var expired []driver.StoredRow
+	var last int64
+	if err := ts.ScanRows(ctx, func(row driver.StoredRow) error {
+		if v, err := strconv.ParseInt(num(row.Attrs, "ttl"), 10, 64); err == nil {
+			expired = append(expired, row)
+			last = max(last, v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(expired) < 50 {
+		t.Fatalf("%d target items with a TTL: too few", len(expired))
+	}
+	// The target's TTL removes every other one.
+	var dels []driver.RowDelete
+	for i, row := range expired {
+		if i%2 == 0 {
+			dels = append(dels, driver.RowDelete{Ref: row.Ref})
+		}
+	}
+	for len(dels) > 0 {
+		n := min(len(dels), 50)
+		if err := ts.Commit(ctx, &driver.Tx{Deletes: dels[:n]}); err != nil {
+			t.Fatal(err)
+		}
+		dels = dels[n:]
+	}
+	opts := remodel.CheckOptions{Now: time.Unix(last+1, 0), MaxNamed: 1, Partitions: 8, Dir: t.TempDir()}
+	res, err := r.Check(ctx, l.full, nil, ts, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !agreeButSecond(res) || res.Expired < int64(len(expired)) || res.Strays != 0 {
+		t.Fatalf("the target's TTL removed half the expired items: %+v", res)
+	}
+	stray := driver.RowRef{Projection: r.Name(), Partition: "STRAY#1", Sort: "X"}
+	strayAttrs := pipeline.Item{"PK": &types.AttributeValueMemberS{Value: "STRAY#1"}, "SK": &types.AttributeValueMemberS{Value: "X"}, "ttl": &types.AttributeValueMemberN{Value: "1"}}
+	if err := ts.Commit(ctx, &driver.Tx{Puts: []driver.RowPut{{Ref: stray, Attrs: strayAttrs}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Check(ctx, l.full, nil, ts, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Agree() || res.Strays != 1 || len(res.Differences) != 1 || !strings.Contains(res.Differences[0], r.DescribeKey(stray)+": not expected (no source item makes it, as of the export; its TTL has passed, but no source item's explains it)") {
+		t.Fatalf("a stray item with a passed TTL: %+v", res)
 	}
 }

@@ -11,6 +11,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tributary/tributary/pipeline"
@@ -53,6 +54,41 @@ func Watermark(full *export.Export, overlay *export.Overlay) time.Time {
 	return t
 }
 
+// KeyAttributes are the key attributes a check reads the export's items
+// by: the incremental exports' (their lines carry the keys), else the
+// schema's.
+func KeyAttributes(opts pipeline.Options, overlay *export.Overlay) []string {
+	if overlay != nil && len(overlay.KeyAttributes) > 0 {
+		return overlay.KeyAttributes
+	}
+	return opts.WithDefaults().KeyAttributes
+}
+
+// Writes is what the incremental exports of an overlay (nil: none) know
+// of the items' writes, for projections.JudgeTick: every write from the
+// first one's start to the last one's end, each item's last at the
+// microsecond. Nil without incremental exports. An item whose last write
+// in them has no time, or one before their start, is not known.
+func Writes(overlay *export.Overlay) *projections.ExportWrites {
+	if overlay == nil || len(overlay.Exports) == 0 {
+		return nil
+	}
+	from, err := time.Parse(time.RFC3339Nano, overlay.Exports[0].Summary.ExportFromTime)
+	if err != nil || from.IsZero() {
+		return nil
+	}
+	return &projections.ExportWrites{From: from, Last: func(key string) (time.Time, bool) {
+		e, ok := overlay.Lookup(key)
+		switch {
+		case !ok:
+			return time.Time{}, true
+		case e.Time.IsZero() || e.Time.Before(from):
+			return time.Time{}, false
+		}
+		return e.Time, true
+	}}
+}
+
 // Effective is the point in time a check takes for a watermark: the
 // watermark, or for an unknown (zero) one a time after every change, so
 // that every item is checked against the export.
@@ -66,7 +102,9 @@ func Effective(watermark time.Time) time.Time {
 // Result is what AsOf found.
 type Result struct {
 	// Differences lists how the table differs from the expectation, one a
-	// line; none: the table agrees.
+	// line (the first Options.MaxNamed; More counts the rest). The table
+	// agrees only when Agree says so: items not judged, partials not
+	// folded or data files read from another object leave it unknown.
 	Differences []string
 	// Items is how many export items were read; Changed how many items'
 	// state in the table is newer than the export's (told apart); Unfolded
@@ -87,6 +125,23 @@ type Result struct {
 	AsOf time.Time
 	// Aggregates and Rows count the expected view's.
 	Aggregates, Rows int
+	// More counts the differences not named in Differences (past
+	// Options.MaxNamed).
+	More int64
+	// Spilled is how many bytes the check wrote to local disk.
+	Spilled int64
+	// Mixed names the data files a backfill of the table read in part
+	// from an object that is not the exported one
+	// (projections.DescribeMixed): items of that object are in the table
+	// under the export's tokens, and no check can tell them apart.
+	Mixed []string
+}
+
+// Agree reports whether the table holds exactly what was expected: no
+// difference (named or counted), no item left unjudged, no partial left
+// unfolded, no data file read from another object.
+func (r *Result) Agree() bool {
+	return len(r.Differences) == 0 && r.More == 0 && len(r.Unjudged) == 0 && len(r.Unfolded) == 0 && len(r.Mixed) == 0
 }
 
 // AsOf checks a table built by ps against an export (with an overlay of
@@ -95,21 +150,53 @@ type Result struct {
 // the export's are told apart by their ledger entries and checked against
 // those, the others against their recomputation from the export. An
 // export whose point in time is not known (no manifest) is taken as newer
-// than every change: every item is checked against the export.
+// than every change: every item is checked against the export. Every
+// difference is named; it spills to the system's temporary directory.
 func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, table driver.Reader, opts pipeline.Options, skipMD5 bool, ps ...projections.Projection) (*Result, error) {
+	return Check(ctx, full, overlay, table, Options{Decode: opts, SkipMD5: skipMD5}, ps...)
+}
+
+// Options configures Check. The zero value is AsOf's.
+type Options struct {
+	// Decode names the export items' attributes (the table's schema).
+	Decode pipeline.Options
+	// SkipMD5 skips checking the export's data files against the
+	// manifest's checksums.
+	SkipMD5 bool
+	// Dir is where the check spills its partitions (default: the system's
+	// temporary directory); it needs about Result.Spilled bytes there.
+	Dir string
+	// MaxNamed bounds the differences named (the first, sorted); the rest
+	// are counted in Result.More. Zero: all are named.
+	MaxNamed int
+	// Keep, when set, picks the differences that count: the others are
+	// neither named nor counted (a check of some projections of a table
+	// whose ledger holds others').
+	Keep func(line string) bool
+	// NewerInMemory and PartitionBytes tune what the check holds in
+	// memory (projections.AsOfCheck); zero: the defaults.
+	NewerInMemory  int
+	PartitionBytes int64
+}
+
+// Check is AsOf with options: memory does not grow with the export, the
+// table or the changes since (projections.AsOfCheck spills to Dir).
+func Check(ctx context.Context, full *export.Export, overlay *export.Overlay, table driver.Reader, o Options, ps ...projections.Projection) (_ *Result, err error) {
 	res := &Result{AsOf: Watermark(full, overlay)}
 	asOf := Effective(res.AsOf)
+	opts := o.Decode
 	check := projections.NewAsOfCheck(asOf, opts.TypeAttribute, ps...)
 	check.VersionAttribute = opts.WithDefaults().VersionAttribute
+	check.Dir, check.MaxNamed, check.Keep = o.Dir, o.MaxNamed, o.Keep
+	check.NewerInMemory, check.PartitionBytes = o.NewerInMemory, o.PartitionBytes
+	keys := KeyAttributes(opts, overlay)
+	check.KeyAttributes, check.Writes = keys, Writes(overlay)
+	defer func() { err = errors.Join(err, check.Close()) }()
 	if err := check.AddLedgers(ctx, table); err != nil {
 		return nil, err
 	}
-	keys := opts.WithDefaults().KeyAttributes
-	if overlay != nil && len(overlay.KeyAttributes) > 0 {
-		keys = overlay.KeyAttributes
-	}
 	batch := make([]pipeline.Item, 0, 256)
-	err := export.Items(ctx, full, overlay, opts, skipMD5, func(it pipeline.Item) error {
+	err = export.Items(ctx, full, overlay, opts, o.SkipMD5, func(it pipeline.Item) error {
 		batch = append(batch, it)
 		if len(batch) == cap(batch) {
 			err := check.AddExportItems(batch, keys)
@@ -129,7 +216,7 @@ func AsOf(ctx context.Context, full *export.Export, overlay *export.Overlay, tab
 		return nil, err
 	}
 	res.Differences, res.Items, res.Changed, res.Unfolded, res.Refused = diff, check.Items, check.Changed, check.Unfolded, check.Refused
-	res.Unjudged = check.Unjudged
+	res.Unjudged, res.More, res.Spilled, res.Mixed = check.Unjudged, check.More, check.Spilled, check.Mixed
 	res.Aggregates, res.Rows = check.Expected()
 	return res, nil
 }

@@ -397,8 +397,8 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 	xf.register(fs)
 	xf.attrs.register(fs, ttlFlag)
 	partitions := fs.Int("partitions", 4096, "hash partitions of the key space compared by their content hashes")
-	maxPrint := fs.Int("max-print", 100, "print at most this many differences (0: all that were named)")
-	at := fs.String("at", "", "the check's time (RFC 3339), which the target items' TTL is compared with (default now)")
+	maxPrint := fs.Int("max-print", 100, fmt.Sprintf("print at most this many differences, at most %d (0: all that were named); the check names at least 1000 and reads again up to 64 target items for each it may name, holding them in memory", maxPrintLimit))
+	at := fs.String("at", "", "the check's time (RFC 3339, no later than now), which the target items' TTL is compared with (default now)")
 	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
@@ -408,11 +408,19 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 	if *partitions < 1 || *partitions > remodel.MaxPartitions {
 		return fmt.Errorf("%w: --partitions must be between 1 and %d (the check holds four 24-byte hashes per partition: %d MiB at the most)", errUsage, remodel.MaxPartitions, remodel.MaxPartitions*4*24>>20)
 	}
+	if err := checkMaxPrint(*maxPrint, "all that were named"); err != nil {
+		return err
+	}
 	now := time.Now()
 	if *at != "" {
-		if now, err = time.Parse(time.RFC3339Nano, *at); err != nil {
+		t, err := time.Parse(time.RFC3339Nano, *at)
+		if err != nil {
 			return fmt.Errorf("%w: --at: %v", errUsage, err)
 		}
+		if t.After(now) {
+			return fmt.Errorf("%w: --at %s is after now (%s): every TTL passed by then would count as passed, and target items compared by key alone; give a time no later than now", errUsage, t.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339))
+		}
+		now = t
 	}
 	e, t, err := rf.transformOf(e)
 	if err != nil {
@@ -498,10 +506,7 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 		fmt.Fprintf(w, "UNSETTLED: %d differences the stream made while they were read, and no other: verify again\n", res.Unsettled)
 		return errFailed
 	case len(res.Unjudged) > 0:
-		fmt.Fprintf(w, "NOT READY: %d source items could not be judged against the export (in its own second; see above), the rest agrees: verify against a later incremental export, which orders them by time\n", len(res.Unjudged))
-		return errFailed
-	case res.Unmatched > 0:
-		fmt.Fprintf(w, "NOT READY: %d hash partitions hold target items whose TTL has passed that were not matched by key with expected ones, and were not read again within the budget: verify again with a larger --max-print\n", res.Unmatched)
+		fmt.Fprintf(w, "NOT READY: %d source items could not be judged against the export (in its own second; see above), the rest agrees: %s\n", len(res.Unjudged), unjudgedAdvice)
 		return errFailed
 	case !res.Agree():
 		// The partitions' hashes differ, and reading them again named
