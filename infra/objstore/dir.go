@@ -357,7 +357,7 @@ func (d *Dir) List(ctx context.Context, prefix string, fn func(Object) error) er
 		if err != nil {
 			return err
 		}
-		objs = append(objs, Object{key, info.Size()})
+		objs = append(objs, Object{Key: key, Size: info.Size(), Modified: info.ModTime()})
 		return nil
 	})
 	if err != nil {

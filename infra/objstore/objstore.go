@@ -28,6 +28,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tributary/tributary/infra/objstore/internal/namehash"
 )
@@ -36,6 +37,9 @@ import (
 type Object struct {
 	Key  string
 	Size int64
+	// Modified is when the object was last written: S3's LastModified, a
+	// file's modification time.
+	Modified time.Time
 }
 
 var (

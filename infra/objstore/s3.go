@@ -245,7 +245,7 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Object) error) err
 			if key == "" || strings.HasSuffix(key, "/") {
 				continue
 			}
-			if err := fn(Object{Key: key, Size: aws.ToInt64(o.Size)}); err != nil {
+			if err := fn(Object{Key: key, Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified)}); err != nil {
 				return err
 			}
 		}

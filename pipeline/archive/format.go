@@ -3,6 +3,8 @@ package archive
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,25 +145,45 @@ func ObjectKey(prefix, entitySeg, date, firstSeq string) string {
 type keyInfo struct {
 	// EntitySegment and Date are the key's partition segments, as written.
 	EntitySegment, Date string
-	// FirstSeq is the sequence number of the object's first record.
+	// FirstSeq is the sequence number of the object's first record (of a
+	// compacted object, its first input's).
 	FirstSeq string
+	// Compacted is set for a compacted (Parquet) object, under CompactedDir;
+	// Inputs is then the digest of its inputs in its name.
+	Compacted bool
+	Inputs    string
 }
 
 // parseKey reads the partition segments and the first sequence number from
-// an object key relative to the archive prefix
-// ("entity=E/date=D/SEQ.jsonl.gz"). It returns false for any other key.
+// an object key relative to the archive prefix: a JSON-lines object
+// ("entity=E/date=D/SEQ.jsonl.gz") or a compacted one
+// ("compacted/entity=E/date=D/SEQ-HEX.parquet"). It returns false for any
+// other key.
 func parseKey(rel string) (keyInfo, bool) {
+	compacted := false
+	if r, ok := strings.CutPrefix(rel, CompactedDir+"/"); ok {
+		rel, compacted = r, true
+	}
 	parts := strings.Split(rel, "/")
 	if len(parts) != 3 {
 		return keyInfo{}, false
 	}
 	ent, ok1 := strings.CutPrefix(parts[0], "entity=")
 	date, ok2 := strings.CutPrefix(parts[1], "date=")
-	seq, ok3 := strings.CutSuffix(parts[2], ext)
+	var seq, h string
+	ok3 := false
+	if compacted {
+		var name string
+		name, ok3 = strings.CutSuffix(parts[2], parquetExt)
+		seq, h, _ = strings.Cut(name, "-")
+		ok3 = ok3 && len(h) == 16 && objstore.IsLegacyHashed(objstore.HashMark+h)
+	} else {
+		seq, ok3 = strings.CutSuffix(parts[2], ext)
+	}
 	if !ok1 || !ok2 || !ok3 || ent == "" || !allDigits(seq) || !validDate(date) {
 		return keyInfo{}, false
 	}
-	return keyInfo{EntitySegment: ent, Date: date, FirstSeq: seq}, true
+	return keyInfo{EntitySegment: ent, Date: date, FirstSeq: seq, Compacted: compacted, Inputs: h}, true
 }
 
 func validDate(d string) bool {
@@ -239,10 +261,22 @@ func metaOf(c *pipeline.Change) Meta {
 func AppendLine(buf []byte, item pipeline.Item, m Meta) []byte {
 	buf = append(buf, `{"Item":`...)
 	buf = pipeline.AppendItem(buf, item)
+	return append(appendMeta(buf, m), '\n')
+}
+
+// appendMeta ends an archive line after its item: the metadata member and
+// the closing brace.
+func appendMeta(buf []byte, m Meta) []byte {
 	buf = append(buf, `,"`+metaMember+`":`...)
 	mb, _ := json.Marshal(m) // a struct of strings always marshals
 	buf = append(buf, mb...)
-	return append(buf, '}', '\n')
+	return append(buf, '}')
+}
+
+// digest16 returns the first 16 hex digits of the SHA-256 of s.
+func digest16(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }
 
 // Line is one parsed archive line.

@@ -69,6 +69,9 @@ type Archive struct {
 	// skipped counts the lines ReadObject left out: other types' lines in
 	// a partition whose hashed name stands for the type looked for too.
 	skipped atomic.Int64
+	// covered counts the JSON-lines objects Objects left out because a
+	// compacted object holds their lines.
+	covered atomic.Int64
 }
 
 // Open returns the archive under prefix ("" for the root of src).
@@ -104,18 +107,26 @@ func (a *Archive) listPrefixes(f Filter) []string {
 		return []string{p}
 	}
 	var out []string
-	for _, seg := range f.entitySegments() {
-		q := p + "entity=" + seg + "/"
-		if f.Date != "" {
-			q += "date=" + f.Date + "/"
+	for _, dir := range []string{p, p + CompactedDir + "/"} {
+		for _, seg := range f.entitySegments() {
+			q := dir + "entity=" + seg + "/"
+			if f.Date != "" {
+				q += "date=" + f.Date + "/"
+			}
+			out = append(out, q)
 		}
-		out = append(out, q)
 	}
 	return out
 }
 
 // Objects lists the objects the filter selects, sorted by key. Keys under
 // the prefix that are not archive objects are returned in other, also sorted.
+//
+// Both forms are listed: the JSON-lines objects and the compacted (Parquet)
+// ones. A JSON-lines object that a compacted object lists as one of its
+// inputs, at the same size, is left out (its lines are the compacted
+// object's rows): it was kept by choice, or a compaction stopped before
+// removing it. Covered counts them.
 //
 // An entity type longer than a segment may be is named by its hash; one
 // archived by a version before the whole hash was kept is named by a
@@ -142,6 +153,9 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 	for _, prefix := range a.listPrefixes(f) {
 		err = a.src.List(ctx, prefix, func(o objstore.Object) error {
 			rel := strings.TrimPrefix(o.Key, base)
+			if strings.HasPrefix(rel, CompactedDir+"/"+leaseDir+"/") {
+				return nil // a compaction's lease, no data
+			}
 			loc, ok := parseKey(rel)
 			if !ok {
 				other = append(other, o.Key)
@@ -161,9 +175,56 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 			return nil, nil, err
 		}
 	}
+	if objs, err = a.dropCovered(ctx, objs); err != nil {
+		return nil, nil, err
+	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
 	sort.Strings(other)
 	return objs, other, nil
+}
+
+// dropCovered leaves out the JSON-lines objects that a listed compacted
+// object names as its inputs, at the size it read them.
+func (a *Archive) dropCovered(ctx context.Context, objs []ObjectInfo) ([]ObjectInfo, error) {
+	covered := map[input]bool{}
+	for _, o := range objs {
+		if !o.Compacted {
+			continue
+		}
+		pf, err := a.openParquet(ctx, o.Key)
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range pf.inputs {
+			covered[in] = true
+		}
+	}
+	if len(covered) == 0 {
+		return objs, nil
+	}
+	kept := objs[:0]
+	for _, o := range objs {
+		if !o.Compacted && covered[input{Key: o.Rel, Size: o.Size}] {
+			a.covered.Add(1)
+			continue
+		}
+		kept = append(kept, o)
+	}
+	return kept, nil
+}
+
+// Covered returns how many JSON-lines objects Objects has left out because
+// a compacted object holds their lines.
+func (a *Archive) Covered() int64 { return a.covered.Load() }
+
+// openParquet reads a compacted object.
+func (a *Archive) openParquet(ctx context.Context, key string) (_ *parquetFile, err error) {
+	rc, err := a.src.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, rc.Close()) }()
+	return openParquet(rc, key)
 }
 
 // ReadObject is ReadLines for an object that Objects listed: in a partition
@@ -232,8 +293,17 @@ const maxLineBytes = pipeline.MaxImageJSONBytes + 8<<10
 
 // ReadLines calls fn for each line of the object at key, decompressed and
 // without its newline, numbered from 1. The slice is valid only during the
-// call. It stops at fn's first error and returns it.
+// call. It stops at fn's first error and returns it. A compacted object's
+// rows are given as the archive lines they were compacted from, numbered
+// by row.
 func (a *Archive) ReadLines(ctx context.Context, key string, fn func(n int, line []byte) error) (err error) {
+	if strings.HasSuffix(key, parquetExt) {
+		pf, err := a.openParquet(ctx, key)
+		if err != nil {
+			return err
+		}
+		return pf.lines(key, fn)
+	}
 	rc, err := a.src.Open(ctx, key)
 	if err != nil {
 		return err
