@@ -20,15 +20,15 @@ func TestLoadConfig(t *testing.T) {
 		env  map[string]string
 		want string // a substring of the error; "" for none
 	}{
-		{map[string]string{"ARCHIVE_BUCKET": "b"}, ""},
-		{map[string]string{"ARCHIVE_BUCKET": "b", "OLDER_THAN": "0s", "KEEP_OBJECTS": "true", "COLUMNS": "status:string"}, ""},
+		{map[string]string{"ARCHIVE_BUCKET": "archive-bucket"}, ""},
+		{map[string]string{"ARCHIVE_BUCKET": "archive-bucket", "OLDER_THAN": "0s", "KEEP_OBJECTS": "true", "COLUMNS": "status:string"}, ""},
 		{map[string]string{}, "set ARCHIVE_BUCKET"},
-		{map[string]string{"ARCHIVE_BUCKET": "b", "OLDER_THAN": "2 days"}, "OLDER_THAN"},
-		{map[string]string{"ARCHIVE_BUCKET": "b", "OLDER_THAN": "-1h"}, "OLDER_THAN"},
-		{map[string]string{"ARCHIVE_BUCKET": "b", "KEEP_OBJECTS": "yes"}, "KEEP_OBJECTS"},
-		{map[string]string{"ARCHIVE_BUCKET": "b", "COLUMNS": "pk:string"}, "COLUMNS"},
+		{map[string]string{"ARCHIVE_BUCKET": "archive-bucket", "OLDER_THAN": "2 days"}, "OLDER_THAN"},
+		{map[string]string{"ARCHIVE_BUCKET": "archive-bucket", "OLDER_THAN": "-1h"}, "OLDER_THAN"},
+		{map[string]string{"ARCHIVE_BUCKET": "archive-bucket", "KEEP_OBJECTS": "yes"}, "KEEP_OBJECTS"},
+		{map[string]string{"ARCHIVE_BUCKET": "archive-bucket", "COLUMNS": "pk:string"}, "COLUMNS"},
 		{map[string]string{"ARCHIVE_DIR": "d", "ARCHIVE_KMS_KEY_ID": "k"}, "ARCHIVE_KMS_KEY_ID needs ARCHIVE_BUCKET"},
-		{map[string]string{"ARCHIVE_BUCKET": "b", "ARCHIVE_PREFIX": "a/entity=x"}, "ARCHIVE_PREFIX"},
+		{map[string]string{"ARCHIVE_BUCKET": "archive-bucket", "ARCHIVE_PREFIX": "a/entity=x"}, "ARCHIVE_PREFIX"},
 	} {
 		c, err := LoadConfig(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
 		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
