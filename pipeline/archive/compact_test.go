@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -637,4 +638,88 @@ print(json.dumps(rows))`
 		t.Fatalf("DuckDB counts per entity and date:\n%v\nwant (the items archived):\n%v", got, want)
 	}
 	t.Logf("%d partitions, counts equal", len(got))
+}
+
+// BenchmarkCompact measures compaction over the simulation's archive, with
+// reading it (archive cat's work) as the baseline in the same run, and
+// reports per partition the objects and bytes before and after, and the
+// bytes a one-column query (count by entity_type) reads: Parquet's column
+// chunks and footer against every JSON-lines byte.
+func BenchmarkCompact(b *testing.B) {
+	ctx := context.Background()
+	sim := simRun{seed: 1, filter: true, records: 8000}.run(b)
+	var objs, inBytes int64
+	src := sim.store.Dir
+	_ = src.List(ctx, "archive/", func(o objstore.Object) error { objs++; inBytes += o.Size; return nil })
+	parts := map[string]bool{}
+	for _, k := range jsonObjects(&testing.T{}, src) {
+		parts[filepath.Dir(k)] = true
+	}
+	b.Run("read-baseline", func(b *testing.B) {
+		for b.Loop() {
+			a := Open(src, "archive")
+			os, _, _ := a.Objects(ctx, Filter{})
+			for _, o := range os {
+				_ = a.ReadObject(ctx, o, func(int, []byte) error { return nil })
+			}
+		}
+		b.ReportMetric(float64(objs)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+		b.ReportMetric(float64(inBytes)*float64(b.N)/b.Elapsed().Seconds()/1e6, "MB/s")
+	})
+	var last CompactResult
+	b.Run("compact", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			dir := objstore.NewDir(b.TempDir()).WithoutSync()
+			_ = src.List(ctx, "archive/", func(o objstore.Object) error {
+				body, err := objstore.ReadAll(ctx, src, o.Key)
+				if err == nil {
+					err = dir.Put(ctx, o.Key, body)
+				}
+				return err
+			})
+			b.StartTimer()
+			res, err := Compact(ctx, dir, CompactOptions{Prefix: "archive", Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			last = res
+			{
+				b.StopTimer()
+				var col, total int64
+				_ = dir.List(ctx, "archive/"+CompactedDir+"/", func(o objstore.Object) error {
+					if !strings.HasSuffix(o.Key, parquetExt) {
+						return nil
+					}
+					body, _ := objstore.ReadAll(ctx, dir, o.Key)
+					f, err := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
+					if err != nil {
+						return err
+					}
+					total += o.Size
+					// What a reader of one column fetches: the footer (its
+					// length, in the last 8 bytes) and the column's chunks.
+					col += 8 + int64(binary.LittleEndian.Uint32(body[len(body)-8:]))
+					for _, rg := range f.Metadata().RowGroups {
+						for _, c := range rg.Columns {
+							if len(c.MetaData.PathInSchema) == 1 && c.MetaData.PathInSchema[0] == "entity_type" {
+								col += c.MetaData.TotalCompressedSize
+							}
+						}
+					}
+					return nil
+				})
+				b.ReportMetric(float64(col), "parquet-one-column-bytes")
+				b.ReportMetric(float64(total), "parquet-bytes")
+				b.StartTimer()
+			}
+		}
+		b.ReportMetric(float64(last.Inputs)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+		b.ReportMetric(float64(last.InputBytes)*float64(b.N)/b.Elapsed().Seconds()/1e6, "MB/s")
+		b.ReportMetric(float64(last.Inputs), "json-objects")
+		b.ReportMetric(float64(last.InputBytes), "json-bytes")
+		b.ReportMetric(float64(len(last.Written)), "parquet-objects")
+		b.ReportMetric(float64(len(parts)), "partitions")
+		b.ReportMetric(float64(last.Rows), "rows")
+	})
 }
