@@ -70,6 +70,10 @@ type CompactOptions struct {
 const (
 	DefaultCompactMaxInputBytes = 64 << 20
 	DefaultCompactLease         = 30 * time.Minute
+	// DefaultCompactOlderThan is the age from which the CLI and the
+	// function take an object: two days, past the archiver's retries at
+	// the template's defaults (MaximumRecordAgeInSeconds, a day).
+	DefaultCompactOlderThan = 48 * time.Hour
 	// leaseDir holds the partitions' leases, below CompactedDir but in no
 	// partition, so no table reads them.
 	leaseDir = "_leases"

@@ -255,7 +255,9 @@ func TestCompactExactlyOnce(t *testing.T) {
 			}
 			sort.Strings(keys)
 			late := keys[len(keys)/2]
-			dir.Put(ctx, late, originals[late])
+			if err := dir.Put(ctx, late, originals[late]); err != nil {
+				t.Fatal(err)
+			}
 			var merged []byte
 			for _, k := range keys {
 				if k != late && filepath.Dir(k) == filepath.Dir(keys[0]) {
@@ -266,7 +268,9 @@ func TestCompactExactlyOnce(t *testing.T) {
 				}
 			}
 			if merged != nil {
-				dir.Put(ctx, keys[0], merged)
+				if err := dir.Put(ctx, keys[0], merged); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := checkArchive(ctx, dir, "archive", sim.w); merged == nil && err != nil {
 				t.Fatalf("with a late object: %v", err)

@@ -163,7 +163,7 @@ type input struct {
 // parquetWriter builds one compacted object in memory.
 type parquetWriter struct {
 	buf      bytes.Buffer
-	w        *parquet.Writer
+	w        *parquet.GenericWriter[any]
 	index    map[string]int
 	optional map[string]bool
 	attrs    rowAttrs
@@ -180,7 +180,7 @@ func newParquetWriter(attrs rowAttrs) *parquetWriter {
 	for _, f := range s.Fields() {
 		pw.optional[f.Name()] = f.Optional()
 	}
-	pw.w = parquet.NewWriter(&pw.buf, s, parquet.Compression(&zstd.Codec{}),
+	pw.w = parquet.NewGenericWriter[any](&pw.buf, s, parquet.Compression(&zstd.Codec{}),
 		parquet.KeyValueMetadata(ParquetFormatKey, parquetFormat))
 	return pw
 }
