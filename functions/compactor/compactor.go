@@ -24,6 +24,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/pipeline/archive/lake"
 	"github.com/tributary/tributary/projections"
 )
 
@@ -43,7 +44,7 @@ type Config struct {
 	Bucket, Dir, Prefix, KMSKeyID string
 	OlderThan                     time.Duration
 	Keep                          bool
-	Typed                         []archive.TypedColumn
+	Typed                         []lake.TypedColumn
 	// Schema holds the attributes the variables give; empty ones are the
 	// environment's.
 	Schema pipeline.Schema
@@ -59,7 +60,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		Prefix:    getenv("ARCHIVE_PREFIX"),
 		KMSKeyID:  strings.TrimSpace(getenv("ARCHIVE_KMS_KEY_ID")),
 		Schema:    entry.GivenSchema(getenv),
-		OlderThan: archive.DefaultCompactOlderThan,
+		OlderThan: lake.DefaultOlderThan,
 	}
 	var errs []error
 	if v := getenv("OLDER_THAN"); v != "" {
@@ -76,7 +77,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("KEEP_OBJECTS: %q is not true or false", v))
 	}
-	typed, err := archive.ParseTypedColumns(getenv("COLUMNS"))
+	typed, err := lake.ParseTypedColumns(getenv("COLUMNS"))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("COLUMNS: %w", err))
 	}
@@ -111,7 +112,7 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		var store archive.CompactStore = objstore.NewDir(cfg.Dir)
+		var store lake.Store = objstore.NewDir(cfg.Dir)
 		if cfg.Bucket != "" {
 			aws, err := entry.AWSConfig(ctx)
 			if err != nil {
@@ -124,28 +125,28 @@ func Main(env *projections.Environment) {
 }
 
 // Handler is the compactor's Lambda handler: any event (the schedule's)
-// runs one compaction; the response is its archive.CompactResult.
+// runs one compaction; the response is its lake.Result.
 type Handler struct {
-	store archive.CompactStore
-	opts  archive.CompactOptions
+	store lake.Store
+	opts  lake.Options
 	log   *slog.Logger
 }
 
 // New returns the compactor's handler over store, building rows by env's
 // schema, or the attributes cfg gives where env declares none.
-func New(cfg Config, env *projections.Environment, store archive.CompactStore, log *slog.Logger) (*Handler, error) {
+func New(cfg Config, env *projections.Environment, store lake.Store, log *slog.Logger) (*Handler, error) {
 	schema, err := entry.Schema(env, cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{store: store, log: log, opts: archive.CompactOptions{
+	return &Handler{store: store, log: log, opts: lake.Options{
 		Prefix: cfg.Prefix, OlderThan: cfg.OlderThan, Keep: cfg.Keep, Schema: schema, Typed: cfg.Typed, Logger: log,
 	}}, nil
 }
 
 // Invoke implements lambda.Handler.
 func (h *Handler) Invoke(ctx context.Context, _ []byte) ([]byte, error) {
-	res, err := archive.Compact(ctx, h.store, h.opts)
+	res, err := lake.Compact(ctx, h.store, h.opts)
 	h.log.Info("compaction", "partitions", res.Partitions, "inputs", res.Inputs, "written", len(res.Written), "rows", res.Rows,
 		"removed", res.Removed, "kept", res.Kept, "busy", len(res.Busy), "unfinished", res.Unfinished)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/pipeline/archive/lake"
 	"github.com/tributary/tributary/projections"
 )
 
@@ -34,7 +35,7 @@ func TestLoadConfig(t *testing.T) {
 		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
 		}
-		if tc.want == "" && tc.env["OLDER_THAN"] == "" && c.OlderThan != archive.DefaultCompactOlderThan {
+		if tc.want == "" && tc.env["OLDER_THAN"] == "" && c.OlderThan != lake.DefaultOlderThan {
 			t.Errorf("default OLDER_THAN %s", c.OlderThan)
 		}
 	}
@@ -62,7 +63,7 @@ func TestInvoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res archive.CompactResult
+	var res lake.Result
 	if err := json.Unmarshal(out, &res); err != nil || res.Inputs != 5 || res.Rows != 7 || len(res.Written) != 5 || res.Removed != 5 {
 		t.Fatalf("response %s (%v)", out, err)
 	}

@@ -1,4 +1,4 @@
-package archive
+package archive_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -23,27 +25,35 @@ import (
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/pipeline/archive/lake"
 )
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// position identifies a removal: its stream and sequence number.
+func position(m archive.Meta) string { return m.StreamARN + "\x00" + m.SequenceNumber }
 
 // simArchive is an archive the exactly-once simulation wrote (prefix
 // "archive"): the archiver's real output under faults, retries and
 // redeliveries.
-func simArchive(t *testing.T, seed uint64) simResult {
+func simArchive(t *testing.T, seed uint64) archive.SimArchive {
 	t.Helper()
-	res := simRun{seed: seed, filter: true, records: 1000}.run(t)
-	if res.err != nil {
-		t.Fatalf("the archive before compaction: %v", res.err)
-	}
-	return res
+	return archive.NewSimArchive(t, seed, 1000)
+}
+
+// open opens the archive at the root of src, with both forms.
+func open(src archive.Source, prefix string) *archive.Archive {
+	return archive.Open(src, prefix).WithCompacted(lake.Decode)
 }
 
 // allLines returns every line the archive's readers give, sorted: what
 // `archive cat` prints, as a multiset.
-func allLines(t *testing.T, src Source) []string {
+func allLines(t *testing.T, src archive.Source) []string {
 	t.Helper()
 	ctx := context.Background()
-	a := Open(src, "archive")
-	objs, _, err := a.Objects(ctx, Filter{})
+	a := open(src, "archive")
+	objs, _, err := a.Objects(ctx, archive.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,15 +69,15 @@ func allLines(t *testing.T, src Source) []string {
 
 // restored returns what restore gives: every selected item's DynamoDB
 // JSON, by item key.
-func restored(t *testing.T, src Source) map[string]string {
+func restored(t *testing.T, src archive.Source) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	sel, err := Open(src, "archive").Select(ctx, Filter{}, nil)
+	sel, err := open(src, "archive").Select(ctx, archive.Filter{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	err = sel.Each(ctx, func(_ ObjectInfo, item pipeline.Item, raw json.RawMessage) error {
+	err = sel.Each(ctx, func(_ archive.ObjectInfo, item pipeline.Item, raw json.RawMessage) error {
 		out[pipeline.ItemKey(pipeline.Item{"PK": item["PK"], "SK": item["SK"]})] = string(raw)
 		return nil
 	})
@@ -82,14 +92,14 @@ func restored(t *testing.T, src Source) map[string]string {
 func compactedPositions(t *testing.T, st *objstore.Dir) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
-	a := Open(st, "")
+	a := open(st, "")
 	seen := map[string]bool{}
-	err := st.List(ctx, "archive/"+CompactedDir+"/", func(o objstore.Object) error {
-		if !strings.HasSuffix(o.Key, parquetExt) {
+	err := st.List(ctx, "archive/"+archive.CompactedDir+"/", func(o objstore.Object) error {
+		if !strings.HasSuffix(o.Key, archive.CompactedExt) {
 			return nil
 		}
 		return a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
-			l, err := ParseLine(line)
+			l, err := archive.ParseLine(line)
 			if err != nil {
 				return err
 			}
@@ -112,7 +122,7 @@ func jsonObjects(t *testing.T, st *objstore.Dir) []string {
 	t.Helper()
 	var keys []string
 	err := st.List(context.Background(), "archive/", func(o objstore.Object) error {
-		if k, ok := parseKey(strings.TrimPrefix(o.Key, "archive/")); ok && !k.Compacted {
+		if k, ok := archive.ParseKey(strings.TrimPrefix(o.Key, "archive/")); ok && !k.Compacted {
 			keys = append(keys, o.Key)
 		}
 		return nil
@@ -191,7 +201,7 @@ func (s *crashStore) Get(ctx context.Context, key string) ([]byte, string, error
 // lines) after that adds nothing twice.
 func TestCompactExactlyOnce(t *testing.T) {
 	seeds := 6
-	if raceDetector || testing.Short() {
+	if archive.RaceDetector || testing.Short() {
 		seeds = 3
 	}
 	for seed := range uint64(seeds) {
@@ -199,7 +209,7 @@ func TestCompactExactlyOnce(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			sim := simArchive(t, seed+1)
-			dir := sim.store.Dir
+			dir := sim.Dir
 			beforeLines, beforeItems := allLines(t, dir), restored(t, dir)
 			originals := map[string][]byte{}
 			for _, k := range jsonObjects(t, dir) {
@@ -213,17 +223,17 @@ func TestCompactExactlyOnce(t *testing.T) {
 			// Crashed runs leave their lease; a later run takes it over
 			// once expired, which the clock moves past.
 			clock := time.Now()
-			opts := func() CompactOptions {
+			opts := func() lake.Options {
 				clock = clock.Add(time.Hour)
-				return CompactOptions{Prefix: "archive", MaxInputBytes: 4 << 10, Logger: quiet, Now: func() time.Time { return clock }}
+				return lake.Options{Prefix: "archive", MaxInputBytes: 4 << 10, Logger: quiet, Now: func() time.Time { return clock }}
 			}
 			runs := 0
 			for ; runs < 200; runs++ {
-				_, err := Compact(ctx, st, opts())
+				_, err := lake.Compact(ctx, st, opts())
 				if err != nil && !errors.Is(err, errCrash) {
 					t.Fatalf("run %d: %v", runs, err)
 				}
-				if err := checkArchive(ctx, dir, "archive", sim.w); err != nil {
+				if err := sim.Check(ctx, dir, lake.Decode); err != nil {
 					t.Fatalf("after run %d (err %v):\n%v", runs, err, err)
 				}
 				compactedPositions(t, dir)
@@ -235,7 +245,7 @@ func TestCompactExactlyOnce(t *testing.T) {
 				t.Fatalf("the faults exercised too little: %d crashes over %d runs", st.crashes, runs)
 			}
 			st.p = 0
-			res, err := Compact(ctx, st, opts())
+			res, err := lake.Compact(ctx, st, opts())
 			if err != nil || len(res.Written) != 0 || res.Inputs != 0 {
 				t.Fatalf("a rerun is no no-op: %+v %v", res, err)
 			}
@@ -261,9 +271,9 @@ func TestCompactExactlyOnce(t *testing.T) {
 			var merged []byte
 			for _, k := range keys {
 				if k != late && filepath.Dir(k) == filepath.Dir(keys[0]) {
-					a, _ := gunzip(originals[keys[0]])
-					b, _ := gunzip(originals[k])
-					merged = Gzip(append(a, b...))
+					a, _ := archive.Gunzip(originals[keys[0]])
+					b, _ := archive.Gunzip(originals[k])
+					merged = archive.Gzip(append(a, b...))
 					break
 				}
 			}
@@ -272,10 +282,10 @@ func TestCompactExactlyOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := checkArchive(ctx, dir, "archive", sim.w); merged == nil && err != nil {
+			if err := sim.Check(ctx, dir, lake.Decode); merged == nil && err != nil {
 				t.Fatalf("with a late object: %v", err)
 			}
-			res, err = Compact(ctx, st, opts())
+			res, err = lake.Compact(ctx, st, opts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +295,7 @@ func TestCompactExactlyOnce(t *testing.T) {
 			if got := len(compactedPositions(t, dir)); got != held {
 				t.Fatalf("compacted positions %d, before the late objects %d", got, held)
 			}
-			if err := checkArchive(ctx, dir, "archive", sim.w); err != nil {
+			if err := sim.Check(ctx, dir, lake.Decode); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%d runs, %d injected crashes; %d objects (%d bytes) became %d rows", runs, st.crashes, len(originals), totalSize(originals), held)
@@ -336,7 +346,7 @@ type stallStore struct {
 
 func (s *stallStore) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
 	v, err := s.Dir.PutIfAbsent(ctx, key, body)
-	if strings.Contains(key, "/"+leaseDir+"/") {
+	if strings.Contains(key, "/"+archive.LeaseDir+"/") {
 		s.once.Do(func() { close(s.inside); <-s.release })
 	}
 	return v, err
@@ -350,18 +360,18 @@ func (s *stallStore) PutIfAbsent(ctx context.Context, key string, body []byte) (
 func TestCompactConcurrent(t *testing.T) {
 	ctx := context.Background()
 	sim := simArchive(t, 7)
-	dir := sim.store.Dir
+	dir := sim.Dir
 	before := restored(t, dir)
 	st := &stallStore{Dir: dir, inside: make(chan struct{}), release: make(chan struct{})}
-	var first CompactResult
+	var first lake.Result
 	var firstErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		first, firstErr = Compact(ctx, st, CompactOptions{Prefix: "archive", Owner: "first", Logger: quiet})
+		first, firstErr = lake.Compact(ctx, st, lake.Options{Prefix: "archive", Owner: "first", Logger: quiet})
 	}()
 	<-st.inside
-	second, err := Compact(ctx, dir, CompactOptions{Prefix: "archive", Owner: "second", Logger: quiet})
+	second, err := lake.Compact(ctx, dir, lake.Options{Prefix: "archive", Owner: "second", Logger: quiet})
 	close(st.release)
 	<-done
 	if err != nil || firstErr != nil {
@@ -370,12 +380,12 @@ func TestCompactConcurrent(t *testing.T) {
 	if len(second.Busy) != 1 {
 		t.Fatalf("the second run found %v busy, want the first's partition", second.Busy)
 	}
-	third, err := Compact(ctx, dir, CompactOptions{Prefix: "archive", Owner: "third", Logger: quiet})
+	third, err := lake.Compact(ctx, dir, lake.Options{Prefix: "archive", Owner: "third", Logger: quiet})
 	if err != nil || len(third.Busy) != 0 || len(jsonObjects(t, dir)) != 0 {
 		t.Fatalf("third run: %+v %v, left %v", third, err, jsonObjects(t, dir))
 	}
 	compactedPositions(t, dir)
-	if err := checkArchive(ctx, dir, "archive", sim.w); err != nil {
+	if err := sim.Check(ctx, dir, lake.Decode); err != nil {
 		t.Fatal(err)
 	}
 	if got := restored(t, dir); !equalMaps(got, before) {
@@ -386,7 +396,7 @@ func TestCompactConcurrent(t *testing.T) {
 	// Random interleavings: several runs at once, each on its own goroutine.
 	for seed := range uint64(4) {
 		sim := simArchive(t, 20+seed)
-		dir := sim.store.Dir
+		dir := sim.Dir
 		var wg sync.WaitGroup
 		errs := make([]error, 3)
 		for i := range errs {
@@ -394,7 +404,7 @@ func TestCompactConcurrent(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range 20 {
-					res, err := Compact(ctx, dir, CompactOptions{Prefix: "archive", Owner: fmt.Sprint("run", i), Logger: quiet})
+					res, err := lake.Compact(ctx, dir, lake.Options{Prefix: "archive", Owner: fmt.Sprint("run", i), Logger: quiet})
 					if err != nil || len(res.Busy) == 0 {
 						errs[i] = err
 						return
@@ -407,38 +417,9 @@ func TestCompactConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		compactedPositions(t, dir)
-		if err := checkArchive(ctx, dir, "archive", sim.w); err != nil {
+		if err := sim.Check(ctx, dir, lake.Decode); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-	}
-}
-
-func TestCompactLeaseTakeover(t *testing.T) {
-	ctx := context.Background()
-	dir := objstore.NewDir(t.TempDir())
-	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	l, err := acquireLease(ctx, dir, "lease", "crashed", now, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := acquireLease(ctx, dir, "lease", "next", now.Add(59*time.Minute), time.Hour); !errors.Is(err, errBusy) {
-		t.Fatalf("a live lease was taken: %v", err)
-	}
-	n, err := acquireLease(ctx, dir, "lease", "next", now.Add(61*time.Minute), time.Hour)
-	if err != nil {
-		t.Fatalf("an expired lease was not taken over: %v", err)
-	}
-	if err := l.check(ctx, now.Add(time.Minute)); !errors.Is(err, ErrLeaseLost) {
-		t.Fatalf("the crashed run still believes it holds the partition: %v", err)
-	}
-	if err := n.check(ctx, now.Add(62*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.release(ctx, now.Add(63*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := acquireLease(ctx, dir, "lease", "after", now.Add(64*time.Minute), time.Hour); err != nil {
-		t.Fatalf("a released lease was not free: %v", err)
 	}
 }
 
@@ -448,19 +429,19 @@ func TestCompactLeaseTakeover(t *testing.T) {
 func TestCompactOlderThanAndKeep(t *testing.T) {
 	ctx := context.Background()
 	sim := simArchive(t, 3)
-	dir := sim.store.Dir
+	dir := sim.Dir
 	n := len(jsonObjects(t, dir))
 	before := allLines(t, dir)
-	res, err := Compact(ctx, dir, CompactOptions{Prefix: "archive", OlderThan: time.Hour, Logger: quiet})
+	res, err := lake.Compact(ctx, dir, lake.Options{Prefix: "archive", OlderThan: time.Hour, Logger: quiet})
 	if err != nil || res.Young != n || res.Partitions != 0 || len(res.Written) != 0 {
 		t.Fatalf("an hour: %+v %v, want %d young", res, err, n)
 	}
-	res, err = Compact(ctx, dir, CompactOptions{Prefix: "archive", Keep: true, Logger: quiet})
+	res, err = lake.Compact(ctx, dir, lake.Options{Prefix: "archive", Keep: true, Logger: quiet})
 	if err != nil || res.Kept != n || res.Removed != 0 || len(jsonObjects(t, dir)) != n {
 		t.Fatalf("keep: %+v %v", res, err)
 	}
-	a := Open(dir, "archive")
-	objs, _, err := a.Objects(ctx, Filter{})
+	a := open(dir, "archive")
+	objs, _, err := a.Objects(ctx, archive.Filter{})
 	if err != nil || a.Covered() != int64(n) {
 		t.Fatalf("covered %d of %d: %v", a.Covered(), n, err)
 	}
@@ -472,29 +453,29 @@ func TestCompactOlderThanAndKeep(t *testing.T) {
 	if got := allLines(t, dir); !equalStrings(got, before) {
 		t.Fatalf("cat with kept objects: %d lines, want %d", len(got), len(before))
 	}
-	res, err = Compact(ctx, dir, CompactOptions{Prefix: "archive", Keep: true, Logger: quiet})
+	res, err = lake.Compact(ctx, dir, lake.Options{Prefix: "archive", Keep: true, Logger: quiet})
 	if err != nil || len(res.Written) != 0 || res.Duplicates != 0 || res.Kept != n {
 		t.Fatalf("second keep run: %+v %v", res, err)
 	}
-	res, err = Compact(ctx, dir, CompactOptions{Prefix: "archive", Logger: quiet})
+	res, err = lake.Compact(ctx, dir, lake.Options{Prefix: "archive", Logger: quiet})
 	if err != nil || res.Removed != n || len(res.Written) != 0 {
 		t.Fatalf("removing kept objects: %+v %v", res, err)
 	}
 }
 
 // TestParquetSchemaIsTheDeclaredColumns holds the columns the Glue table
-// declares (ParquetColumns, which the template's test holds the template
+// declares (lake.Columns, which the template's test holds the template
 // to) against the schema of a file compaction wrote: names, order aside,
 // and physical and logical types as Athena maps them.
 func TestParquetSchemaIsTheDeclaredColumns(t *testing.T) {
 	ctx := context.Background()
 	sim := simArchive(t, 5)
-	typed := []TypedColumn{{"status", "string"}, {"amount", "double"}, {"flag", "boolean"}}
-	res, err := Compact(ctx, sim.store.Dir, CompactOptions{Prefix: "archive", Typed: typed, Logger: quiet})
+	typed := []lake.TypedColumn{{Attribute: "status", Type: "string"}, {Attribute: "amount", Type: "double"}, {Attribute: "flag", Type: "boolean"}}
+	res, err := lake.Compact(ctx, sim.Dir, lake.Options{Prefix: "archive", Typed: typed, Logger: quiet})
 	if err != nil || len(res.Written) == 0 {
 		t.Fatal(res, err)
 	}
-	b, err := objstore.ReadAll(ctx, sim.store.Dir, res.Written[0])
+	b, err := objstore.ReadAll(ctx, sim.Dir, res.Written[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +509,7 @@ func TestParquetSchemaIsTheDeclaredColumns(t *testing.T) {
 		got[fld.Name()] = athena(fld)
 	}
 	want := map[string]string{}
-	for _, c := range ParquetColumns {
+	for _, c := range lake.Columns {
 		want[c.Name] = c.Type
 	}
 	for _, c := range typed {
@@ -537,43 +518,6 @@ func TestParquetSchemaIsTheDeclaredColumns(t *testing.T) {
 	if !equalMaps(got, want) {
 		t.Fatalf("written schema %v, declared %v", got, want)
 	}
-}
-
-func TestParseTypedColumns(t *testing.T) {
-	for _, tc := range []struct{ in, err string }{
-		{"status:string, amount:double,flag:boolean", ""},
-		{"", ""},
-		{"status", "want attribute:type"},
-		{"status:int", "is not string, double or boolean"},
-		{"Bad-Name:string", "not a column name"},
-		{"item:string", "exists already"},
-		{"a:string,A:double", "exists already"},
-	} {
-		_, err := ParseTypedColumns(tc.in)
-		if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("ParseTypedColumns(%q) = %v, want %q", tc.in, err, tc.err)
-		}
-	}
-}
-
-// FuzzParquetObject: whatever bytes sit under a compacted object's name,
-// the reader returns lines or an error, never panics.
-func FuzzParquetObject(f *testing.F) {
-	sim := simRun{seed: 9, filter: true, records: 200}.run(f)
-	res, err := Compact(context.Background(), sim.store.Dir, CompactOptions{Prefix: "archive", Logger: quiet})
-	if err != nil || len(res.Written) == 0 {
-		f.Fatal(res, err)
-	}
-	b, _ := objstore.ReadAll(context.Background(), sim.store.Dir, res.Written[0])
-	f.Add(b)
-	f.Add([]byte("PAR1PAR1"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		pf, err := openParquet(bytes.NewReader(data), "k.parquet")
-		if err != nil {
-			return
-		}
-		_ = pf.lines("k.parquet", func(int, []byte) error { return nil })
-	})
 }
 
 // duckdbPython returns the Python that has the pinned DuckDB
@@ -597,10 +541,10 @@ func TestCompactDuckDBIntegration(t *testing.T) {
 	py := duckdbPython(t)
 	ctx := context.Background()
 	sim := simArchive(t, 11)
-	dir := sim.store.Dir
+	dir := sim.Dir
 	want := map[string]int{}
-	a := Open(dir, "archive")
-	objs, _, err := a.Objects(ctx, Filter{})
+	a := open(dir, "archive")
+	objs, _, err := a.Objects(ctx, archive.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,10 +560,10 @@ func TestCompactDuckDBIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Compact(ctx, dir, CompactOptions{Prefix: "archive", Logger: quiet}); err != nil {
+	if _, err := lake.Compact(ctx, dir, lake.Options{Prefix: "archive", Logger: quiet}); err != nil {
 		t.Fatal(err)
 	}
-	glob := filepath.Join(dir.Root(), "archive", CompactedDir, "*", "*", "*.parquet")
+	glob := filepath.Join(dir.Root(), "archive", archive.CompactedDir, "*", "*", "*.parquet")
 	script := `import duckdb, json, sys
 rows = duckdb.sql("SELECT entity, CAST(date AS VARCHAR), count(*), count(DISTINCT sequence_number) FROM read_parquet(?, hive_partitioning=true, hive_types_autocast=false) GROUP BY ALL", params=[sys.argv[1]]).fetchall()
 print(json.dumps(rows))`
@@ -651,9 +595,9 @@ print(json.dumps(rows))`
 // chunks and footer against every JSON-lines byte.
 func BenchmarkCompact(b *testing.B) {
 	ctx := context.Background()
-	sim := simRun{seed: 1, filter: true, records: 8000}.run(b)
+	sim := archive.NewSimArchive(b, 1, 8000)
 	var objs, inBytes int64
-	src := sim.store.Dir
+	src := sim.Dir
 	_ = src.List(ctx, "archive/", func(o objstore.Object) error { objs++; inBytes += o.Size; return nil })
 	parts := map[string]bool{}
 	for _, k := range jsonObjects(&testing.T{}, src) {
@@ -661,8 +605,8 @@ func BenchmarkCompact(b *testing.B) {
 	}
 	b.Run("read-baseline", func(b *testing.B) {
 		for b.Loop() {
-			a := Open(src, "archive")
-			os, _, _ := a.Objects(ctx, Filter{})
+			a := open(src, "archive")
+			os, _, _ := a.Objects(ctx, archive.Filter{})
 			for _, o := range os {
 				_ = a.ReadObject(ctx, o, func(int, []byte) error { return nil })
 			}
@@ -670,7 +614,7 @@ func BenchmarkCompact(b *testing.B) {
 		b.ReportMetric(float64(objs)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
 		b.ReportMetric(float64(inBytes)*float64(b.N)/b.Elapsed().Seconds()/1e6, "MB/s")
 	})
-	var last CompactResult
+	var last lake.Result
 	b.Run("compact", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
@@ -683,7 +627,7 @@ func BenchmarkCompact(b *testing.B) {
 				return err
 			})
 			b.StartTimer()
-			res, err := Compact(ctx, dir, CompactOptions{Prefix: "archive", Logger: quiet})
+			res, err := lake.Compact(ctx, dir, lake.Options{Prefix: "archive", Logger: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -691,8 +635,8 @@ func BenchmarkCompact(b *testing.B) {
 			{
 				b.StopTimer()
 				var col, total int64
-				_ = dir.List(ctx, "archive/"+CompactedDir+"/", func(o objstore.Object) error {
-					if !strings.HasSuffix(o.Key, parquetExt) {
+				_ = dir.List(ctx, "archive/"+archive.CompactedDir+"/", func(o objstore.Object) error {
+					if !strings.HasSuffix(o.Key, archive.CompactedExt) {
 						return nil
 					}
 					body, _ := objstore.ReadAll(ctx, dir, o.Key)

@@ -3,8 +3,6 @@ package archive
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,8 +139,8 @@ func ObjectKey(prefix, entitySeg, date, firstSeq string) string {
 	return prefix + "/" + rel
 }
 
-// keyInfo is what an object key says about its object.
-type keyInfo struct {
+// KeyInfo is what an object key says about its object.
+type KeyInfo struct {
 	// EntitySegment and Date are the key's partition segments, as written.
 	EntitySegment, Date string
 	// FirstSeq is the sequence number of the object's first record (of a
@@ -154,19 +152,19 @@ type keyInfo struct {
 	Inputs    string
 }
 
-// parseKey reads the partition segments and the first sequence number from
+// ParseKey reads the partition segments and the first sequence number from
 // an object key relative to the archive prefix: a JSON-lines object
 // ("entity=E/date=D/SEQ.jsonl.gz") or a compacted one
 // ("compacted/entity=E/date=D/SEQ-HEX.parquet"). It returns false for any
 // other key.
-func parseKey(rel string) (keyInfo, bool) {
+func ParseKey(rel string) (KeyInfo, bool) {
 	compacted := false
 	if r, ok := strings.CutPrefix(rel, CompactedDir+"/"); ok {
 		rel, compacted = r, true
 	}
 	parts := strings.Split(rel, "/")
 	if len(parts) != 3 {
-		return keyInfo{}, false
+		return KeyInfo{}, false
 	}
 	ent, ok1 := strings.CutPrefix(parts[0], "entity=")
 	date, ok2 := strings.CutPrefix(parts[1], "date=")
@@ -174,16 +172,16 @@ func parseKey(rel string) (keyInfo, bool) {
 	ok3 := false
 	if compacted {
 		var name string
-		name, ok3 = strings.CutSuffix(parts[2], parquetExt)
+		name, ok3 = strings.CutSuffix(parts[2], CompactedExt)
 		seq, h, _ = strings.Cut(name, "-")
 		ok3 = ok3 && len(h) == 16 && objstore.IsLegacyHashed(objstore.HashMark+h)
 	} else {
 		seq, ok3 = strings.CutSuffix(parts[2], ext)
 	}
 	if !ok1 || !ok2 || !ok3 || ent == "" || !allDigits(seq) || !validDate(date) {
-		return keyInfo{}, false
+		return KeyInfo{}, false
 	}
-	return keyInfo{EntitySegment: ent, Date: date, FirstSeq: seq, Compacted: compacted, Inputs: h}, true
+	return KeyInfo{EntitySegment: ent, Date: date, FirstSeq: seq, Compacted: compacted, Inputs: h}, true
 }
 
 func validDate(d string) bool {
@@ -271,12 +269,6 @@ func appendMeta(buf []byte, m Meta) []byte {
 	mb, _ := json.Marshal(m) // a struct of strings always marshals
 	buf = append(buf, mb...)
 	return append(buf, '}')
-}
-
-// digest16 returns the first 16 hex digits of the SHA-256 of s.
-func digest16(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:8])
 }
 
 // Line is one parsed archive line.

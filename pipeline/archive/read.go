@@ -72,9 +72,13 @@ type Archive struct {
 	// covered counts the JSON-lines objects Objects left out because a
 	// compacted object holds their lines.
 	covered atomic.Int64
+	// compacted decodes compacted objects (WithCompacted).
+	compacted CompactedDecoder
 }
 
-// Open returns the archive under prefix ("" for the root of src).
+// Open returns the archive under prefix ("" for the root of src). To read
+// an archive that may be compacted, give it the compacted form's decoder:
+// Open(src, prefix).WithCompacted(lake.Decode).
 func Open(src Source, prefix string) *Archive {
 	return &Archive{src: src, prefix: strings.Trim(prefix, "/")}
 }
@@ -83,7 +87,7 @@ func Open(src Source, prefix string) *Archive {
 type ObjectInfo struct {
 	// Key is the object's full key; Rel is the key below the archive prefix.
 	Key, Rel string
-	keyInfo
+	KeyInfo
 	Size int64
 	// only, when set, is the one entity type of the object's lines to read:
 	// the object's partition is named by a hash, which may stand for other
@@ -153,10 +157,10 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 	for _, prefix := range a.listPrefixes(f) {
 		err = a.src.List(ctx, prefix, func(o objstore.Object) error {
 			rel := strings.TrimPrefix(o.Key, base)
-			if strings.HasPrefix(rel, CompactedDir+"/"+leaseDir+"/") {
+			if strings.HasPrefix(rel, CompactedDir+"/"+LeaseDir+"/") {
 				return nil // a compaction's lease, no data
 			}
-			loc, ok := parseKey(rel)
+			loc, ok := ParseKey(rel)
 			if !ok {
 				other = append(other, o.Key)
 				return nil
@@ -164,7 +168,7 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 			if f.Entity != "" && !segs[loc.EntitySegment] || f.Date != "" && loc.Date != f.Date {
 				return nil
 			}
-			info := ObjectInfo{Key: o.Key, Rel: rel, keyInfo: loc, Size: o.Size}
+			info := ObjectInfo{Key: o.Key, Rel: rel, KeyInfo: loc, Size: o.Size}
 			if only != nil && hashedSegment(loc.EntitySegment) {
 				info.only = only
 			}
@@ -186,16 +190,16 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 // dropCovered leaves out the JSON-lines objects that a listed compacted
 // object names as its inputs, at the size it read them.
 func (a *Archive) dropCovered(ctx context.Context, objs []ObjectInfo) ([]ObjectInfo, error) {
-	covered := map[input]bool{}
+	covered := map[Input]bool{}
 	for _, o := range objs {
 		if !o.Compacted {
 			continue
 		}
-		pf, err := a.openParquet(ctx, o.Key)
+		c, err := a.OpenCompacted(ctx, o.Key)
 		if err != nil {
 			return nil, err
 		}
-		for _, in := range pf.inputs {
+		for _, in := range c.Inputs() {
 			covered[in] = true
 		}
 	}
@@ -204,7 +208,7 @@ func (a *Archive) dropCovered(ctx context.Context, objs []ObjectInfo) ([]ObjectI
 	}
 	kept := objs[:0]
 	for _, o := range objs {
-		if !o.Compacted && covered[input{Key: o.Rel, Size: o.Size}] {
+		if !o.Compacted && covered[Input{Key: o.Rel, Size: o.Size}] {
 			a.covered.Add(1)
 			continue
 		}
@@ -216,16 +220,6 @@ func (a *Archive) dropCovered(ctx context.Context, objs []ObjectInfo) ([]ObjectI
 // Covered returns how many JSON-lines objects Objects has left out because
 // a compacted object holds their lines.
 func (a *Archive) Covered() int64 { return a.covered.Load() }
-
-// openParquet reads a compacted object.
-func (a *Archive) openParquet(ctx context.Context, key string) (_ *parquetFile, err error) {
-	rc, err := a.src.Open(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, rc.Close()) }()
-	return openParquet(rc, key)
-}
 
 // ReadObject is ReadLines for an object that Objects listed: in a partition
 // named by a hash, when the filter named an entity type, it calls fn only
@@ -297,12 +291,16 @@ const maxLineBytes = pipeline.MaxImageJSONBytes + 8<<10
 // rows are given as the archive lines they were compacted from, numbered
 // by row.
 func (a *Archive) ReadLines(ctx context.Context, key string, fn func(n int, line []byte) error) (err error) {
-	if strings.HasSuffix(key, parquetExt) {
-		pf, err := a.openParquet(ctx, key)
+	if strings.HasSuffix(key, CompactedExt) {
+		c, err := a.OpenCompacted(ctx, key)
 		if err != nil {
 			return err
 		}
-		return pf.lines(key, fn)
+		var line []byte
+		return c.Rows(func(n int, item json.RawMessage, m Meta) error {
+			line = AppendRawLine(line[:0], item, m)
+			return fn(n, line)
+		})
 	}
 	rc, err := a.src.Open(ctx, key)
 	if err != nil {

@@ -327,7 +327,12 @@ func checkResponse(resp []byte, batch []sim.Event) error {
 // line's sequence number, lines in stream order, each line in the right
 // entity and date partition.
 func checkArchive(ctx context.Context, src Source, prefix string, w *workload) error {
-	a := Open(src, prefix)
+	return checkArchiveOf(ctx, Open(src, prefix), w)
+}
+
+// checkArchiveOf is checkArchive over an archive opened already (with the
+// compacted form's decoder, in the compaction's tests).
+func checkArchiveOf(ctx context.Context, a *Archive, w *workload) error {
 	objs, other, err := a.Objects(ctx, Filter{})
 	if err != nil {
 		return err

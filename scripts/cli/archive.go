@@ -17,6 +17,7 @@ import (
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/pipeline/archive/lake"
 )
 
 // runArchive is `tributary archive ls|cat`: list and read a TTL archive.
@@ -56,7 +57,7 @@ Run '%[1]s archive <ls|cat|compact> -h' for the flags.
 func archiveCompact(ctx context.Context, e *Env, args []string) error {
 	fs := e.FlagSet("archive compact", "")
 	from := fs.String("from", "", "the archive: a directory, or s3://bucket/prefix (required)")
-	olderThan := fs.Duration("older-than", archive.DefaultCompactOlderThan, "compact the objects last written at least this long ago (0s: every object); more than the archiver's retries may take")
+	olderThan := fs.Duration("older-than", lake.DefaultOlderThan, "compact the objects last written at least this long ago (0s: every object); more than the archiver's retries may take")
 	keep := fs.Bool("keep", false, "keep the JSON-lines objects once compacted (readers leave them out; the JSON-lines table still shows them)")
 	columns := fs.String("columns", "", "typed columns of item attributes, attribute:type (string, double, boolean), comma-separated, e.g. status:string,amount:double")
 	var sf schemaFlags
@@ -72,7 +73,7 @@ func archiveCompact(ctx context.Context, e *Env, args []string) error {
 	case *olderThan < 0:
 		return fmt.Errorf("%w: --older-than %s is negative", errUsage, *olderThan)
 	}
-	typed, err := archive.ParseTypedColumns(*columns)
+	typed, err := lake.ParseTypedColumns(*columns)
 	if err != nil {
 		return fmt.Errorf("%w: --columns: %v", errUsage, err)
 	}
@@ -84,7 +85,7 @@ func archiveCompact(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := archive.Compact(ctx, st, archive.CompactOptions{
+	res, err := lake.Compact(ctx, st, lake.Options{
 		Prefix: prefix, OlderThan: *olderThan, Keep: *keep, Schema: schema, Typed: typed,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -131,7 +132,7 @@ func (s *selection) open(ctx context.Context, e *Env) (*archive.Archive, archive
 	if err != nil {
 		return nil, f, err
 	}
-	return archive.Open(st, prefix), f, nil
+	return archive.Open(st, prefix).WithCompacted(lake.Decode), f, nil
 }
 
 // openArchiveLocation opens an archive's location (flag names it in

@@ -27,6 +27,7 @@ import (
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/pipeline/archive/lake"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
 )
@@ -1212,7 +1213,7 @@ func TestTemplateShadowAndSwitch(t *testing.T) {
 
 // TestTemplateArchiveTables holds the archive's Glue tables to the layout:
 // the Parquet table declares exactly the columns compaction writes
-// (archive.ParquetColumns, which pipeline/archive holds to the written
+// (lake.Columns, which pipeline/archive holds to the written
 // file), both tables project entity and date onto the archiver's and the
 // compactor's key layouts, and the compactor may write only under
 // compacted/ and remove only JSON-lines objects.
@@ -1232,11 +1233,11 @@ func TestTemplateArchiveTables(t *testing.T) {
 		got = append(got, fmt.Sprint(c.(obj)["Name"], " ", c.(obj)["Type"]))
 	}
 	var want []string
-	for _, c := range archive.ParquetColumns {
+	for _, c := range lake.Columns {
 		want = append(want, c.Name+" "+c.Type)
 	}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
-		t.Errorf("archive_parquet columns:\n%v\nwant (archive.ParquetColumns):\n%v", got, want)
+		t.Errorf("archive_parquet columns:\n%v\nwant (lake.Columns):\n%v", got, want)
 	}
 	for name, dir := range map[string]string{"ArchiveJsonTable": "", "ArchiveParquetTable": archive.CompactedDir + "/"} {
 		p := input(name)["Parameters"].(obj)

@@ -1,4 +1,9 @@
-package archive
+// Package lake makes the TTL archive a lake: it compacts the archive's
+// JSON-lines objects into Parquet under <prefix>/compacted/, exactly once
+// (Compact), and decodes that form for the archive's readers (Decode, given
+// to archive.Archive.WithCompacted). It is a package of its own so that the
+// archiver, which only writes JSON lines, links no Parquet code.
+package lake
 
 import (
 	"bytes"
@@ -13,13 +18,14 @@ import (
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/archive"
 )
 
-// CompactStore is what compaction needs of S3 (or a directory): listing
+// Store is what compaction needs of S3 (or a directory): listing
 // and reading, conditional writes for the compacted objects and the
 // partition leases, and removal. objstore's stores implement it.
-type CompactStore interface {
-	Source
+type Store interface {
+	archive.Source
 	Get(ctx context.Context, key string) (body []byte, version string, err error)
 	PutIfAbsent(ctx context.Context, key string, body []byte) (string, error)
 	Swap(ctx context.Context, key string, body []byte, version string) (string, error)
@@ -27,9 +33,10 @@ type CompactStore interface {
 	String() string
 }
 
-// CompactOptions configures Compact. The zero value compacts every object
-// older than a day and removes it once its rows are durable.
-type CompactOptions struct {
+// Options configures Compact. The zero value compacts every object,
+// whatever its age, and removes it once its rows are durable; the CLI and
+// the function take DefaultOlderThan.
+type Options struct {
 	// Prefix is the archive's prefix, as the archiver was given it.
 	Prefix string
 	// OlderThan is the age (since it was last written) from which an
@@ -39,9 +46,9 @@ type CompactOptions struct {
 	// being compacted can come after the compaction read it. Negative is
 	// taken as 0.
 	OlderThan time.Duration
-	// Keep keeps the JSON-lines objects once compacted. Readers (Objects)
-	// and later compactions know them by the compacted object's list of
-	// inputs and read them once.
+	// Keep keeps the JSON-lines objects once compacted. Readers
+	// (archive.Archive.Objects) and later compactions know them by the
+	// compacted object's list of inputs and read them once.
 	Keep bool
 	// Schema names the attributes the rows are built from: the key
 	// attributes (pk, sk), the entity type's and the TTL's. Empty ones
@@ -66,25 +73,22 @@ type CompactOptions struct {
 	Logger *slog.Logger
 }
 
-// Defaults of CompactOptions.
+// Defaults of Options.
 const (
-	DefaultCompactMaxInputBytes = 64 << 20
-	DefaultCompactLease         = 30 * time.Minute
-	// DefaultCompactOlderThan is the age from which the CLI and the
+	DefaultMaxInputBytes = 64 << 20
+	DefaultLease         = 30 * time.Minute
+	// DefaultOlderThan is the age from which the CLI and the
 	// function take an object: two days, past the archiver's retries at
 	// the template's defaults (MaximumRecordAgeInSeconds, a day).
-	DefaultCompactOlderThan = 48 * time.Hour
-	// leaseDir holds the partitions' leases, below CompactedDir but in no
-	// partition, so no table reads them.
-	leaseDir = "_leases"
+	DefaultOlderThan = 48 * time.Hour
 )
 
-func (o CompactOptions) withDefaults() CompactOptions {
+func (o Options) withDefaults() Options {
 	if o.MaxInputBytes <= 0 {
-		o.MaxInputBytes = DefaultCompactMaxInputBytes
+		o.MaxInputBytes = DefaultMaxInputBytes
 	}
 	if o.Lease <= 0 {
-		o.Lease = DefaultCompactLease
+		o.Lease = DefaultLease
 	}
 	if o.OlderThan < 0 {
 		o.OlderThan = 0
@@ -103,9 +107,9 @@ func (o CompactOptions) withDefaults() CompactOptions {
 	return o
 }
 
-// CompactResult is what a compaction did. It is the compaction function's
+// Result is what a compaction did. It is the compaction function's
 // response.
-type CompactResult struct {
+type Result struct {
 	// Partitions counts the partitions that had settled objects; Busy
 	// names those another run held (left for the next run), and
 	// Unfinished counts those left because the run's time was running out.
@@ -127,13 +131,13 @@ type CompactResult struct {
 	// an earlier line, held their stream position already.
 	Duplicates int `json:"duplicates"`
 	// Removed counts the JSON-lines objects removed; Kept those kept
-	// (CompactOptions.Keep).
+	// (Options.Keep).
 	Removed int `json:"removed"`
 	Kept    int `json:"kept"`
 }
 
 // ErrLeaseLost matches the error of a compaction that found the partition's
-// lease taken over (it ran past CompactOptions.Lease): it stops before its
+// lease taken over (it ran past Options.Lease): it stops before its
 // next write or removal.
 var ErrLeaseLost = errors.New("the partition's lease was taken over")
 
@@ -160,13 +164,13 @@ func (p partition) String() string { return "entity=" + p.entitySeg + "/date=" +
 //     absent, reads it back and checks it holds every row written, and only
 //     then removes the inputs (unless Keep); a crash between leaves inputs
 //     that the compacted object lists, which the next run removes and
-//     readers leave out (Objects).
+//     readers leave out (archive.Archive.Objects).
 //
 // A partition is never closed: date= is the expiry, not the removal, so an
 // item expired long ago can arrive today; objects are taken by age.
-func Compact(ctx context.Context, st CompactStore, opts CompactOptions) (CompactResult, error) {
+func Compact(ctx context.Context, st Store, opts Options) (Result, error) {
 	opts = opts.withDefaults()
-	var res CompactResult
+	var res Result
 	base := ""
 	if opts.Prefix != "" {
 		base = opts.Prefix + "/"
@@ -175,7 +179,7 @@ func Compact(ctx context.Context, st CompactStore, opts CompactOptions) (Compact
 	settled := map[partition][]objstore.Object{}
 	err := st.List(ctx, base, func(o objstore.Object) error {
 		rel := strings.TrimPrefix(o.Key, base)
-		k, ok := parseKey(rel)
+		k, ok := archive.ParseKey(rel)
 		if !ok || k.Compacted {
 			return nil
 		}
@@ -211,18 +215,18 @@ func Compact(ctx context.Context, st CompactStore, opts CompactOptions) (Compact
 
 // compaction is the compaction of one partition.
 type compaction struct {
-	st   CompactStore
-	opts CompactOptions
+	st   Store
+	opts Options
 	base string
 	part partition
-	res  *CompactResult
+	res  *Result
 	l    *lease
 }
 
-func (c *compaction) dir() string { return c.base + CompactedDir + "/" + c.part.String() + "/" }
+func (c *compaction) dir() string { return c.base + archive.CompactedDir + "/" + c.part.String() + "/" }
 
 func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error) {
-	leaseKey := c.base + CompactedDir + "/" + leaseDir + "/" + c.part.String()
+	leaseKey := c.base + archive.CompactedDir + "/" + archive.LeaseDir + "/" + c.part.String()
 	c.l, err = acquireLease(ctx, c.st, leaseKey, c.opts.Owner, c.opts.Now(), c.opts.Lease)
 	if errors.Is(err, errBusy) {
 		c.res.Busy = append(c.res.Busy, c.part.String())
@@ -235,26 +239,22 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 
 	// What the partition's compacted objects hold: their inputs, and every
 	// stream position.
-	done := map[input]bool{}
+	done := map[archive.Input]bool{}
 	held := map[string]bool{}
-	a := Open(c.st, "")
+	a := archive.Open(c.st, "").WithCompacted(Decode)
 	err = c.st.List(ctx, c.dir(), func(o objstore.Object) error {
-		if !strings.HasSuffix(o.Key, parquetExt) {
+		if !strings.HasSuffix(o.Key, archive.CompactedExt) {
 			return nil
 		}
-		pf, err := a.openParquet(ctx, o.Key)
+		co, err := a.OpenCompacted(ctx, o.Key)
 		if err != nil {
 			return err
 		}
-		for _, in := range pf.inputs {
+		for _, in := range co.Inputs() {
 			done[in] = true
 		}
-		return pf.lines(o.Key, func(n int, line []byte) error {
-			l, err := ParseLine(line)
-			if err != nil {
-				return fmt.Errorf("archive: %s row %d: %w", o.Key, n, err)
-			}
-			held[position(l.Archive)] = true
+		return co.Rows(func(_ int, _ json.RawMessage, m archive.Meta) error {
+			held[position(m)] = true
 			return nil
 		})
 	})
@@ -266,7 +266,7 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
 	var (
 		pw      *parquetWriter
-		inputs  []input
+		inputs  []archive.Input
 		read    []objstore.Object
 		first   string
 		written []string // positions in the object being built
@@ -289,7 +289,7 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 	}
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, c.base)
-		in := input{Key: rel, Size: o.Size}
+		in := archive.Input{Key: rel, Size: o.Size}
 		c.res.Inputs++
 		c.res.InputBytes += o.Size
 		if done[in] {
@@ -307,11 +307,11 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 		}
 		if pw == nil {
 			pw = newParquetWriter(attrs)
-			k, _ := parseKey(rel)
+			k, _ := archive.ParseKey(rel)
 			first = k.FirstSeq
 		}
 		err := a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
-			l, err := ParseLine(line)
+			l, err := archive.ParseLine(line)
 			if err != nil {
 				return fmt.Errorf("archive: %s line %d: %w", o.Key, n, err)
 			}
@@ -338,10 +338,10 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 }
 
 // position identifies a removal: its stream and sequence number.
-func position(m Meta) string { return m.StreamARN + "\x00" + m.SequenceNumber }
+func position(m archive.Meta) string { return m.StreamARN + "\x00" + m.SequenceNumber }
 
 // write stores a compacted object, if absent, and checks it.
-func (c *compaction) write(ctx context.Context, pw *parquetWriter, first string, inputs []input, positions []string) error {
+func (c *compaction) write(ctx context.Context, pw *parquetWriter, first string, inputs []archive.Input, positions []string) error {
 	body, err := pw.finish(inputs)
 	if err != nil {
 		return err
@@ -366,12 +366,8 @@ func (c *compaction) write(ctx context.Context, pw *parquetWriter, first string,
 		return err
 	}
 	i := 0
-	err = pf.lines(key, func(n int, line []byte) error {
-		l, err := ParseLine(line)
-		if err != nil {
-			return err
-		}
-		if i >= len(positions) || position(l.Archive) != positions[i] {
+	err = pf.Rows(func(n int, _ json.RawMessage, m archive.Meta) error {
+		if i >= len(positions) || position(m) != positions[i] {
 			return fmt.Errorf("row %d is not the line written", n)
 		}
 		i++
@@ -426,7 +422,7 @@ var errBusy = errors.New("held by another compaction")
 
 // lease is a compaction's hold on a partition.
 type lease struct {
-	st    CompactStore
+	st    Store
 	key   string
 	owner string
 	ver   string
@@ -441,7 +437,7 @@ type leaseBody struct {
 	Released bool      `json:"released,omitempty"`
 }
 
-func acquireLease(ctx context.Context, st CompactStore, key, owner string, now time.Time, d time.Duration) (*lease, error) {
+func acquireLease(ctx context.Context, st Store, key, owner string, now time.Time, d time.Duration) (*lease, error) {
 	lb := leaseBody{Owner: owner, Acquired: now.UTC(), Expires: now.Add(d).UTC()}
 	body, err := json.Marshal(lb)
 	if err != nil {

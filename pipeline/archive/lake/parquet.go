@@ -1,8 +1,10 @@
-package archive
+package lake
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/tributary/tributary/pipeline/archive"
 )
 
 // The compacted form. One Parquet object holds the lines of several
@@ -23,26 +27,20 @@ import (
 //
 //	<prefix>/compacted/entity=<EntityType>/date=<YYYY-MM-DD>/<firstSeq>-<inputs>.parquet
 //
-// where firstSeq is the first input's name and inputs 16 hex digits of the
-// SHA-256 of the inputs' keys and sizes. The columns (ParquetColumns) carry
-// everything an archive line does, so a line is rebuilt from its row byte
-// for byte; the inputs are listed in the file's key-value metadata
-// (ParquetInputsKey), which tells readers which JSON-lines objects the file
-// stands for.
+// (archive.CompactedDir, archive.CompactedExt), where firstSeq is the first
+// archive.Input's name and inputs 16 hex digits of the SHA-256 of the inputs' keys
+// and sizes. The columns (Columns) carry everything an archive line does,
+// so a line is rebuilt from its row byte for byte; the inputs are listed in
+// the file's key-value metadata (InputsKey), which tells readers which
+// JSON-lines objects the file stands for.
 const (
-	// CompactedDir is the segment below the archive prefix that holds the
-	// compacted form. It is no partition, so the JSON-lines table's
-	// locations never include it.
-	CompactedDir = "compacted"
-	// parquetExt ends every compacted object's name.
-	parquetExt = ".parquet"
-	// ParquetInputsKey is the key-value metadata entry listing a Parquet
-	// object's inputs: a JSON array of {"key": <key below the prefix>,
-	// "size": <bytes>}.
-	ParquetInputsKey = "tributary.archive.inputs"
-	// ParquetFormatKey is the metadata entry naming the layout's version.
-	ParquetFormatKey = "tributary.archive.format"
-	parquetFormat    = "1"
+	// InputsKey is the key-value metadata entry listing a Parquet object's
+	// inputs: a JSON array of {"key": <key below the prefix>, "size":
+	// <bytes>}.
+	InputsKey = "tributary.archive.inputs"
+	// FormatKey is the metadata entry naming the layout's version.
+	FormatKey     = "tributary.archive.format"
+	parquetFormat = "1"
 )
 
 // Column is one column of the compacted form, as Athena declares it.
@@ -54,9 +52,9 @@ type Column struct {
 	Comment string
 }
 
-// ParquetColumns are the columns every compacted object has, in the order
+// Columns are the columns every compacted object has, in the order
 // the Glue table declares them. TypedColumns add one each.
-var ParquetColumns = []Column{
+var Columns = []Column{
 	{"pk", "string", "the item's partition key: a string as it is, a number as its decimal text, binary in base64"},
 	{"sk", "string", "the item's sort key, likewise; null for a table without one"},
 	{"entity_type", "string", "the item's entity type attribute; null when it has none"},
@@ -90,7 +88,7 @@ var columnName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,127}$`)
 func ParseTypedColumns(s string) ([]TypedColumn, error) {
 	var out []TypedColumn
 	seen := map[string]bool{}
-	for _, c := range ParquetColumns {
+	for _, c := range Columns {
 		seen[c.Name] = true
 	}
 	for _, f := range strings.Split(s, ",") {
@@ -154,12 +152,6 @@ type rowAttrs struct {
 	typed             []TypedColumn
 }
 
-// input is one JSON-lines object a Parquet object stands for.
-type input struct {
-	Key  string `json:"key"`
-	Size int64  `json:"size"`
-}
-
 // parquetWriter builds one compacted object in memory.
 type parquetWriter struct {
 	buf      bytes.Buffer
@@ -181,12 +173,12 @@ func newParquetWriter(attrs rowAttrs) *parquetWriter {
 		pw.optional[f.Name()] = f.Optional()
 	}
 	pw.w = parquet.NewGenericWriter[any](&pw.buf, s, parquet.Compression(&zstd.Codec{}),
-		parquet.KeyValueMetadata(ParquetFormatKey, parquetFormat))
+		parquet.KeyValueMetadata(FormatKey, parquetFormat))
 	return pw
 }
 
 // add appends the row of one archive line (from object key, line n).
-func (pw *parquetWriter) add(key string, n int, l Line) error {
+func (pw *parquetWriter) add(key string, n int, l archive.Line) error {
 	var item map[string]json.RawMessage
 	if err := json.Unmarshal(l.Item, &item); err != nil {
 		return fmt.Errorf("archive: %s line %d: item: %w", key, n, err)
@@ -220,7 +212,7 @@ func (pw *parquetWriter) add(key string, n int, l Line) error {
 	typ, text, ok = scalarAttr(item[pw.attrs.ttlAttr])
 	us, inRange := int64(0), false
 	if ok && typ == "N" {
-		if f, err := strconv.ParseFloat(text, 64); err == nil && f >= 0 && f <= maxEpochSeconds {
+		if f, err := strconv.ParseFloat(text, 64); err == nil && f >= 0 && f <= archive.MaxExpirySeconds {
 			us, inRange = int64(math.Floor(f))*1e6, true
 		}
 	}
@@ -282,7 +274,7 @@ func (pw *parquetWriter) flushRows() error {
 }
 
 // finish closes the file, recording its inputs, and returns its bytes.
-func (pw *parquetWriter) finish(inputs []input) ([]byte, error) {
+func (pw *parquetWriter) finish(inputs []archive.Input) ([]byte, error) {
 	if err := pw.flushRows(); err != nil {
 		return nil, err
 	}
@@ -290,7 +282,7 @@ func (pw *parquetWriter) finish(inputs []input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pw.w.SetKeyValueMetadata(ParquetInputsKey, string(ib))
+	pw.w.SetKeyValueMetadata(InputsKey, string(ib))
 	if err := pw.w.Close(); err != nil {
 		return nil, fmt.Errorf("archive: closing Parquet: %w", err)
 	}
@@ -335,15 +327,29 @@ func scalarAttr(raw json.RawMessage) (typ, text string, ok bool) {
 // parquetFile is a compacted object opened for reading.
 type parquetFile struct {
 	f      *parquet.File
-	inputs []input
+	key    string
+	inputs []archive.Input
 }
 
+var _ archive.CompactedObject = (*parquetFile)(nil)
+
 // maxParquetBytes bounds a compacted object a reader loads whole: the
-// compactor writes them far smaller (CompactOptions.MaxInputBytes).
+// compactor writes them far smaller (Options.MaxInputBytes).
 const maxParquetBytes = 1 << 30
 
-// openParquet reads a whole compacted object and its footer. A file the
-// Parquet reader cannot make sense of is an error, never a panic.
+// Decode opens a compacted object that Compact wrote, read whole from r
+// (key names it in errors): it is the archive readers' decoder of the
+// compacted form (archive.Archive.WithCompacted). A file the Parquet reader
+// cannot make sense of, or one without this layout's metadata and columns,
+// is an error, never a panic.
+func Decode(r io.Reader, key string) (archive.CompactedObject, error) {
+	pf, err := openParquet(r, key)
+	if err != nil {
+		return nil, err
+	}
+	return pf, nil
+}
+
 func openParquet(r io.Reader, key string) (pf *parquetFile, err error) {
 	defer recoverAs(&err, key)
 	data, err := io.ReadAll(io.LimitReader(r, maxParquetBytes+1))
@@ -357,16 +363,16 @@ func openParquet(r io.Reader, key string) (pf *parquetFile, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("archive: %s: not Parquet: %w", key, err)
 	}
-	pf = &parquetFile{f: f}
-	if v, ok := f.Lookup(ParquetFormatKey); !ok || v != parquetFormat {
-		return nil, fmt.Errorf("archive: %s: not a compacted archive object (metadata %s is %q, want %q)", key, ParquetFormatKey, v, parquetFormat)
+	pf = &parquetFile{f: f, key: key}
+	if v, ok := f.Lookup(FormatKey); !ok || v != parquetFormat {
+		return nil, fmt.Errorf("archive: %s: not a compacted archive object (metadata %s is %q, want %q)", key, FormatKey, v, parquetFormat)
 	}
-	if v, ok := f.Lookup(ParquetInputsKey); ok {
+	if v, ok := f.Lookup(InputsKey); ok {
 		if err := json.Unmarshal([]byte(v), &pf.inputs); err != nil {
-			return nil, fmt.Errorf("archive: %s: metadata %s: %w", key, ParquetInputsKey, err)
+			return nil, fmt.Errorf("archive: %s: metadata %s: %w", key, InputsKey, err)
 		}
 	}
-	for _, c := range ParquetColumns {
+	for _, c := range Columns {
 		if fieldIndex(f.Schema(), c.Name) < 0 {
 			return nil, fmt.Errorf("archive: %s: no column %s", key, c.Name)
 		}
@@ -374,9 +380,13 @@ func openParquet(r io.Reader, key string) (pf *parquetFile, err error) {
 	return pf, nil
 }
 
-// lines calls fn with each row rebuilt as its archive line (without the
-// newline), numbered from 1.
-func (pf *parquetFile) lines(key string, fn func(n int, line []byte) error) (err error) {
+// Inputs implements archive.CompactedObject.
+func (pf *parquetFile) Inputs() []archive.Input { return pf.inputs }
+
+// Rows implements archive.CompactedObject: each row's item and metadata,
+// numbered from 1.
+func (pf *parquetFile) Rows(fn func(n int, item json.RawMessage, m archive.Meta) error) (err error) {
+	key := pf.key
 	defer recoverAs(&err, key)
 	cols := map[string]int{}
 	for i, path := range pf.f.Schema().Columns() {
@@ -395,7 +405,6 @@ func (pf *parquetFile) lines(key string, fn func(n int, line []byte) error) (err
 		v, ok := value(row, col)
 		return string(v.ByteArray()), ok
 	}
-	var line []byte
 	n := 0
 	for _, rg := range pf.f.RowGroups() {
 		rows := rg.Rows()
@@ -404,7 +413,7 @@ func (pf *parquetFile) lines(key string, fn func(n int, line []byte) error) (err
 			k, err := rows.ReadRows(buf)
 			for _, row := range buf[:k] {
 				n++
-				m := Meta{}
+				m := archive.Meta{}
 				m.EventID, _ = text(row, "event_id")
 				m.Table, _ = text(row, "table_name")
 				m.StreamARN, _ = text(row, "stream_arn")
@@ -412,13 +421,12 @@ func (pf *parquetFile) lines(key string, fn func(n int, line []byte) error) (err
 				if v, ok := value(row, "removed_at"); ok {
 					m.RemovedAt = time.UnixMicro(v.Int64()).UTC().Format(time.RFC3339Nano)
 				}
-				item, ok := text(row, "item")
-				if !ok || !json.Valid([]byte(item)) || !strings.HasPrefix(item, "{") {
+				item, ok := value(row, "item")
+				if !ok || !json.Valid(item.ByteArray()) || !bytes.HasPrefix(item.ByteArray(), []byte("{")) {
 					_ = rows.Close()
 					return fmt.Errorf("archive: %s row %d: the item is not a JSON object", key, n)
 				}
-				line = appendRawLine(line[:0], []byte(item), m)
-				if ferr := fn(n, line); ferr != nil {
+				if ferr := fn(n, item.ByteArray(), m); ferr != nil {
 					_ = rows.Close()
 					return ferr
 				}
@@ -438,24 +446,22 @@ func (pf *parquetFile) lines(key string, fn func(n int, line []byte) error) (err
 	return nil
 }
 
-// appendRawLine is AppendLine for an item already in DynamoDB JSON, without
-// the newline.
-func appendRawLine(buf, item []byte, m Meta) []byte {
-	buf = append(buf, `{"Item":`...)
-	buf = append(buf, item...)
-	return appendMeta(buf, m)
-}
-
 // parquetName returns a compacted object's name (below its partition):
-// the first input's sequence number and a digest of the inputs.
-func parquetName(firstSeq string, inputs []input) string {
-	ins := append([]input(nil), inputs...)
+// the first archive.Input's sequence number and a digest of the inputs.
+func parquetName(firstSeq string, inputs []archive.Input) string {
+	ins := append([]archive.Input(nil), inputs...)
 	sort.Slice(ins, func(i, j int) bool { return ins[i].Key < ins[j].Key })
 	var b strings.Builder
 	for _, in := range ins {
 		fmt.Fprintf(&b, "%s\t%d\n", in.Key, in.Size)
 	}
-	return firstSeq + "-" + digest16(b.String()) + parquetExt
+	return firstSeq + "-" + digest16(b.String()) + archive.CompactedExt
+}
+
+// digest16 returns the first 16 hex digits of the SHA-256 of s.
+func digest16(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }
 
 // recoverAs turns a panic of the Parquet reader over a malformed file into
