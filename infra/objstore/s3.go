@@ -433,6 +433,19 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeleteIf implements Store with DeleteObject If-Match: S3 answers 412 for
+// another ETag and 404 for a missing object, both ErrPreconditionFailed.
+func (s *S3) DeleteIf(ctx context.Context, key, version string) error {
+	if err := checkKey(s.prefix, key); err != nil {
+		return err
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key), IfMatch: aws.String(version)})
+	if err != nil {
+		return s.conditionErr("delete", key, err)
+	}
+	return nil
+}
+
 // Sweep implements Store: it aborts the incomplete multipart uploads under
 // prefix (a process killed during an upload leaves its parts, billed, until
 // someone aborts them) and removes the spool files of dead processes from

@@ -172,12 +172,12 @@ func (s *crashStore) PutIfAbsent(ctx context.Context, key string, body []byte) (
 	return v, err
 }
 
-func (s *crashStore) Delete(ctx context.Context, key string) error {
+func (s *crashStore) DeleteIf(ctx context.Context, key, version string) error {
 	before, after := s.fail()
 	if before {
 		return errCrash
 	}
-	err := s.Dir.Delete(ctx, key)
+	err := s.Dir.DeleteIf(ctx, key, version)
 	if after && err == nil {
 		return errCrash
 	}

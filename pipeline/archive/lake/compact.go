@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"strings"
@@ -21,16 +22,38 @@ import (
 	"github.com/tributary/tributary/pipeline/archive"
 )
 
-// Store is what compaction needs of S3 (or a directory): listing
-// and reading, conditional writes for the compacted objects and the
-// partition leases, and removal. objstore's stores implement it.
+// Store is what compaction needs of S3 (or a directory): listing and
+// reading with versions, conditional writes for the compacted objects and
+// the partition leases, and conditional removal (only the version read).
+// objstore's stores implement it.
 type Store interface {
 	archive.Source
 	Get(ctx context.Context, key string) (body []byte, version string, err error)
 	PutIfAbsent(ctx context.Context, key string, body []byte) (string, error)
 	Swap(ctx context.Context, key string, body []byte, version string) (string, error)
-	Delete(ctx context.Context, key string) error
+	DeleteIf(ctx context.Context, key, version string) error
 	String() string
+}
+
+// readObject is a JSON-lines object as compaction read it: its key and the
+// version read, the only one it removes.
+type readObject struct {
+	key, version string
+}
+
+// fetched serves an object already read (with its version) to the
+// archive's line reader, and the rest from the store.
+type fetched struct {
+	archive.Source
+	key  string
+	body []byte
+}
+
+func (f fetched) Open(ctx context.Context, key string) (io.ReadCloser, error) {
+	if key == f.key {
+		return io.NopCloser(bytes.NewReader(f.body)), nil
+	}
+	return f.Source.Open(ctx, key)
 }
 
 // Options configures Compact. The zero value compacts every object,
@@ -134,6 +157,9 @@ type Result struct {
 	// (Options.Keep).
 	Removed int `json:"removed"`
 	Kept    int `json:"kept"`
+	// Rewritten counts the objects left because they changed (or went)
+	// between the read and the removal: the next run takes them.
+	Rewritten int `json:"rewritten,omitempty"`
 }
 
 // ErrLeaseLost matches the error of a compaction that found the partition's
@@ -267,7 +293,7 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 	var (
 		pw      *parquetWriter
 		inputs  []archive.Input
-		read    []objstore.Object
+		read    []readObject
 		first   string
 		written []string // positions in the object being built
 		size    int64
@@ -294,8 +320,22 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 		c.res.InputBytes += o.Size
 		if done[in] {
 			// Compacted already: a crash came before its removal, or it
-			// was kept.
-			if err := c.remove(ctx, []objstore.Object{o}); err != nil {
+			// was kept. Removed only as the version of the size compacted.
+			if c.opts.Keep {
+				c.res.Kept++
+				continue
+			}
+			body, ver, err := c.st.Get(ctx, o.Key)
+			if errors.Is(err, objstore.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if int64(len(body)) != o.Size {
+				continue // rewritten since listed: the next run takes it
+			}
+			if err := c.remove(ctx, []readObject{{o.Key, ver}}); err != nil {
 				return err
 			}
 			continue
@@ -310,7 +350,15 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 			k, _ := archive.ParseKey(rel)
 			first = k.FirstSeq
 		}
-		err := a.ReadLines(ctx, o.Key, func(n int, line []byte) error {
+		body, ver, err := c.st.Get(ctx, o.Key)
+		if errors.Is(err, objstore.ErrNotFound) {
+			continue // removed since listed: by another compaction, or by hand
+		}
+		if err != nil {
+			return err
+		}
+		in.Size = int64(len(body)) // as read, should it have been rewritten since listed
+		err = archive.Open(fetched{c.st, o.Key, body}, "").ReadLines(ctx, o.Key, func(n int, line []byte) error {
 			l, err := archive.ParseLine(line)
 			if err != nil {
 				return fmt.Errorf("archive: %s line %d: %w", o.Key, n, err)
@@ -324,15 +372,12 @@ func (c *compaction) run(ctx context.Context, objs []objstore.Object) (err error
 			written = append(written, pos)
 			return pw.add(o.Key, n, l)
 		})
-		if errors.Is(err, objstore.ErrNotFound) {
-			continue // removed since listed: by another compaction, or by hand
-		}
 		if err != nil {
 			return err
 		}
 		inputs = append(inputs, in)
-		read = append(read, o)
-		size += o.Size
+		read = append(read, readObject{o.Key, ver})
+		size += in.Size
 	}
 	return flush()
 }
@@ -387,9 +432,10 @@ func (c *compaction) write(ctx context.Context, pw *parquetWriter, first string,
 }
 
 // remove removes compacted inputs, unless they are kept. It checks the
-// lease first, and that each object is still the one read (same size and
-// time): one rewritten since is left for the next run.
-func (c *compaction) remove(ctx context.Context, objs []objstore.Object) error {
+// lease first, and removes each object only as the version read
+// (Store.DeleteIf): one rewritten since (a retried batch of the archiver)
+// is left for the next run, which adds only its new lines.
+func (c *compaction) remove(ctx context.Context, objs []readObject) error {
 	if c.opts.Keep {
 		c.res.Kept += len(objs)
 		return nil
@@ -397,19 +443,13 @@ func (c *compaction) remove(ctx context.Context, objs []objstore.Object) error {
 	if err := c.l.check(ctx, c.opts.Now()); err != nil {
 		return err
 	}
-	now := map[string]objstore.Object{}
-	err := c.st.List(ctx, c.base+c.part.String()+"/", func(o objstore.Object) error {
-		now[o.Key] = o
-		return nil
-	})
-	if err != nil {
-		return err
-	}
 	for _, o := range objs {
-		if cur, ok := now[o.Key]; !ok || cur.Size != o.Size || !cur.Modified.Equal(o.Modified) {
+		err := c.st.DeleteIf(ctx, o.key, o.version)
+		if errors.Is(err, objstore.ErrPreconditionFailed) {
+			c.res.Rewritten++
 			continue
 		}
-		if err := c.st.Delete(ctx, o.Key); err != nil {
+		if err != nil {
 			return err
 		}
 		c.res.Removed++
