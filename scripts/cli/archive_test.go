@@ -419,11 +419,28 @@ func TestArchiveCompact(t *testing.T) {
 	if code, out, errs := cli("restore", "--from", from, "--to", to); code != 0 || !strings.HasPrefix(out, "wrote 7 items from 5 objects") {
 		t.Fatalf("restore after compaction: exit %d %s%s", code, out, errs)
 	}
+	compare(t, restoredItems(t, to), itemsOf(t, event))
+	code, out, _ = cli("archive", "compact", "--from", from, "--older-than", "0s")
+	if code != 0 || !strings.HasPrefix(out, "0 partition(s)") {
+		t.Fatalf("second compact: exit %d\n%s", code, out)
+	}
+}
+
+// restoredItems reads the items `restore --to DIR` wrote into dir: each
+// item's DynamoDB JSON by its key.
+func restoredItems(t *testing.T, dir string) map[string]string {
+	t.Helper()
 	got := map[string]string{}
-	files, _ := filepath.Glob(filepath.Join(to, "AWSDynamoDB", "*", "data", "*.json.gz"))
+	files, err := filepath.Glob(filepath.Join(dir, "AWSDynamoDB", "*", "data", "*.json.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no data file restored into %s (%v)", dir, err)
+	}
 	dec := pipeline.NewExportDecoder(pipeline.Options{})
 	for _, f := range files {
-		raw, _ := os.ReadFile(f)
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
 		data, err := limitio.ReadAll(raw, 64<<20)
 		if err != nil {
 			t.Fatal(err)
@@ -436,9 +453,5 @@ func TestArchiveCompact(t *testing.T) {
 			got[pipeline.ItemKey(c.Keys)] = string(bytes.TrimSuffix(bytes.TrimPrefix(line, []byte(`{"Item":`)), []byte("}")))
 		}
 	}
-	compare(t, got, itemsOf(t, event))
-	code, out, _ = cli("archive", "compact", "--from", from, "--older-than", "0s")
-	if code != 0 || !strings.HasPrefix(out, "0 partition(s)") {
-		t.Fatalf("second compact: exit %d\n%s", code, out)
-	}
+	return got
 }
