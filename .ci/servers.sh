@@ -4,8 +4,9 @@
 #   .ci/servers.sh install          create/refresh .tools/venv from .ci/requirements-moto.txt
 #   .ci/servers.sh run -- CMD...    start moto on a free loopback port, run CMD, stop moto
 #
-# `run` exports TRIBUTARY_MOTO_URL and TRIBUTARY_REQUIRE_INTEGRATION=1 for CMD
-# and exits with CMD's status.
+# `install` also installs the pinned DuckDB (scripts/repartition-bench/install-duckdb.sh).
+# `run` exports TRIBUTARY_MOTO_URL, TRIBUTARY_DUCKDB_PYTHON and
+# TRIBUTARY_REQUIRE_INTEGRATION=1 for CMD and exits with CMD's status.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,6 +45,11 @@ cmd_install() {
 	echo "$want" >"$STAMP"
 	echo "servers.sh: installed $("$VENV/bin/python" -m pip show moto 2>/dev/null | sed -n 's/^Version: /moto /p')"
 }
+
+# The pinned DuckDB (.ci/requirements-bench.txt) the archive's tests read
+# the compacted archive with, in .tools/bench-venv.
+DUCKDB_PYTHON="$TOOLS/bench-venv/bin/python"
+install_duckdb() { bash "$ROOT/scripts/repartition-bench/install-duckdb.sh"; }
 
 free_port() {
 	"$VENV/bin/python" - <<'EOF'
@@ -114,6 +120,7 @@ cmd_run() {
 	echo "servers.sh: moto_server up at $url (pid $MOTO_PID, log $LOG)"
 
 	export TRIBUTARY_MOTO_URL="$url"
+	[[ -x "$DUCKDB_PYTHON" ]] && export TRIBUTARY_DUCKDB_PYTHON="$DUCKDB_PYTHON"
 	export TRIBUTARY_REQUIRE_INTEGRATION=1
 	local status=0
 	"$@" || status=$?
@@ -121,7 +128,7 @@ cmd_run() {
 }
 
 case "${1:-}" in
-install) shift; cmd_install "$@" ;;
+install) shift; cmd_install "$@"; install_duckdb ;;
 run) shift; cmd_run "$@" ;;
 *) die "usage: $0 {install | run -- CMD...}" ;;
 esac

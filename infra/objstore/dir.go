@@ -309,6 +309,40 @@ func (d *Dir) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeleteIf implements Store: the comparison and the removal happen under the
+// exclusive flock(2) of the object's directory that Swap takes, so it is
+// atomic against Swap and DeleteIf (a plain Put, a rename, takes no lock).
+func (d *Dir) DeleteIf(ctx context.Context, key, ver string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	path, err := d.readPath(key)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockDir(filepath.Dir(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s is gone", ErrPreconditionFailed, path)
+	}
+	if err != nil {
+		return fmt.Errorf("objstore: locking the directory of %s: %w", path, err)
+	}
+	defer unlock()
+	cur, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s is gone", ErrPreconditionFailed, path)
+	case err != nil:
+		return fmt.Errorf("objstore: %w", err)
+	case version(cur) != ver:
+		return fmt.Errorf("%w: %s changed since version %s was read", ErrPreconditionFailed, path, ver)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("objstore: delete %s: %w", path, err)
+	}
+	return nil
+}
+
 // walk calls fn for every regular file below the deepest directory prefix
 // names in full whose key starts with prefix, temporary ones included; a
 // missing root walks nothing.
@@ -354,10 +388,13 @@ func (d *Dir) List(ctx context.Context, prefix string, fn func(Object) error) er
 			return nil
 		}
 		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while listed, as S3 may leave it out
+		}
 		if err != nil {
 			return err
 		}
-		objs = append(objs, Object{key, info.Size()})
+		objs = append(objs, Object{Key: key, Size: info.Size(), Modified: info.ModTime()})
 		return nil
 	})
 	if err != nil {

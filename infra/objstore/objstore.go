@@ -28,6 +28,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tributary/tributary/infra/objstore/internal/namehash"
 )
@@ -36,6 +37,9 @@ import (
 type Object struct {
 	Key  string
 	Size int64
+	// Modified is when the object was last written: S3's LastModified, a
+	// file's modification time.
+	Modified time.Time
 }
 
 var (
@@ -88,6 +92,13 @@ type Store interface {
 	Create(ctx context.Context, key string) (Writer, error)
 	// Delete removes an object; a missing object is not an error.
 	Delete(ctx context.Context, key string) error
+	// DeleteIf removes an object only if its version is still version (as
+	// Get returned it); otherwise (another write came between, or the
+	// object is gone) it fails with ErrPreconditionFailed. On S3 it is
+	// DeleteObject with If-Match (general purpose buckets since
+	// September 2025); a directory compares and removes under the lock
+	// Swap takes.
+	DeleteIf(ctx context.Context, key, version string) error
 	// Get reads a small object whole, with its version: an opaque tag that
 	// changes with every write (S3's ETag; a directory's MD5 of the content).
 	Get(ctx context.Context, key string) (body []byte, version string, err error)

@@ -262,7 +262,7 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Object) error) err
 			if key == "" || strings.HasSuffix(key, "/") {
 				continue
 			}
-			if err := fn(Object{Key: key, Size: aws.ToInt64(o.Size)}); err != nil {
+			if err := fn(Object{Key: key, Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified)}); err != nil {
 				return err
 			}
 		}
@@ -446,6 +446,19 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key)})
 	if err != nil && !notFound(err) {
 		return fmt.Errorf("objstore: delete %s: %w", s.url(key), err)
+	}
+	return nil
+}
+
+// DeleteIf implements Store with DeleteObject If-Match: S3 answers 412 for
+// another ETag and 404 for a missing object, both ErrPreconditionFailed.
+func (s *S3) DeleteIf(ctx context.Context, key, version string) error {
+	if err := checkKey(s.prefix, key); err != nil {
+		return err
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key), IfMatch: aws.String(version)})
+	if err != nil {
+		return s.conditionErr("delete", key, err)
 	}
 	return nil
 }

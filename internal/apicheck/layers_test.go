@@ -148,6 +148,7 @@ func TestLayerOf(t *testing.T) {
 		"infra/dynamostore":           layerAdapter,
 		"infra/objstore/objstoretest": layerAdapter,
 		"pipeline/archive":            layerCapability,
+		"pipeline/archive/lake":       layerCapability,
 		"pipeline/export/reimport":    layerCapability,
 		"projections/backfill":        layerCapability,
 		"functions/projector":         layerTop,

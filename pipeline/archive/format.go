@@ -139,29 +139,49 @@ func ObjectKey(prefix, entitySeg, date, firstSeq string) string {
 	return prefix + "/" + rel
 }
 
-// keyInfo is what an object key says about its object.
-type keyInfo struct {
+// KeyInfo is what an object key says about its object.
+type KeyInfo struct {
 	// EntitySegment and Date are the key's partition segments, as written.
 	EntitySegment, Date string
-	// FirstSeq is the sequence number of the object's first record.
+	// FirstSeq is the sequence number of the object's first record (of a
+	// compacted object, its first input's).
 	FirstSeq string
+	// Compacted is set for a compacted (Parquet) object, under CompactedDir;
+	// Inputs is then the digest of its inputs in its name.
+	Compacted bool
+	Inputs    string
 }
 
-// parseKey reads the partition segments and the first sequence number from
-// an object key relative to the archive prefix
-// ("entity=E/date=D/SEQ.jsonl.gz"). It returns false for any other key.
-func parseKey(rel string) (keyInfo, bool) {
+// ParseKey reads the partition segments and the first sequence number from
+// an object key relative to the archive prefix: a JSON-lines object
+// ("entity=E/date=D/SEQ.jsonl.gz") or a compacted one
+// ("compacted/entity=E/date=D/SEQ-HEX.parquet"). It returns false for any
+// other key.
+func ParseKey(rel string) (KeyInfo, bool) {
+	compacted := false
+	if r, ok := strings.CutPrefix(rel, CompactedDir+"/"); ok {
+		rel, compacted = r, true
+	}
 	parts := strings.Split(rel, "/")
 	if len(parts) != 3 {
-		return keyInfo{}, false
+		return KeyInfo{}, false
 	}
 	ent, ok1 := strings.CutPrefix(parts[0], "entity=")
 	date, ok2 := strings.CutPrefix(parts[1], "date=")
-	seq, ok3 := strings.CutSuffix(parts[2], ext)
-	if !ok1 || !ok2 || !ok3 || ent == "" || !allDigits(seq) || !validDate(date) {
-		return keyInfo{}, false
+	var seq, h string
+	ok3 := false
+	if compacted {
+		var name string
+		name, ok3 = strings.CutSuffix(parts[2], CompactedExt)
+		seq, h, _ = strings.Cut(name, "-")
+		ok3 = ok3 && len(h) == 16 && objstore.IsLegacyHashed(objstore.HashMark+h)
+	} else {
+		seq, ok3 = strings.CutSuffix(parts[2], ext)
 	}
-	return keyInfo{EntitySegment: ent, Date: date, FirstSeq: seq}, true
+	if !ok1 || !ok2 || !ok3 || ent == "" || !allDigits(seq) || !validDate(date) {
+		return KeyInfo{}, false
+	}
+	return KeyInfo{EntitySegment: ent, Date: date, FirstSeq: seq, Compacted: compacted, Inputs: h}, true
 }
 
 func validDate(d string) bool {
@@ -239,10 +259,16 @@ func metaOf(c *pipeline.Change) Meta {
 func AppendLine(buf []byte, item pipeline.Item, m Meta) []byte {
 	buf = append(buf, `{"Item":`...)
 	buf = pipeline.AppendItem(buf, item)
+	return append(appendMeta(buf, m), '\n')
+}
+
+// appendMeta ends an archive line after its item: the metadata member and
+// the closing brace.
+func appendMeta(buf []byte, m Meta) []byte {
 	buf = append(buf, `,"`+metaMember+`":`...)
 	mb, _ := json.Marshal(m) // a struct of strings always marshals
 	buf = append(buf, mb...)
-	return append(buf, '}', '\n')
+	return append(buf, '}')
 }
 
 // Line is one parsed archive line.

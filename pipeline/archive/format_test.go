@@ -113,7 +113,7 @@ func TestDateOf(t *testing.T) {
 
 func TestParseKey(t *testing.T) {
 	good := "entity=Legacy%2FType/date=2026-01-01/4421584500000000017450439091.jsonl.gz"
-	if got, ok := parseKey(good); !ok || got != (keyInfo{"Legacy%2FType", "2026-01-01", "4421584500000000017450439091"}) {
+	if got, ok := ParseKey(good); !ok || got != (KeyInfo{EntitySegment: "Legacy%2FType", Date: "2026-01-01", FirstSeq: "4421584500000000017450439091"}) {
 		t.Errorf("ParseKey(%q) = %+v, %t", good, got, ok)
 	}
 	if k := ObjectKey("", "Legacy%2FType", "2026-01-01", "4421584500000000017450439091"); k != good {
@@ -128,7 +128,7 @@ func TestParseKey(t *testing.T) {
 		"entity=A/2026-01-01/12.jsonl.gz",
 		"manifest.json",
 	} {
-		if _, ok := parseKey(bad); ok {
+		if _, ok := ParseKey(bad); ok {
 			t.Errorf("ParseKey(%q) accepted", bad)
 		}
 	}

@@ -69,9 +69,16 @@ type Archive struct {
 	// skipped counts the lines ReadObject left out: other types' lines in
 	// a partition whose hashed name stands for the type looked for too.
 	skipped atomic.Int64
+	// covered counts the JSON-lines objects Objects left out because a
+	// compacted object holds their lines.
+	covered atomic.Int64
+	// compacted decodes compacted objects (WithCompacted).
+	compacted CompactedDecoder
 }
 
-// Open returns the archive under prefix ("" for the root of src).
+// Open returns the archive under prefix ("" for the root of src). To read
+// an archive that may be compacted, give it the compacted form's decoder:
+// Open(src, prefix).WithCompacted(lake.Decode).
 func Open(src Source, prefix string) *Archive {
 	return &Archive{src: src, prefix: strings.Trim(prefix, "/")}
 }
@@ -80,7 +87,7 @@ func Open(src Source, prefix string) *Archive {
 type ObjectInfo struct {
 	// Key is the object's full key; Rel is the key below the archive prefix.
 	Key, Rel string
-	keyInfo
+	KeyInfo
 	Size int64
 	// only, when set, is the one entity type of the object's lines to read:
 	// the object's partition is named by a hash, which may stand for other
@@ -104,18 +111,26 @@ func (a *Archive) listPrefixes(f Filter) []string {
 		return []string{p}
 	}
 	var out []string
-	for _, seg := range f.entitySegments() {
-		q := p + "entity=" + seg + "/"
-		if f.Date != "" {
-			q += "date=" + f.Date + "/"
+	for _, dir := range []string{p, p + CompactedDir + "/"} {
+		for _, seg := range f.entitySegments() {
+			q := dir + "entity=" + seg + "/"
+			if f.Date != "" {
+				q += "date=" + f.Date + "/"
+			}
+			out = append(out, q)
 		}
-		out = append(out, q)
 	}
 	return out
 }
 
 // Objects lists the objects the filter selects, sorted by key. Keys under
 // the prefix that are not archive objects are returned in other, also sorted.
+//
+// Both forms are listed: the JSON-lines objects and the compacted (Parquet)
+// ones. A JSON-lines object that a compacted object lists as one of its
+// inputs, at the same size, is left out (its lines are the compacted
+// object's rows): it was kept by choice, or a compaction stopped before
+// removing it. Covered counts them.
 //
 // An entity type longer than a segment may be is named by its hash; one
 // archived by a version before the whole hash was kept is named by a
@@ -142,7 +157,10 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 	for _, prefix := range a.listPrefixes(f) {
 		err = a.src.List(ctx, prefix, func(o objstore.Object) error {
 			rel := strings.TrimPrefix(o.Key, base)
-			loc, ok := parseKey(rel)
+			if strings.HasPrefix(rel, CompactedDir+"/"+LeaseDir+"/") {
+				return nil // a compaction's lease, no data
+			}
+			loc, ok := ParseKey(rel)
 			if !ok {
 				other = append(other, o.Key)
 				return nil
@@ -150,7 +168,7 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 			if f.Entity != "" && !segs[loc.EntitySegment] || f.Date != "" && loc.Date != f.Date {
 				return nil
 			}
-			info := ObjectInfo{Key: o.Key, Rel: rel, keyInfo: loc, Size: o.Size}
+			info := ObjectInfo{Key: o.Key, Rel: rel, KeyInfo: loc, Size: o.Size}
 			if only != nil && hashedSegment(loc.EntitySegment) {
 				info.only = only
 			}
@@ -161,10 +179,47 @@ func (a *Archive) Objects(ctx context.Context, f Filter) (objs []ObjectInfo, oth
 			return nil, nil, err
 		}
 	}
+	if objs, err = a.dropCovered(ctx, objs); err != nil {
+		return nil, nil, err
+	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
 	sort.Strings(other)
 	return objs, other, nil
 }
+
+// dropCovered leaves out the JSON-lines objects that a listed compacted
+// object names as its inputs, at the size it read them.
+func (a *Archive) dropCovered(ctx context.Context, objs []ObjectInfo) ([]ObjectInfo, error) {
+	covered := map[Input]bool{}
+	for _, o := range objs {
+		if !o.Compacted {
+			continue
+		}
+		c, err := a.OpenCompacted(ctx, o.Key)
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range c.Inputs() {
+			covered[in] = true
+		}
+	}
+	if len(covered) == 0 {
+		return objs, nil
+	}
+	kept := objs[:0]
+	for _, o := range objs {
+		if !o.Compacted && covered[Input{Key: o.Rel, Size: o.Size}] {
+			a.covered.Add(1)
+			continue
+		}
+		kept = append(kept, o)
+	}
+	return kept, nil
+}
+
+// Covered returns how many JSON-lines objects Objects has left out because
+// a compacted object holds their lines.
+func (a *Archive) Covered() int64 { return a.covered.Load() }
 
 // ReadObject is ReadLines for an object that Objects listed: in a partition
 // named by a hash, when the filter named an entity type, it calls fn only
@@ -232,8 +287,21 @@ const maxLineBytes = pipeline.MaxImageJSONBytes + 8<<10
 
 // ReadLines calls fn for each line of the object at key, decompressed and
 // without its newline, numbered from 1. The slice is valid only during the
-// call. It stops at fn's first error and returns it.
+// call. It stops at fn's first error and returns it. A compacted object's
+// rows are given as the archive lines they were compacted from, numbered
+// by row.
 func (a *Archive) ReadLines(ctx context.Context, key string, fn func(n int, line []byte) error) (err error) {
+	if strings.HasSuffix(key, CompactedExt) {
+		c, err := a.OpenCompacted(ctx, key)
+		if err != nil {
+			return err
+		}
+		var line []byte
+		return c.Rows(func(n int, item json.RawMessage, m Meta) error {
+			line = AppendRawLine(line[:0], item, m)
+			return fn(n, line)
+		})
+	}
 	rc, err := a.src.Open(ctx, key)
 	if err != nil {
 		return err

@@ -312,6 +312,9 @@ func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts Expo
 			return nil
 		}
 		name := curObj.Date + "-" + curObj.EntitySegment + "-" + curObj.FirstSeq
+		if curObj.Compacted {
+			name += "-" + curObj.Inputs
+		}
 		file := objstore.FitName("", name, ".json.gz", objstore.MaxSegmentBytes)
 		if err := files.Add(file, name); err != nil {
 			return fmt.Errorf("archive: restoring %s into %s: %w", curObj.Key, res.Dir, err)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -15,34 +17,90 @@ import (
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/pipeline/archive/lake"
 )
 
 // runArchive is `tributary archive ls|cat`: list and read a TTL archive.
 func runArchive(ctx context.Context, e *Env, args []string) error {
 	usage := func() {
 		fmt.Fprintf(e.Stderr, `Usage: %[1]s archive <ls|cat> --from DIR|s3://bucket/prefix [--entity TYPE] [--date YYYY-MM-DD]
+       %[1]s archive compact --from DIR|s3://bucket/prefix [--older-than DURATION] [--keep]
 
-  ls   list the archive's objects: key (below --from), items, bytes
-  cat  print the archived lines, {"Item":...,"Archive":{...}}, object by object
+  ls       list the archive's objects, JSON lines and compacted: key (below --from), items, bytes
+  cat      print the archived lines, {"Item":...,"Archive":{...}}, object by object
+  compact  turn each partition's settled JSON-lines objects into Parquet under compacted/
 
-Run '%[1]s archive <ls|cat> -h' for the flags.
+Run '%[1]s archive <ls|cat|compact> -h' for the flags.
 `, e.Name)
 	}
 	if len(args) == 0 {
 		usage()
-		return fmt.Errorf("%w: want a subcommand, ls or cat", errUsage)
+		return fmt.Errorf("%w: want a subcommand, ls, cat or compact", errUsage)
 	}
 	switch args[0] {
 	case "ls":
 		return archiveLs(ctx, e, args[1:])
 	case "cat":
 		return archiveCat(ctx, e, args[1:])
+	case "compact":
+		return archiveCompact(ctx, e, args[1:])
 	case "-h", "-help", "--help", "help":
 		usage()
 		return flag.ErrHelp
 	}
 	usage()
-	return fmt.Errorf("%w: unknown subcommand %q, want ls or cat", errUsage, args[0])
+	return fmt.Errorf("%w: unknown subcommand %q, want ls, cat or compact", errUsage, args[0])
+}
+
+// archiveCompact is `tributary archive compact`: the compaction function's
+// job, run by hand.
+func archiveCompact(ctx context.Context, e *Env, args []string) error {
+	fs := e.FlagSet("archive compact", "")
+	from := fs.String("from", "", "the archive: a directory, or s3://bucket/prefix (required)")
+	olderThan := fs.Duration("older-than", lake.DefaultOlderThan, "compact the objects last written at least this long ago (0s: every object); more than the archiver's retries may take")
+	keep := fs.Bool("keep", false, "keep the JSON-lines objects once compacted (readers leave them out; the JSON-lines table still shows them)")
+	columns := fs.String("columns", "", "typed columns of item attributes, attribute:type (string, double, boolean), comma-separated, e.g. status:string,amount:double")
+	var sf schemaFlags
+	sf.register(fs, typeFlag|keysFlag|ttlFlag)
+	if err := ParseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	case *from == "":
+		return fmt.Errorf("%w: --from is required", errUsage)
+	case *olderThan < 0:
+		return fmt.Errorf("%w: --older-than %s is negative", errUsage, *olderThan)
+	}
+	typed, err := lake.ParseTypedColumns(*columns)
+	if err != nil {
+		return fmt.Errorf("%w: --columns: %v", errUsage, err)
+	}
+	schema, err := e.schema(sf)
+	if err != nil {
+		return err
+	}
+	st, prefix, err := openArchiveLocation(ctx, *from, "--from", true)
+	if err != nil {
+		return err
+	}
+	res, err := lake.Compact(ctx, st, lake.Options{
+		Prefix: prefix, OlderThan: *olderThan, Keep: *keep, Schema: schema, Typed: typed,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	fmt.Fprintf(e.Stdout, "%d partition(s) with settled objects, %d object(s) younger than %s left\n", res.Partitions, res.Young, *olderThan)
+	fmt.Fprintf(e.Stdout, "compacted %d object(s), %d bytes, into %d Parquet object(s), %d rows, %d bytes; %d line(s) held already\n",
+		res.Inputs, res.InputBytes, len(res.Written), res.Rows, res.OutputBytes, res.Duplicates)
+	if *keep {
+		fmt.Fprintf(e.Stdout, "kept %d JSON-lines object(s)\n", res.Kept)
+	} else {
+		fmt.Fprintf(e.Stdout, "removed %d JSON-lines object(s)\n", res.Removed)
+	}
+	for _, p := range res.Busy {
+		fmt.Fprintf(e.Stderr, "%s: %s is being compacted by another run: left for the next\n", e.Name, p)
+	}
+	return err
 }
 
 // selection holds the flags that pick archive objects.
@@ -74,7 +132,7 @@ func (s *selection) open(ctx context.Context, e *Env) (*archive.Archive, archive
 	if err != nil {
 		return nil, f, err
 	}
-	return archive.Open(st, prefix), f, nil
+	return archive.Open(st, prefix).WithCompacted(lake.Decode), f, nil
 }
 
 // openArchiveLocation opens an archive's location (flag names it in
@@ -109,7 +167,16 @@ func (s *selection) objects(ctx context.Context, e *Env, a *archive.Archive, f a
 		return nil, err
 	}
 	warnOther(e, other)
+	noteCovered(e, a)
 	return objs, nil
+}
+
+// noteCovered says how many JSON-lines objects were left out because a
+// compacted object holds their lines.
+func noteCovered(e *Env, a *archive.Archive) {
+	if n := a.Covered(); n > 0 {
+		fmt.Fprintf(e.Stderr, "%s: left out %d JSON-lines object(s) whose lines a compacted object holds (kept, or not yet removed)\n", e.Name, n)
+	}
 }
 
 func warnOther(e *Env, other []string) {
@@ -250,6 +317,7 @@ func runRestore(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	warnOther(e, sel.Other())
+	noteCovered(e, a)
 	warnSkipped(e, a)
 	if sel.Items() == 0 {
 		return errors.New("no archived items match")

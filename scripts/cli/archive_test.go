@@ -141,13 +141,17 @@ func TestArchiveUsage(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"archive"}, 2, "want a subcommand, ls or cat"},
+		{[]string{"archive"}, 2, "want a subcommand, ls, cat or compact"},
+		{[]string{"archive", "compact"}, 2, "--from is required"},
+		{[]string{"archive", "compact", "--from", "x", "--older-than", "-1h"}, 2, "is negative"},
+		{[]string{"archive", "compact", "--from", "x", "--columns", "item:string"}, 2, "--columns"},
 		{[]string{"archive", "rm"}, 2, `unknown subcommand "rm"`},
 		{[]string{"archive", "ls"}, 2, "--from is required"},
 		{[]string{"archive", "ls", "--from", "x", "--date", "2026-1-1"}, 2, "--date"},
 		{[]string{"archive", "cat", "--from", "s3://bad*bucket/x"}, 2, "--from"},
 		{[]string{"archive", "ls", "--from", "/nonexistent/archive"}, 1, "no such file or directory"},
 		{[]string{"archive", "-h"}, 0, "Usage: tributary archive <ls|cat>"},
+		{[]string{"archive", "compact", "-h"}, 0, "-older-than"},
 		{[]string{"archive", "ls", "-h"}, 0, "-entity"},
 		{[]string{"restore", "--from", "x"}, 2, "exactly one of --table and --to"},
 		{[]string{"restore", "--from", "x", "--table", "t", "--to", "d"}, 2, "exactly one of --table and --to"},
@@ -380,4 +384,74 @@ func TestProcessArchiveTTLAttribute(t *testing.T) {
 			t.Errorf("%q: archive objects %v, want one under entity=Comment/%s/", flags, keys, date)
 		}
 	}
+}
+
+// TestArchiveCompact: `archive compact` leaves young objects with the
+// default --older-than, takes them all with 0s, and ls, cat and restore
+// read the compacted form: the same lines, the same items; a second run is
+// a no-op.
+func TestArchiveCompact(t *testing.T) {
+	root := t.TempDir()
+	event := makeArchive(t, objstore.NewDir(root), "ttl")
+	from := filepath.Join(root, "ttl")
+	_, catBefore, _ := cli("archive", "cat", "--from", from)
+
+	code, out, errs := cli("archive", "compact", "--from", from)
+	if want := "0 partition(s) with settled objects, 5 object(s) younger than 48h0m0s left\n" +
+		"compacted 0 object(s), 0 bytes, into 0 Parquet object(s), 0 rows, 0 bytes; 0 line(s) held already\n" +
+		"removed 0 JSON-lines object(s)\n"; code != 0 || out != want || errs != "" {
+		t.Fatalf("compact, default age: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = cli("archive", "compact", "--from", from, "--older-than", "0s")
+	if !strings.HasPrefix(out, "5 partition(s) with settled objects, 0 object(s) younger than 0s left\ncompacted 5 object(s), 1746 bytes, into 5 Parquet object(s), 7 rows, ") ||
+		!strings.HasSuffix(out, "0 line(s) held already\nremoved 5 JSON-lines object(s)\n") || code != 0 || errs != "" {
+		t.Fatalf("compact --older-than 0s: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = cli("archive", "ls", "--from", from)
+	if code != 0 || strings.Count(out, "compacted/entity=") != 5 || !strings.Contains(out, "compacted/entity=Comment/date=2025-12-31/4421584500000000017450439091-") ||
+		!strings.Contains(out, "total: 5 objects") || strings.Contains(out, ".jsonl.gz") {
+		t.Fatalf("ls after compaction: exit %d\n%s", code, out)
+	}
+	if _, catAfter, _ := cli("archive", "cat", "--from", from); catAfter != catBefore {
+		t.Fatalf("cat after compaction:\n%s\nbefore:\n%s", catAfter, catBefore)
+	}
+	to := t.TempDir()
+	if code, out, errs := cli("restore", "--from", from, "--to", to); code != 0 || !strings.HasPrefix(out, "wrote 7 items from 5 objects") {
+		t.Fatalf("restore after compaction: exit %d %s%s", code, out, errs)
+	}
+	compare(t, restoredItems(t, to), itemsOf(t, event))
+	code, out, _ = cli("archive", "compact", "--from", from, "--older-than", "0s")
+	if code != 0 || !strings.HasPrefix(out, "0 partition(s)") {
+		t.Fatalf("second compact: exit %d\n%s", code, out)
+	}
+}
+
+// restoredItems reads the items `restore --to DIR` wrote into dir: each
+// item's DynamoDB JSON by its key.
+func restoredItems(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	files, err := filepath.Glob(filepath.Join(dir, "AWSDynamoDB", "*", "data", "*.json.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no data file restored into %s (%v)", dir, err)
+	}
+	dec := pipeline.NewExportDecoder(pipeline.Options{})
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := limitio.ReadAll(raw, 64<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range bytes.Split(bytes.TrimSuffix(data, []byte{'\n'}), []byte{'\n'}) {
+			c, err := dec.Decode(line, f, i+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[pipeline.ItemKey(c.Keys)] = string(bytes.TrimSuffix(bytes.TrimPrefix(line, []byte(`{"Item":`)), []byte("}")))
+		}
+	}
+	return got
 }

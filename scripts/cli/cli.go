@@ -128,7 +128,7 @@ func (e *Env) commands() []Command {
 		{"rows", "print a projection's materialised rows of one partition, in descending sort order", runRows},
 		{"replay", "replay a window of a Kinesis or DynamoDB stream into the projections (resumable; --rebuild-into a new table)", runReplay},
 		{"redrive", "run the batches an on-failure destination kept (S3 or a local copy) through the projector again", runRedrive},
-		{"archive", "list (ls) or print (cat) a TTL archive in a directory or S3", runArchive},
+		{"archive", "list (ls), print (cat) or compact a TTL archive in a directory or S3", runArchive},
 		{"restore", "load TTL-archived items back into a table, or an export-shaped directory", runRestore},
 		{"repartition", "split a DynamoDB export to S3 by entity type, optionally transformed", runRepartition},
 		{"reimport", "load a repartition's output into DynamoDB: ImportTable, BatchWriteItem loader, or StartBulkPutItems", runReimport},

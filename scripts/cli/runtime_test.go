@@ -271,6 +271,8 @@ func figures(t *testing.T, name string, inits []time.Duration, arm64Bootstrap st
 		limit = maxBackfillerBytes
 	case name == "remodeler":
 		limit = maxRemodelerBytes
+	case name == "compactor":
+		limit = maxCompactorBytes
 	case strings.Contains(name, "projector"):
 		limit = maxProjectorBytes
 	}

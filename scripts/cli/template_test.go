@@ -27,6 +27,7 @@ import (
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/pipeline/archive/lake"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
 )
@@ -1330,5 +1331,54 @@ func TestTemplateBackfillRefusedNotRetried(t *testing.T) {
 		if !matched {
 			t.Errorf("%s has no retrier for Refused (its retries: %v)", name, retries)
 		}
+	}
+}
+
+// TestTemplateArchiveTables holds the archive's Glue tables to the layout:
+// the Parquet table declares exactly the columns compaction writes
+// (lake.Columns, which pipeline/archive holds to the written
+// file), both tables project entity and date onto the archiver's and the
+// compactor's key layouts, and the compactor may write only under
+// compacted/ and remove only JSON-lines objects.
+func TestTemplateArchiveTables(t *testing.T) {
+	tp := loadTemplate(t)
+	res := tp.resources()
+	input := func(name string) obj {
+		r, ok := res[name]
+		if !ok {
+			t.Fatalf("no %s", name)
+		}
+		return r["Properties"].(obj)["TableInput"].(obj)
+	}
+	pq := input("ArchiveParquetTable")
+	var got []string
+	for _, c := range pq["StorageDescriptor"].(obj)["Columns"].([]any) {
+		got = append(got, fmt.Sprint(c.(obj)["Name"], " ", c.(obj)["Type"]))
+	}
+	var want []string
+	for _, c := range lake.Columns {
+		want = append(want, c.Name+" "+c.Type)
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("archive_parquet columns:\n%v\nwant (lake.Columns):\n%v", got, want)
+	}
+	for name, dir := range map[string]string{"ArchiveJsonTable": "", "ArchiveParquetTable": archive.CompactedDir + "/"} {
+		p := input(name)["Parameters"].(obj)
+		tmpl, _ := json.Marshal(p["storage.location.template"])
+		if want := "/${ArchivePrefix}/" + dir + "entity=${!entity}/date=${!date}/"; !strings.Contains(string(tmpl), want) {
+			t.Errorf("%s: storage.location.template %s, want …%s", name, tmpl, want)
+		}
+		if p["projection.enabled"] != "true" || p["projection.entity.type"] != "enum" || p["projection.date.format"] != "yyyy-MM-dd" {
+			t.Errorf("%s: projection %v", name, p)
+		}
+	}
+	policy, _ := json.Marshal(res["CompactorRole"]["Properties"])
+	for _, want := range []string{`${ArchiveBucket.Arn}/${ArchivePrefix}/compacted/*`, `${ArchiveBucket.Arn}/${ArchivePrefix}/entity=*`} {
+		if !strings.Contains(string(policy), want) {
+			t.Errorf("CompactorRole lacks %s", want)
+		}
+	}
+	if strings.Count(string(policy), `"s3:PutObject"`) != 1 || strings.Count(string(policy), `"s3:DeleteObject"`) != 1 {
+		t.Errorf("CompactorRole: PutObject and DeleteObject once each, scoped: %s", policy)
 	}
 }

@@ -4,7 +4,8 @@
 // on: missing objects, atomic and listed writes, key order and prefixes,
 // streaming writes that appear only on Commit, the key limits, the
 // conditional writes of claims and checkpoints (exactly one of racing
-// creates wins; a swap from a stale version fails), and Sweep. The tests of
+// creates wins; a swap or a delete from a stale version fails), the
+// objects' modification times, and Sweep. The tests of
 // the stores' users share its helpers: OneWins for races, Faulty for
 // objects that fail at their end or cannot be replaced.
 package objstoretest
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/infra/objstore/internal/namehash"
@@ -281,6 +283,69 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 			_, err := st.Swap(ctx, "cp/job.json", []byte(fmt.Sprintf("rev 3 by %d", i)), v2)
 			return err
 		})
+	})
+
+	t.Run("DeleteIf", func(t *testing.T) {
+		st := newStore(t)
+		if err := st.Put(ctx, "in/a.jsonl.gz", []byte("rev 1")); err != nil {
+			t.Fatal(err)
+		}
+		_, v1, err := st.Get(ctx, "in/a.jsonl.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, "in/a.jsonl.gz", []byte("rev 2, rewritten")); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.DeleteIf(ctx, "in/a.jsonl.gz", v1); !errors.Is(err, objstore.ErrPreconditionFailed) {
+			t.Errorf("DeleteIf of a stale version: %v, want ErrPreconditionFailed", err)
+		}
+		b, v2, err := st.Get(ctx, "in/a.jsonl.gz")
+		if err != nil || string(b) != "rev 2, rewritten" {
+			t.Fatalf("the refused delete removed the rewrite: %q, %v", b, err)
+		}
+		if err := st.DeleteIf(ctx, "in/a.jsonl.gz", v2); err != nil {
+			t.Fatalf("DeleteIf of the current version: %v", err)
+		}
+		if _, err := st.Open(ctx, "in/a.jsonl.gz"); !errors.Is(err, objstore.ErrNotFound) {
+			t.Errorf("after DeleteIf: %v, want ErrNotFound", err)
+		}
+		if err := st.DeleteIf(ctx, "in/a.jsonl.gz", v2); !errors.Is(err, objstore.ErrPreconditionFailed) {
+			t.Errorf("DeleteIf of a missing object: %v, want ErrPreconditionFailed", err)
+		}
+		if err := st.DeleteIf(ctx, "no/dir/at/all.json", v2); !errors.Is(err, objstore.ErrPreconditionFailed) {
+			t.Errorf("DeleteIf of a missing object (no directory): %v, want ErrPreconditionFailed", err)
+		}
+	})
+
+	t.Run("Modified", func(t *testing.T) {
+		// List's Modified is when the object was last written, to S3's
+		// second: compaction takes objects by it.
+		st := newStore(t)
+		modified := func() time.Time {
+			t.Helper()
+			var m time.Time
+			n := 0
+			if err := st.List(ctx, "m/", func(o objstore.Object) error { m = o.Modified; n++; return nil }); err != nil || n != 1 {
+				t.Fatalf("List: %d objects, %v", n, err)
+			}
+			return m
+		}
+		before := time.Now().Truncate(time.Second)
+		if err := st.Put(ctx, "m/x.json", []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		m1 := modified()
+		if after := time.Now().Add(time.Second); m1.Before(before.Add(-time.Second)) || m1.After(after) {
+			t.Fatalf("Modified %s, written between %s and %s", m1, before, after)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		if err := st.Put(ctx, "m/x.json", []byte("2")); err != nil {
+			t.Fatal(err)
+		}
+		if m2 := modified(); !m2.After(m1) {
+			t.Errorf("Modified %s after a rewrite 1.1 s later, first written %s", m2, m1)
+		}
 	})
 
 	t.Run("SweepKeepsObjects", func(t *testing.T) {

@@ -1,0 +1,156 @@
+// Package compactor is the Lambda function that compacts the TTL archive:
+// on a schedule, it turns each partition's settled JSON-lines objects into
+// Parquet under <prefix>/compacted/, exactly once (docs/archive.md). A main
+// is one call over the table's environment, whose attributes (the keys,
+// the entity type's, the TTL's) the rows are built from:
+//
+//	func main() { compactor.Main(tickets.Environment()) }
+package compactor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/tributary/tributary/functions/internal/entry"
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/archive"
+	"github.com/tributary/tributary/pipeline/archive/lake"
+	"github.com/tributary/tributary/projections"
+)
+
+// Config is the compactor's configuration, read from the environment by
+// LoadConfig:
+//
+//	ARCHIVE_BUCKET      S3 bucket of the archive (or ARCHIVE_DIR)
+//	ARCHIVE_DIR         local directory of the archive (or ARCHIVE_BUCKET)
+//	ARCHIVE_PREFIX      the archive's key prefix, as the archiver's (default none)
+//	ARCHIVE_KMS_KEY_ID  SSE-KMS key for the Parquet objects; unset means SSE-S3
+//	OLDER_THAN          age from which an object is compacted, a Go duration (default 48h; 0s takes all)
+//	KEEP_OBJECTS        "true" keeps the JSON-lines objects once compacted (default false)
+//	COLUMNS             typed columns, attribute:type,… (string, double, boolean)
+//	TYPE_ATTRIBUTE, TTL_ATTRIBUTE, KEY_ATTRIBUTES
+//	                    the table's attributes, where the environment declares none
+type Config struct {
+	Bucket, Dir, Prefix, KMSKeyID string
+	OlderThan                     time.Duration
+	Keep                          bool
+	Typed                         []lake.TypedColumn
+	// Schema holds the attributes the variables give; empty ones are the
+	// environment's.
+	Schema pipeline.Schema
+}
+
+// LoadConfig reads the compactor's configuration with lookup (os.LookupEnv
+// in a main) and reports every problem at once.
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	getenv := entry.Getenv(lookup)
+	c := Config{
+		Bucket:    strings.TrimSpace(getenv("ARCHIVE_BUCKET")),
+		Dir:       getenv("ARCHIVE_DIR"),
+		Prefix:    getenv("ARCHIVE_PREFIX"),
+		KMSKeyID:  strings.TrimSpace(getenv("ARCHIVE_KMS_KEY_ID")),
+		Schema:    entry.GivenSchema(getenv),
+		OlderThan: lake.DefaultOlderThan,
+	}
+	var errs []error
+	if v := getenv("OLDER_THAN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("OLDER_THAN: %q is not a duration of 0s or more, e.g. 48h", v))
+		}
+		c.OlderThan = d
+	}
+	switch v := getenv("KEEP_OBJECTS"); v {
+	case "", "false":
+	case "true":
+		c.Keep = true
+	default:
+		errs = append(errs, fmt.Errorf("KEEP_OBJECTS: %q is not true or false", v))
+	}
+	typed, err := lake.ParseTypedColumns(getenv("COLUMNS"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("COLUMNS: %w", err))
+	}
+	c.Typed = typed
+	switch {
+	case c.Bucket == "" && c.Dir == "":
+		errs = append(errs, errors.New("set ARCHIVE_BUCKET (S3) or ARCHIVE_DIR (local directory)"))
+	case c.Bucket != "" && c.Dir != "":
+		errs = append(errs, errors.New("set only one of ARCHIVE_BUCKET and ARCHIVE_DIR"))
+	}
+	if c.Bucket != "" {
+		if err := objstore.ValidBucket(c.Bucket); err != nil {
+			errs = append(errs, fmt.Errorf("ARCHIVE_BUCKET: %w", err))
+		}
+	}
+	if c.KMSKeyID != "" && c.Bucket == "" {
+		errs = append(errs, errors.New("ARCHIVE_KMS_KEY_ID needs ARCHIVE_BUCKET: a local directory is not encrypted"))
+	}
+	if err := archive.ValidatePrefix(c.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("ARCHIVE_PREFIX: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Main runs the archive compactor of env's table. It does not return.
+func Main(env *projections.Environment) {
+	entry.Start("compactor", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
+		cfg, err := LoadConfig(os.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		var store lake.Store = objstore.NewDir(cfg.Dir)
+		if cfg.Bucket != "" {
+			aws, err := entry.AWSConfig(ctx)
+			if err != nil {
+				return nil, err
+			}
+			store = objstore.NewS3(s3.NewFromConfig(aws), cfg.Bucket, "", objstore.S3Options{KMSKeyID: cfg.KMSKeyID})
+		}
+		return New(cfg, env, store, log)
+	})
+}
+
+// Handler is the compactor's Lambda handler: any event (the schedule's)
+// runs one compaction; the response is its lake.Result.
+type Handler struct {
+	store lake.Store
+	opts  lake.Options
+	log   *slog.Logger
+}
+
+// New returns the compactor's handler over store, building rows by env's
+// schema, or the attributes cfg gives where env declares none.
+func New(cfg Config, env *projections.Environment, store lake.Store, log *slog.Logger) (*Handler, error) {
+	schema, err := entry.Schema(env, cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{store: store, log: log, opts: lake.Options{
+		Prefix: cfg.Prefix, OlderThan: cfg.OlderThan, Keep: cfg.Keep, Schema: schema, Typed: cfg.Typed, Logger: log,
+	}}, nil
+}
+
+// Invoke implements lambda.Handler.
+func (h *Handler) Invoke(ctx context.Context, _ []byte) ([]byte, error) {
+	res, err := lake.Compact(ctx, h.store, h.opts)
+	h.log.Info("compaction", "partitions", res.Partitions, "inputs", res.Inputs, "written", len(res.Written), "rows", res.Rows,
+		"removed", res.Removed, "kept", res.Kept, "busy", len(res.Busy), "unfinished", res.Unfinished)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
