@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -199,16 +198,10 @@ func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) err
 	progress := newByteProgress(e.Stderr, r.verb, r.src.Summary.ItemCount)
 	progress.unit = "items"
 	r.opts.Progress = progress.addItems
-	var mu sync.Mutex // the guard reports from a goroutine of its own
 	if h := r.opts.Handoff; h != nil {
 		hc := *h
-		hc.Report = func(est backfill.Estimate) {
-			mu.Lock()
-			defer mu.Unlock()
-			if progress.tty {
-				fmt.Fprint(e.Stderr, "\r\033[K")
-			}
-			fmt.Fprintf(e.Stderr, "%s %s: %s\n", e.Name, r.verb, handoffLine(h, est))
+		hc.Report = func(est backfill.Estimate) { // from a goroutine of the guard's
+			progress.print(fmt.Sprintf("%s %s: %s", e.Name, r.verb, handoffLine(h, est)))
 		}
 		r.opts.Handoff = &hc
 	}

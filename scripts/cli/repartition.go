@@ -8,6 +8,7 @@ import (
 	"path"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -319,8 +320,9 @@ var progressEvery = 30 * time.Second
 
 // byteProgress prints a progress line (bytes, items, rate, ETA): on a
 // terminal, one line rewritten every second; elsewhere a line of its own
-// every progressEvery. add is safe for concurrent use.
+// every progressEvery. add and print are safe for concurrent use.
 type byteProgress struct {
+	mu           sync.Mutex // one write to w at a time
 	w            io.Writer
 	verb         string
 	unit         string // what add's first argument counts: "MB" (bytes), "WCU" or "items"
@@ -349,9 +351,22 @@ func (p *byteProgress) add(bytes, items int64) {
 		return
 	}
 	line := p.line(b, n, time.Since(p.start))
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.tty {
 		fmt.Fprint(p.w, "\r"+line+"   ")
 		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// print writes a whole line of its own beside the progress (on a
+// terminal, over the progress line, which the next add writes again).
+func (p *byteProgress) print(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
 	}
 	fmt.Fprintln(p.w, line)
 }
@@ -388,6 +403,8 @@ func (p *byteProgress) line(b, n int64, elapsed time.Duration) string {
 }
 
 func (p *byteProgress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.tty && time.Since(p.start) > time.Second {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
