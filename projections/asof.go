@@ -433,15 +433,11 @@ func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
 			a.Mixed = append(a.Mixed, DescribeMixed(key, e))
 			return nil
 		case strings.HasPrefix(key, PartialPrefix):
-			var p Partial
-			p.key = key
-			if err := p.load(e); err != nil {
-				return err
-			}
-			if len(p.sums) > 0 {
+			open, err := unfolded(key, e)
+			if open {
 				a.Unfolded = append(a.Unfolded, key)
 			}
-			return nil
+			return err
 		case strings.HasPrefix(key, "#"):
 			return nil // a marker
 		}

@@ -262,6 +262,17 @@ func (e *Engine) Fold(ctx context.Context, p *Partial) error {
 	}
 }
 
+// unfolded reports whether the partial stored under key as e holds sums
+// not folded into the aggregates yet (the aggregates lack them until it
+// is).
+func unfolded(key string, e driver.LedgerEntry) (bool, error) {
+	p := Partial{key: key}
+	if err := p.load(e); err != nil {
+		return false, err
+	}
+	return len(p.sums) > 0, nil
+}
+
 // PartialFolded reports whether a stored partial (its ledger entry) has
 // been folded.
 func PartialFolded(e driver.LedgerEntry) bool {

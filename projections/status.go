@@ -43,15 +43,11 @@ func ReadLedgerStatus(ctx context.Context, r driver.Reader) (*LedgerStatus, erro
 	err := r.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
 		switch {
 		case strings.HasPrefix(key, PartialPrefix):
-			var p Partial
-			p.key = key
-			if err := p.load(e); err != nil {
-				return err
-			}
-			if len(p.sums) > 0 {
+			open, err := unfolded(key, e)
+			if open {
 				st.Unfolded = append(st.Unfolded, key)
 			}
-			return nil
+			return err
 		case strings.HasPrefix(key, "#"):
 			return nil // a marker
 		}

@@ -15,11 +15,11 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/functions/internal/archiveenv"
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
@@ -60,11 +60,9 @@ type Config struct {
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	getenv := entry.Getenv(lookup)
 	given := entry.GivenSchema(getenv)
+	loc, locErrs := archiveenv.Read(getenv)
 	c := Config{
-		Bucket:      strings.TrimSpace(getenv("ARCHIVE_BUCKET")),
-		Dir:         getenv("ARCHIVE_DIR"),
-		Prefix:      getenv("ARCHIVE_PREFIX"),
-		KMSKeyID:    strings.TrimSpace(getenv("ARCHIVE_KMS_KEY_ID")),
+		Bucket: loc.Bucket, Dir: loc.Dir, Prefix: loc.Prefix, KMSKeyID: loc.KMSKeyID,
 		Schema:      pipeline.Schema{TypeAttribute: given.TypeAttribute, TTLAttribute: given.TTLAttribute},
 		EntityTypes: entry.List(getenv("ENTITY_TYPES")),
 	}
@@ -79,23 +77,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	if c.MultipartThreshold == 0 {
 		c.MultipartThreshold = archive.DefaultMultipartThreshold
 	}
-	switch {
-	case c.Bucket == "" && c.Dir == "":
-		errs = append(errs, errors.New("set ARCHIVE_BUCKET (S3) or ARCHIVE_DIR (local directory)"))
-	case c.Bucket != "" && c.Dir != "":
-		errs = append(errs, errors.New("set only one of ARCHIVE_BUCKET and ARCHIVE_DIR"))
-	}
-	if c.Bucket != "" {
-		if err := objstore.ValidBucket(c.Bucket); err != nil {
-			errs = append(errs, fmt.Errorf("ARCHIVE_BUCKET: %w", err))
-		}
-	}
-	if c.KMSKeyID != "" && c.Bucket == "" {
-		errs = append(errs, errors.New("ARCHIVE_KMS_KEY_ID needs ARCHIVE_BUCKET: a local directory is not encrypted"))
-	}
-	if err := archive.ValidatePrefix(c.Prefix); err != nil {
-		errs = append(errs, fmt.Errorf("ARCHIVE_PREFIX: %w", err))
-	}
+	errs = append(errs, locErrs...)
 	if c.MultipartThreshold < archive.DefaultPartSize {
 		errs = append(errs, fmt.Errorf("ARCHIVE_MULTIPART_THRESHOLD: %d is below S3's smallest part, %d bytes", c.MultipartThreshold, archive.DefaultPartSize))
 	}

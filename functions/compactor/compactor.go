@@ -14,16 +14,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/functions/internal/archiveenv"
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/pipeline/archive/lake"
 	"github.com/tributary/tributary/projections"
 )
@@ -54,11 +53,9 @@ type Config struct {
 // in a main) and reports every problem at once.
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	getenv := entry.Getenv(lookup)
+	loc, locErrs := archiveenv.Read(getenv)
 	c := Config{
-		Bucket:    strings.TrimSpace(getenv("ARCHIVE_BUCKET")),
-		Dir:       getenv("ARCHIVE_DIR"),
-		Prefix:    getenv("ARCHIVE_PREFIX"),
-		KMSKeyID:  strings.TrimSpace(getenv("ARCHIVE_KMS_KEY_ID")),
+		Bucket: loc.Bucket, Dir: loc.Dir, Prefix: loc.Prefix, KMSKeyID: loc.KMSKeyID,
 		Schema:    entry.GivenSchema(getenv),
 		OlderThan: lake.DefaultOlderThan,
 	}
@@ -82,23 +79,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		errs = append(errs, fmt.Errorf("COLUMNS: %w", err))
 	}
 	c.Typed = typed
-	switch {
-	case c.Bucket == "" && c.Dir == "":
-		errs = append(errs, errors.New("set ARCHIVE_BUCKET (S3) or ARCHIVE_DIR (local directory)"))
-	case c.Bucket != "" && c.Dir != "":
-		errs = append(errs, errors.New("set only one of ARCHIVE_BUCKET and ARCHIVE_DIR"))
-	}
-	if c.Bucket != "" {
-		if err := objstore.ValidBucket(c.Bucket); err != nil {
-			errs = append(errs, fmt.Errorf("ARCHIVE_BUCKET: %w", err))
-		}
-	}
-	if c.KMSKeyID != "" && c.Bucket == "" {
-		errs = append(errs, errors.New("ARCHIVE_KMS_KEY_ID needs ARCHIVE_BUCKET: a local directory is not encrypted"))
-	}
-	if err := archive.ValidatePrefix(c.Prefix); err != nil {
-		errs = append(errs, fmt.Errorf("ARCHIVE_PREFIX: %w", err))
-	}
+	errs = append(errs, locErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("invalid configuration: %w", err)
 	}
