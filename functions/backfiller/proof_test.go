@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"io"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 )
 
@@ -69,14 +69,7 @@ func TestFileStepProvesTheObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(orig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := exportgen.Gunzip(t, orig)
 	i := bytes.Index(data, []byte(`"status":{"S":"PENDING"}`))
 	if i < 0 || i > len(data)*3/4 {
 		t.Fatalf("no PENDING order early in %s", file)

@@ -1,7 +1,10 @@
 package exportgen
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -230,4 +233,19 @@ func FixtureOverlay(t testing.TB, src export.Source, full *export.Export) *expor
 		t.Errorf("overlay holds %d items, want %d", ov.Len(), len(fx.Changes))
 	}
 	return ov
+}
+
+// Gunzip returns the content of a gzip object, as a data file of an export
+// holds it; it fails the test when raw is not gzip.
+func Gunzip(tb testing.TB, raw []byte) []byte {
+	tb.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }

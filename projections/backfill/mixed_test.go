@@ -62,14 +62,7 @@ func TestFileChangedWhileRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(orig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := exportgen.Gunzip(t, orig)
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if _, err := zw.Write(bytes.Replace(data, []byte(`"status":{"S":"PENDING"}`), []byte(`"status":{"S":"SHIPPED"}`), 1)); err != nil {

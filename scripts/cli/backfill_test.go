@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
@@ -272,14 +272,7 @@ func badOrderExport(t *testing.T, root string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := exportgen.Gunzip(t, raw)
 		lines := bytes.Split(data, []byte("\n"))
 		for i, line := range lines {
 			if !bytes.Contains(line, []byte(`"EntityType":{"S":"Order"}`)) {

@@ -103,32 +103,41 @@ func tableActions(t *testing.T, tp tmpl, role string) []string {
 // role's Allow statements grant.
 func roleActions(t *testing.T, tp tmpl, role, service string) []string {
 	t.Helper()
+	var out []string
+	for _, st := range allowStatements(t, tp, role) {
+		var actions []any
+		switch a := st["Action"].(type) {
+		case string:
+			actions = []any{a}
+		case []any:
+			actions = a
+		}
+		for _, a := range actions {
+			if s, _ := a.(string); strings.HasPrefix(s, service) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// allowStatements returns a role's Allow statements, every branch of a
+// condition's Fn::If taken.
+func allowStatements(t *testing.T, tp tmpl, role string) []obj {
+	t.Helper()
 	r := tp.resources()[role]
 	if r == nil {
 		t.Fatalf("no role %s", role)
 	}
-	var out []string
+	var out []obj
 	policies, _ := props(r)["Policies"].([]any)
 	for _, p := range policies {
 		doc, _ := p.(obj)["PolicyDocument"].(obj)
 		stmts, _ := doc["Statement"].([]any)
 		for _, s := range stmts {
 			for _, b := range branches(s) {
-				st := b.(obj)
-				if st["Effect"] != "Allow" {
-					continue
-				}
-				var actions []any
-				switch a := st["Action"].(type) {
-				case string:
-					actions = []any{a}
-				case []any:
-					actions = a
-				}
-				for _, a := range actions {
-					if s, _ := a.(string); strings.HasPrefix(s, service) {
-						out = append(out, s)
-					}
+				if st := b.(obj); st["Effect"] == "Allow" {
+					out = append(out, st)
 				}
 			}
 		}
@@ -298,44 +307,29 @@ func s3Statements(t *testing.T, tp tmpl, role string, vals map[string]string) []
 		}
 		return out
 	}
-	r := tp.resources()[role]
-	if r == nil {
-		t.Fatalf("no role %s", role)
-	}
 	var out []s3Statement
-	policies, _ := props(r)["Policies"].([]any)
-	for _, p := range policies {
-		doc, _ := p.(obj)["PolicyDocument"].(obj)
-		stmts, _ := doc["Statement"].([]any)
-		for _, s := range stmts {
-			for _, b := range branches(s) {
-				st := b.(obj)
-				if st["Effect"] != "Allow" {
-					continue
-				}
-				var s3s s3Statement
-				for _, a := range resolve(st["Action"]) {
-					if strings.HasPrefix(a, "s3:") {
-						s3s.actions = append(s3s.actions, a)
-					}
-				}
-				if len(s3s.actions) == 0 {
-					continue
-				}
-				s3s.resources = resolve(st["Resource"])
-				if cond, ok := st["Condition"].(obj); ok {
-					for op, c := range cond {
-						for k, v := range c.(obj) {
-							if op != "StringLike" || k != "s3:prefix" {
-								t.Fatalf("%s: condition %s %s: only StringLike s3:prefix is understood here", role, op, k)
-							}
-							s3s.prefixes = append(s3s.prefixes, resolve(v)...)
-						}
-					}
-				}
-				out = append(out, s3s)
+	for _, st := range allowStatements(t, tp, role) {
+		var s3s s3Statement
+		for _, a := range resolve(st["Action"]) {
+			if strings.HasPrefix(a, "s3:") {
+				s3s.actions = append(s3s.actions, a)
 			}
 		}
+		if len(s3s.actions) == 0 {
+			continue
+		}
+		s3s.resources = resolve(st["Resource"])
+		if cond, ok := st["Condition"].(obj); ok {
+			for op, c := range cond {
+				for k, v := range c.(obj) {
+					if op != "StringLike" || k != "s3:prefix" {
+						t.Fatalf("%s: condition %s %s: only StringLike s3:prefix is understood here", role, op, k)
+					}
+					s3s.prefixes = append(s3s.prefixes, resolve(v)...)
+				}
+			}
+		}
+		out = append(out, s3s)
 	}
 	return out
 }
