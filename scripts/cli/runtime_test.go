@@ -107,10 +107,31 @@ type emulator struct {
 
 // startEmulator runs bootstrap under the emulator with env (on top of a
 // clean Lambda-like environment) and stops it, and the function, when the
-// test ends.
+// test ends. The emulator takes its two ports itself, after this process has
+// let them go: another process on the machine can take one in between, and
+// the emulator then exits at once ("failed to listen"). Such a start is tried
+// again on fresh ports, a few times; any other early exit fails the test.
 func startEmulator(t *testing.T, rie, bootstrap string, env map[string]string) *emulator {
 	t.Helper()
-	addr, apiAddr := freeAddr(t), freeAddr(t)
+	const attempts = 5
+	for i := 1; ; i++ {
+		em, exited := tryEmulator(t, rie, bootstrap, env)
+		if em != nil {
+			return em
+		}
+		if i == attempts || !strings.Contains(exited, "address already in use") {
+			t.Fatalf("emulator exited (start %d of %d):\n%s", i, attempts, exited)
+		}
+		t.Logf("emulator start %d: a port was taken before it bound it; trying fresh ports", i)
+	}
+}
+
+// tryEmulator starts the emulator once. It returns the running emulator, or
+// nil and the emulator's output when the emulator exited before it listened.
+func tryEmulator(t *testing.T, rie, bootstrap string, env map[string]string) (*emulator, string) {
+	t.Helper()
+	addrs := freeAddrs(t, 2)
+	addr, apiAddr := addrs[0], addrs[1]
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", apiAddr, bootstrap)
 	cmd.Dir = filepath.Dir(bootstrap)
 	cmd.Env = []string{
@@ -145,39 +166,51 @@ func startEmulator(t *testing.T, rie, bootstrap string, env map[string]string) *
 			t.Logf("emulator output:\n%s", out.String())
 		}
 	})
-	t.Cleanup(em.stop)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			_ = c.Close() // a probe: it connected
+			// The runtime API binds its port in a goroutine of its own and
+			// panics when it cannot: give that a moment to show.
+			select {
+			case <-done:
+				em.stop()
+				return nil, out.String()
+			case <-time.After(100 * time.Millisecond):
+			}
 			break
 		}
 		select {
 		case <-done:
-			t.Fatalf("emulator exited:\n%s", out.String())
+			em.stop() // the process group may hold the function still
+			return nil, out.String()
 		default:
 		}
 		if time.Now().After(deadline) {
+			em.stop()
 			t.Fatalf("emulator not listening on %s after 15 s:\n%s", addr, out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return em
+	t.Cleanup(em.stop)
+	return em, ""
 }
 
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
+// freeAddrs returns n distinct loopback addresses whose ports were free a
+// moment ago: all are held open until each is chosen, so no two are the same.
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Close() }() // released for the emulator when this returns
+		addrs = append(addrs, l.Addr().String())
 	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	return addrs
 }
 
 // invoke posts one event and returns the function's response.
