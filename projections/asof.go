@@ -127,6 +127,23 @@ type AsOfCheck struct {
 	Spilled int64
 	// expected counts the expected view's aggregates and rows, by Diff.
 	expAggs, expRows int
+	// seq numbers the export items read (a parted check's steps start
+	// theirs where StartAt says); nparts, when set, is how many partitions
+	// a parted check hands over (Parted), and parted says it is one.
+	seq    int64
+	nparts int
+	parted bool
+	// inTickRaw holds a parted check's in-tick ledger entries as stored,
+	// for WriteInTick.
+	inTickRaw map[string]driver.LedgerEntry
+}
+
+// partitions is how many partitions the check spills into at first.
+func (a *AsOfCheck) partitions() int {
+	if a.nparts > 0 {
+		return a.nparts
+	}
+	return spillPartitions
 }
 
 // spillPartitions is how many partitions a check spills into at first;
@@ -179,9 +196,12 @@ const (
 	recStoredAgg = 'g'
 	recStoredRow = 'h'
 	recWithdrawn = 'x'
-	// In the item partitions: an item changed since, an export item.
-	recNewer  = 'n'
-	recExport = 'e'
+	// In the item partitions: an item changed since, an export item, and
+	// (a parted check's) an item in the export's own clock tick that an
+	// export item was found for.
+	recNewer    = 'n'
+	recExport   = 'e'
+	recSeenTick = 's'
 )
 
 func aggHash(k AggregateKey) uint64 {
@@ -209,11 +229,11 @@ func itemHash(key string) uint64 {
 }
 
 // placeAt is the partition of a key hash at a level of cutting: the first
-// 256 ways by its low byte, each cut after that 16 ways by its next four
-// bits.
-func placeAt(h uint64, level int) int {
+// 256 ways by its low byte (a parted check's fewer ways by its low bits),
+// each cut after that 16 ways by its next four bits.
+func (a *AsOfCheck) placeAt(h uint64, level int) int {
 	if level == 0 {
-		return int(h % spillPartitions)
+		return int(h % uint64(a.partitions()))
 	}
 	return int(h >> (8 + 4*(level-1)) % splitWays)
 }
@@ -222,7 +242,7 @@ func (a *AsOfCheck) open() error {
 	if a.parts != nil {
 		return nil
 	}
-	s, err := spill.New(a.Dir, spillPartitions)
+	s, err := spill.New(a.Dir, a.partitions())
 	if err != nil {
 		return err
 	}
@@ -260,7 +280,7 @@ func (a *AsOfCheck) spillAgg(kind byte, h uint64, seq int64, k AggregateKey, val
 	a.enc.Text(k.Projection)
 	a.enc.Text(k.Key)
 	a.putValues(values)
-	return a.parts.Write(placeAt(h, 0), a.enc.B)
+	return a.parts.Write(a.placeAt(h, 0), a.enc.B)
 }
 
 // spillRow spills a row: its attributes encoded, or (a newer item's) the
@@ -273,7 +293,7 @@ func (a *AsOfCheck) spillRow(kind byte, h uint64, seq int64, ref driver.RowRef, 
 	a.enc.Text(ref.Partition)
 	a.enc.Text(ref.Sort)
 	a.enc.Text(content)
-	return a.parts.Write(placeAt(h, 0), a.enc.B)
+	return a.parts.Write(a.placeAt(h, 0), a.enc.B)
 }
 
 // newerThan reports whether a ledger entry's state is newer than the
@@ -309,7 +329,7 @@ func (a *AsOfCheck) addNewer(key string) error {
 		if len(a.newer) <= limit {
 			return nil
 		}
-		s, err := spill.New(a.Dir, spillPartitions)
+		s, err := spill.New(a.Dir, a.partitions())
 		if err != nil {
 			return err
 		}
@@ -329,7 +349,7 @@ func (a *AsOfCheck) spillNewer(key string) error {
 	a.enc.Reset()
 	a.enc.Byte(recNewer)
 	a.enc.Text(key)
-	return a.items.Write(placeAt(itemHash(key), 0), a.enc.B)
+	return a.items.Write(a.placeAt(itemHash(key), 0), a.enc.B)
 }
 
 // differing returns the checked projections in which an export item (nil:
@@ -450,6 +470,9 @@ func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
 		}
 		if InTick(l.Tok, a.asOfTime) {
 			a.inTick[key] = l
+			if a.parted {
+				a.inTickRaw[key] = e
+			}
 			return nil
 		}
 		if !a.newerThan(l.Tok) {
@@ -470,6 +493,7 @@ func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
 func (a *AsOfCheck) AddExportItems(items []pipeline.Item, keyAttributes []string) error {
 	for _, it := range items {
 		a.Items++
+		a.seq++
 		keys := make(pipeline.Item, len(keyAttributes))
 		for _, k := range keyAttributes {
 			if v, ok := it[k]; ok {
@@ -482,6 +506,9 @@ func (a *AsOfCheck) AddExportItems(items []pipeline.Item, keyAttributes []string
 		}
 		if l, ok := a.inTick[key]; ok {
 			delete(a.inTick, key)
+			if err := a.seenInTick(key); err != nil {
+				return err
+			}
 			add, err := a.judgeInTick(key, pipeline.ItemKey(keys), l, it)
 			if err != nil {
 				return err
@@ -520,14 +547,14 @@ func (a *AsOfCheck) addExportItem(key string, keys, it pipeline.Item) error {
 	for _, k := range slices.SortedFunc(maps.Keys(a.scratch.Aggregates), compareAggKeys) {
 		h := aggHash(k)
 		touched = append(touched, h)
-		if err := a.spillAgg(recExportAgg, h, a.Items, k, a.scratch.Aggregates[k]); err != nil {
+		if err := a.spillAgg(recExportAgg, h, a.seq, k, a.scratch.Aggregates[k]); err != nil {
 			return err
 		}
 	}
 	for _, ref := range slices.SortedFunc(maps.Keys(a.scratch.Rows), compareRowRefs) {
 		h := rowHash(ref)
 		touched = append(touched, h)
-		if err := a.spillRow(recExportRow, h, a.Items, ref, string(pipeline.AppendItem(nil, a.scratch.Rows[ref]))); err != nil {
+		if err := a.spillRow(recExportRow, h, a.seq, ref, string(pipeline.AppendItem(nil, a.scratch.Rows[ref]))); err != nil {
 			return err
 		}
 	}
@@ -537,13 +564,13 @@ func (a *AsOfCheck) addExportItem(key string, keys, it pipeline.Item) error {
 	a.enc.Reset()
 	a.enc.Byte(recExport)
 	a.enc.Text(key)
-	a.enc.Uint(uint64(a.Items))
+	a.enc.Uint(uint64(a.seq))
 	a.enc.Text(refused)
 	a.enc.Uint(uint64(len(touched)))
 	for _, h := range touched {
 		a.enc.Uint(h)
 	}
-	return a.items.Write(placeAt(itemHash(key), 0), a.enc.B)
+	return a.items.Write(a.placeAt(itemHash(key), 0), a.enc.B)
 }
 
 func compareAggKeys(x, y AggregateKey) int {
@@ -575,31 +602,7 @@ func (a *AsOfCheck) withdraw() error {
 		return err
 	}
 	for p := range a.items.Len() {
-		newer, err := a.items.Keys(p, recNewer)
-		if err != nil {
-			return err
-		}
-		err = a.items.Each(p, recExport, func(d *spill.Decoder) error {
-			key, seq, refused := d.Text(), d.Uint(), d.Text()
-			n := d.Uint()
-			if d.Err != nil || !newer[key] {
-				if refused != "" && d.Err == nil {
-					a.Refused = append(a.Refused, refused)
-				}
-				return nil
-			}
-			for range n {
-				h := d.Uint()
-				if err := a.begin(recWithdrawn, h, int64(seq)); err != nil {
-					return err
-				}
-				if err := a.parts.Write(placeAt(h, 0), a.enc.B); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := a.withdrawPartition(p); err != nil {
 			return err
 		}
 		if err := a.items.Drop(p); err != nil {
@@ -607,6 +610,34 @@ func (a *AsOfCheck) withdraw() error {
 		}
 	}
 	return nil
+}
+
+// withdrawPartition is withdraw of item partition p.
+func (a *AsOfCheck) withdrawPartition(p int) error {
+	newer, err := a.items.Keys(p, recNewer)
+	if err != nil {
+		return err
+	}
+	return a.items.Each(p, recExport, func(d *spill.Decoder) error {
+		key, seq, refused := d.Text(), d.Uint(), d.Text()
+		n := d.Uint()
+		if d.Err != nil || !newer[key] {
+			if refused != "" && d.Err == nil {
+				a.Refused = append(a.Refused, refused)
+			}
+			return nil
+		}
+		for range n {
+			h := d.Uint()
+			if err := a.begin(recWithdrawn, h, int64(seq)); err != nil {
+				return err
+			}
+			if err := a.parts.Write(a.placeAt(h, 0), a.enc.B); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Diff lists how the table differs from the expected view, one line each,
@@ -629,18 +660,8 @@ func (a *AsOfCheck) Diff(ctx context.Context, r driver.Reader) (out []string, er
 	if err := a.withdraw(); err != nil {
 		return nil, err
 	}
-	err = r.ScanAggregates(ctx, func(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
-		k := AggregateKey{ref.Projection, ref.Key}
-		return a.spillAgg(recStoredAgg, aggHash(k), 0, k, values)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading aggregates: %w", err)
-	}
-	err = r.ScanRows(ctx, func(row driver.StoredRow) error {
-		return a.spillRow(recStoredRow, rowHash(row.Ref), 0, row.Ref, string(pipeline.AppendItem(nil, row.Attrs)))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading rows: %w", err)
+	if err := a.AddStored(ctx, r); err != nil {
+		return nil, err
 	}
 	if err := a.parts.Flush(); err != nil {
 		return nil, err
@@ -658,6 +679,29 @@ func (a *AsOfCheck) Diff(ctx context.Context, r driver.Reader) (out []string, er
 	}
 	out, a.More = named.result()
 	return out, nil
+}
+
+// AddStored reads the table's aggregate shards and rows (r: the table, or
+// a parted check's segment of it) into the check: what Diff compares the
+// expected view with.
+func (a *AsOfCheck) AddStored(ctx context.Context, r driver.Reader) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	err := r.ScanAggregates(ctx, func(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
+		k := AggregateKey{ref.Projection, ref.Key}
+		return a.spillAgg(recStoredAgg, aggHash(k), 0, k, values)
+	})
+	if err != nil {
+		return fmt.Errorf("reading aggregates: %w", err)
+	}
+	err = r.ScanRows(ctx, func(row driver.StoredRow) error {
+		return a.spillRow(recStoredRow, rowHash(row.Ref), 0, row.Ref, string(pipeline.AppendItem(nil, row.Attrs)))
+	})
+	if err != nil {
+		return fmt.Errorf("reading rows: %w", err)
+	}
+	return nil
 }
 
 // namedLines keeps the first max lines, sorted, of those added, and
@@ -697,15 +741,7 @@ func (n *namedLines) result() ([]string, int64) {
 // each once compared.
 func (a *AsOfCheck) compareAll(s *spill.Set, level int, named *namedLines) error {
 	for p := range s.Len() {
-		limit := a.PartitionBytes
-		if limit <= 0 {
-			limit = 48 << 20
-		}
-		if s.Size(p) > limit && level < maxSplits {
-			if err := a.split(s, p, level+1, named); err != nil {
-				return err
-			}
-		} else if err := a.compare(s, p, named); err != nil {
+		if err := a.comparePart(s, p, level, named); err != nil {
 			return err
 		}
 		if err := s.Drop(p); err != nil {
@@ -713,6 +749,19 @@ func (a *AsOfCheck) compareAll(s *spill.Set, level int, named *namedLines) error
 		}
 	}
 	return nil
+}
+
+// comparePart compares partition p of s, cut at level: cut smaller first
+// when it is larger than PartitionBytes.
+func (a *AsOfCheck) comparePart(s *spill.Set, p, level int, named *namedLines) error {
+	limit := a.PartitionBytes
+	if limit <= 0 {
+		limit = 48 << 20
+	}
+	if s.Size(p) > limit && level < maxSplits {
+		return a.split(s, p, level+1, named)
+	}
+	return a.compare(s, p, named)
 }
 
 // split cuts partition p of s into smaller ones, by the next bits of their
@@ -729,7 +778,7 @@ func (a *AsOfCheck) split(s *spill.Set, p, level int, named *namedLines) error {
 		if d.Err != nil {
 			return fmt.Errorf("spill partition %d: %w", p, d.Err)
 		}
-		return sub.Write(placeAt(h, level), rec)
+		return sub.Write(a.placeAt(h, level), rec)
 	})
 	if err == nil {
 		err = sub.Flush()

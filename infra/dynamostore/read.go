@@ -55,6 +55,9 @@ func (s *Store) scan(ctx context.Context, prefix string, fn func(map[string]type
 		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": &types.AttributeValueMemberS{Value: prefix}},
 		ConsistentRead:            aws.Bool(true),
 	}
+	if s.segments > 0 {
+		in.Segment, in.TotalSegments = aws.Int32(int32(s.segment)), aws.Int32(int32(s.segments))
+	}
 	for {
 		res, err := s.client.Scan(ctx, in)
 		if err != nil {

@@ -72,6 +72,24 @@ type Store struct {
 	retryBase     time.Duration
 	retryMax      time.Duration
 	retryAttempts int
+
+	// segment and segments, when segments > 0, make every scan one
+	// segment of a parallel scan (Segment).
+	segment, segments int
+}
+
+// Segment returns the store read as segment i of n of a parallel scan:
+// its ScanAggregates, ScanRows and ScanLedgers read that segment alone
+// (DynamoDB's Segment and TotalSegments), so that n readers, one a
+// segment, read the table once between them. n is at most 1,000,000
+// (DynamoDB's limit) and i below n.
+func (s *Store) Segment(i, n int) (*Store, error) {
+	if n < 1 || n > 1_000_000 || i < 0 || i >= n {
+		return nil, fmt.Errorf("dynamostore: table %q: segment %d of %d: want 0 <= segment < segments <= 1000000", s.table, i, n)
+	}
+	c := *s
+	c.segment, c.segments = i, n
+	return &c, nil
 }
 
 var (

@@ -10,6 +10,8 @@
 package quote
 
 import (
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -228,4 +230,21 @@ func appendU(dst []byte, r rune) []byte {
 		return appendU(appendU(dst, r1), r2)
 	}
 	return append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+}
+
+// Named writes lines to w, one a line, indented and Printable, at most max
+// of them (0: all), then how many more were left out: those past max and
+// more others not in lines. A gate's differences and unjudged items are
+// printed so.
+func Named(w io.Writer, lines []string, more int64, max int) {
+	for i, d := range lines {
+		if max > 0 && i == max {
+			more += int64(len(lines) - i)
+			break
+		}
+		fmt.Fprintln(w, "  "+Printable(d))
+	}
+	if more > 0 {
+		fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", more)
+	}
 }

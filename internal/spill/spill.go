@@ -7,6 +7,7 @@ package spill
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -238,4 +239,43 @@ func (s *Set) Each(p int, kind byte, fn func(d *Decoder) error) error {
 		}
 		return nil
 	})
+}
+
+// Reader returns partition p's records as written (after Flush), each
+// length-prefixed, for Append to a set elsewhere; an empty reader for a
+// partition never written.
+func (s *Set) Reader(p int) io.Reader {
+	if s.files[p] == nil {
+		return bytes.NewReader(nil)
+	}
+	return io.NewSectionReader(s.files[p], 0, 1<<62)
+}
+
+// Append adds to partition p the records of r, as Reader gives them; a
+// stream that ends within a record is refused, naming what.
+func (s *Set) Append(p int, r io.Reader, what string) error {
+	br := bufio.NewReaderSize(r, bufSize)
+	var rec []byte
+	for {
+		n, err := binary.ReadUvarint(br)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("spill: %s: %w", what, err)
+		}
+		if n > 1<<30 {
+			return fmt.Errorf("spill: %s: a record of %d bytes: not a partition's records", what, n)
+		}
+		if uint64(cap(rec)) < n {
+			rec = make([]byte, n)
+		}
+		rec = rec[:n]
+		if _, err := io.ReadFull(br, rec); err != nil {
+			return fmt.Errorf("spill: %s: a record cut short: %w", what, err)
+		}
+		if err := s.Write(p, rec); err != nil {
+			return err
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/verify"
+	"github.com/tributary/tributary/projections/verify/verifytest"
 )
 
 // TestGateWhileWritesGoOn: the gate compares a store with the
@@ -66,6 +67,13 @@ func TestGateWhileWritesGoOn(t *testing.T) {
 		cut.Spilled = res.Spilled
 		if !reflect.DeepEqual(cut, res) {
 			t.Errorf("spilled and cut:\n%+v\nheld:\n%+v", cut, res)
+		}
+		// The same check cut into the Verify state machine's steps, the
+		// table read in three segments, finds the same.
+		parted := verifytest.RunParted(ctx, t, full, nil, st, verify.Options{PartitionBytes: 4 << 10, Dir: t.TempDir()}, 3, 4, seed.All()...)
+		parted.Spilled = res.Spilled
+		if !reflect.DeepEqual(parted, res) {
+			t.Errorf("parted:\n%+v\nheld:\n%+v", parted, res)
 		}
 		return res
 	}

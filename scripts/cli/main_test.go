@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,7 +28,26 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Run(context.Background(), stockOptions, args, strings.NewReader(""), &out, &errb)
+	if len(args) > 0 && args[0] == "verify" && !slices.Contains(args, "--parts") && !slices.Contains(args, "-h") {
+		// Every verify a test runs runs again cut into parts, as the
+		// Verify state machine runs it: the same exit and the same words.
+		var pout, perr bytes.Buffer
+		pcode := Run(context.Background(), stockOptions, append(slices.Clone(args), "--parts", "4"), strings.NewReader(""), &pout, &perr)
+		if pcode != code || afterTiming(pout.String()) != afterTiming(out.String()) {
+			t.Errorf("verify %v: cut into parts, exit %d:\n%s%s\nin one process, exit %d:\n%s%s", args[1:], pcode, pout.String(), perr.String(), code, out.String(), errb.String())
+		}
+	}
 	return code, out.String(), errb.String()
+}
+
+// afterTiming is verify's output without the time its first line says it
+// took.
+func afterTiming(out string) string {
+	first, rest, _ := strings.Cut(out, "\n")
+	if i := strings.LastIndex(first, ") in "); strings.HasPrefix(first, "recomputed ") && i > 0 {
+		first = first[:i]
+	}
+	return first + "\n" + rest
 }
 
 func golden(t *testing.T, name, got string) {

@@ -28,6 +28,7 @@ import (
 	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/remodel"
+	"github.com/tributary/tributary/projections/verify"
 )
 
 // targetFile is the embedded target's file under a remodel's --store
@@ -506,7 +507,7 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 		fmt.Fprintf(w, "UNSETTLED: %d differences the stream made while they were read, and no other: verify again\n", res.Unsettled)
 		return errFailed
 	case len(res.Unjudged) > 0:
-		fmt.Fprintf(w, "NOT READY: %d source items could not be judged against the export (in its own second; see above), the rest agrees: %s\n", len(res.Unjudged), unjudgedAdvice)
+		fmt.Fprintf(w, "NOT READY: %d source items could not be judged against the export (in its own second; see above), the rest agrees: %s\n", len(res.Unjudged), verify.UnjudgedAdvice)
 		return errFailed
 	case !res.Agree():
 		// The partitions' hashes differ, and reading them again named

@@ -6,13 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/verify"
 )
 
@@ -27,9 +32,13 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	var only subsetFlag
 	fs.Var(&only.names, "projection", "check only this projection (repeat for several): of a store of the whole set, or of one whose set is this subset (a projector's PROJECTIONS or SHADOW_PROJECTIONS)")
 	maxPrint := fs.Int("max-print", 100, fmt.Sprintf("print at most this many mismatches, at most %d: the gate holds the ones it names (0: all, every difference held in memory until it is printed)", maxPrintLimit))
+	parts := fs.Int("parts", 0, fmt.Sprintf("cut the check into this many parts (a power of two, at most %d) and run it as the Verify state machine does, one step after the other here, the steps handing each other their parts through a temporary directory: a rehearsal of the state machine with the same verdict (0: one process's check)", projections.MaxParts))
 	specFile := specFlag(fs)
 	if err := ParseFlags(fs, args); err != nil {
 		return err
+	}
+	if n := *parts; n < 0 || n > projections.MaxParts || n&(n-1) != 0 {
+		return fmt.Errorf("%w: --parts %d: want a power of two from 1 to %d, or 0", errUsage, n, projections.MaxParts)
 	}
 	e, err = e.withSpec(*specFile)
 	if err != nil {
@@ -87,13 +96,14 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 			return slices.ContainsFunc(only.names, func(n string) bool { return strings.HasPrefix(d, n+" ") })
 		}
 	}
-	res, err := verify.Check(ctx, src, overlay, st, o, ps...)
+	var res *verify.Result
+	if *parts > 0 {
+		res, err = rehearseParted(ctx, src, overlay, st, o, *parts, ps)
+	} else {
+		res, err = verify.Check(ctx, src, overlay, st, o, ps...)
+	}
 	if err != nil {
 		return err
-	}
-	diff, refused := res.Differences, res.Refused
-	if o.Keep != nil {
-		refused = slices.DeleteFunc(slices.Clone(refused), func(d string) bool { return !o.Keep(d) })
 	}
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
@@ -103,46 +113,55 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	fmt.Fprintf(w, "recomputed %d aggregates and %d rows from %d items of %s (%s) in %.1fs\n",
 		res.Aggregates, res.Rows, res.Items, src, as, time.Since(start).Seconds())
-	if res.Changed > 0 {
-		fmt.Fprintf(w, "%d items changed since the export: told apart by their state in the store, and checked against it\n", res.Changed)
-	}
-	printNamedOf(w, diff, res.More, *maxPrint)
-	if n := len(res.Mixed); n > 0 {
-		fmt.Fprintf(w, "NOT READY: a backfill read %d data files in part from an object that is not the exported one: items of it are in the store under the export's tokens, which no check or rerun can tell from the export's own; backfill into a new store (the objects must not change while they are read) and verify that\n", n)
-		printNamed(w, res.Mixed, *maxPrint)
+	verdict := verify.Report(w, res, verify.ReportOptions{MaxPrint: *maxPrint, Keep: o.Keep, Rerun: "`" + e.Name + " backfill` again"})
+	if verdict != verify.Agree {
 		return errFailed
 	}
-	if n := len(res.Unfolded); n > 0 {
-		fmt.Fprintf(w, "NOT READY: a backfill has %d data files whose deferred sums are not folded yet (e.g. %s): run it to the end (`%s backfill` again) and verify again\n", n, quote.Printable(res.Unfolded[0]), e.Name)
-		return errFailed
-	}
-	if n := len(res.Unjudged); n > 0 {
-		fmt.Fprintf(w, "%d items could not be judged: their state in the store is from the export's own second, and the version cannot order it against the export's\n", n)
-		printNamed(w, res.Unjudged, *maxPrint)
-	}
-	if n := int64(len(diff)) + res.More; n > 0 {
-		fmt.Fprintf(w, "MISMATCH: %d differences between the store and the recomputation from the export (the items changed since it taken as their state in the store says)\n", n)
-		if len(refused) > 0 {
-			fmt.Fprintf(w, "%d of them are export items the projections refuse (a backfill lists them as failed): correct the items or the projections, then backfill and verify again\n", len(refused))
-		}
-		return errFailed
-	}
-	if n := len(res.Unjudged); n > 0 {
-		fmt.Fprintf(w, "NOT READY: %d items could not be judged against the export (in its own second; see above), the rest agrees: %s\n", n, unjudgedAdvice)
-		return errFailed
-	}
-	if !res.Agree() {
-		// Every reason not to is named above; never an agreement without it.
-		fmt.Fprintln(w, "NOT READY: the check did not agree")
-		return errFailed
-	}
-	fmt.Fprintf(w, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the %d items changed since it as their state in the store says\n", res.Changed)
 	return nil
 }
 
-// unjudgedAdvice says what to do about items the gates could not judge in
-// the export's own second.
-const unjudgedAdvice = "verify against a later incremental export, from the full export's time on and ending after that second: it knows each item's last write, which orders them by time (in its own last second, only the items it shows written there are left to the version)"
+// rehearseParted runs a check cut into parts as the Verify state machine
+// runs it: plan, a scan step per segment of the table (four of a DynamoDB
+// table, read in parallel scan segments; one of an embedded store), a
+// file step per data file, a join and a compare step per part, then the
+// finish, one after the other, handing over through a temporary
+// directory.
+func rehearseParted(ctx context.Context, full *export.Export, overlay *export.Overlay, st store, o verify.Options, parts int, ps []projections.Projection) (_ *verify.Result, err error) {
+	dir, err := os.MkdirTemp(o.Dir, "tributary-verify-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	c := &verify.Parted{Full: full, Overlay: overlay, Table: st, Work: objstore.NewDir(dir).WithoutSync(), Prefix: "verify", Options: o, Projections: ps, Parts: parts, Segments: 4}
+	if d, ok := st.(*dynamostore.Store); ok {
+		c.Segment = func(i, n int) (driver.Reader, error) { return d.Segment(i, n) }
+	}
+	plan, err := c.Plan(ctx, "local")
+	if err != nil {
+		return nil, err
+	}
+	for i := range plan.Segments {
+		if _, err := c.Scan(ctx, plan, i); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range plan.Files {
+		if _, err := c.File(ctx, plan, f); err != nil {
+			return nil, err
+		}
+	}
+	for i := range plan.Parts {
+		if _, err := c.Join(ctx, plan, i); err != nil {
+			return nil, err
+		}
+	}
+	for i := range plan.Parts {
+		if _, err := c.Compare(ctx, plan, i); err != nil {
+			return nil, err
+		}
+	}
+	return c.Finish(ctx, plan)
+}
 
 // maxPrintLimit bounds --max-print: a gate holds the differences it names
 // (remodel verify also reads again up to 64 target items per difference it
@@ -159,20 +178,6 @@ func checkMaxPrint(n int, zero string) error {
 }
 
 // printNamed prints lines, indented, at most maxPrint of them (0: all).
-func printNamed(w io.Writer, lines []string, maxPrint int) { printNamedOf(w, lines, 0, maxPrint) }
-
-// printNamedOf is printNamed of lines that more others, not named, follow.
-func printNamedOf(w io.Writer, lines []string, more int64, maxPrint int) {
-	for i, d := range lines {
-		if maxPrint > 0 && i == maxPrint {
-			more += int64(len(lines) - i)
-			break
-		}
-		fmt.Fprintln(w, "  "+quote.Printable(d))
-	}
-	if more > 0 {
-		fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", more)
-	}
-}
+func printNamed(w io.Writer, lines []string, maxPrint int) { quote.Named(w, lines, 0, maxPrint) }
 
 func sameIDs(a, b []projections.ProjectionID) bool { return slices.Equal(a, b) }

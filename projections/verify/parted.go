@@ -1,0 +1,645 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/export"
+	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
+)
+
+// Work is where a parted check's steps hand each other what they found:
+// an object store (S3 under the Verify state machine's work location, or a
+// directory). objstore.S3 and objstore.Dir implement it.
+type Work interface {
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	List(ctx context.Context, prefix string, fn func(objstore.Object) error) error
+	Put(ctx context.Context, key string, body []byte) error
+	Create(ctx context.Context, key string) (objstore.Writer, error)
+	Delete(ctx context.Context, key string) error
+	String() string
+}
+
+// Parted is Check cut into steps that run apart, each in a process of its
+// own, beside one another: the Verify state machine's plan, its maps of
+// scan steps (a segment of the table each), file steps (a data file each),
+// join steps and compare steps (a partition each), and its finish, which
+// returns Check's Result. The steps hand each other partitions through
+// Work, under Prefix/<job>/; each step runs after every step of the map
+// before it, and any step may run again (a retry, a redrive): it first
+// removes what it handed over before, then hands over anew, and records
+// that it is done last. Memory holds what Check's does, per step.
+type Parted struct {
+	// Full and Overlay are the export and its incremental exports (nil:
+	// none): every step of a job opens the same ones.
+	Full    *export.Export
+	Overlay *export.Overlay
+	// Table is the table checked; Segment returns segment i of n of it
+	// for a parallel scan (nil: the table has one segment, Table).
+	Table   driver.Reader
+	Segment func(i, n int) (driver.Reader, error)
+	Work    Work
+	Prefix  string
+	// Options are Check's; Options.MaxNamed bounds the differences the
+	// result names.
+	Options     Options
+	Projections []projections.Projection
+	// Segments is how many segments the plan scans the table in (default
+	// 16; 1 without Segment); Parts how many partitions it cuts the
+	// check into (default: by the export's size, see Plan).
+	Segments, Parts int
+}
+
+// Plan is what a parted check's plan decided: every step of the job reads
+// it (Prefix/<job>/plan.json).
+type Plan struct {
+	Job string `json:"job"`
+	// AsOf is the export's point in time (zero: not known).
+	AsOf time.Time `json:"asOf"`
+	// Files are the data files the file steps read, sorted, and
+	// backfill's "(incremental exports)" last when there are some.
+	Files []string `json:"files"`
+	// Segments and Parts are how many scan steps, and join and compare
+	// steps, the job has.
+	Segments int `json:"segments"`
+	Parts    int `json:"parts"`
+	// Export names the export and its incrementals, and Items how many
+	// items the manifests count (0: not known).
+	Export string `json:"export"`
+	Items  int64  `json:"items"`
+}
+
+// OverlayFile names a parted check's pseudo data file of the items of the
+// incremental exports (backfill's name for it).
+const OverlayFile = "(incremental exports)"
+
+// maxObjects bounds the objects the file steps hand over, files × parts,
+// when the plan chooses the parts (each is a PUT and a GET).
+const maxObjects = 250_000
+
+// itemsPerPart is about how many export items a part is planned for.
+const itemsPerPart = 1_000_000
+
+// Plan plans the job of this check for run (one execution: a name unique
+// to it): it opens nothing of the table, reads the export's manifests
+// only, and records the plan under Prefix/<job>/plan.json. Without Parts,
+// the parts are the items counted over 1,000,000, rounded up to a power of
+// two, at most projections.MaxParts, then halved while files × parts is
+// over 250,000 objects.
+func (c *Parted) Plan(ctx context.Context, run string) (*Plan, error) {
+	if run == "" {
+		return nil, errors.New("verify plan: no run name")
+	}
+	p := &Plan{AsOf: Watermark(c.Full, c.Overlay), Segments: c.Segments, Parts: c.Parts, Export: c.exportName()}
+	for _, f := range c.Full.Files {
+		p.Files = append(p.Files, f.DataFileS3Key)
+		p.Items += f.ItemCount
+	}
+	sort.Strings(p.Files)
+	if c.Overlay != nil && c.Overlay.Len() > 0 {
+		p.Files = append(p.Files, OverlayFile)
+		p.Items += int64(c.Overlay.Len())
+	}
+	if p.Segments <= 0 {
+		p.Segments = 16
+	}
+	if c.Segment == nil {
+		p.Segments = 1
+	}
+	if p.Parts <= 0 {
+		p.Parts = choosePartitions(p.Items, len(p.Files))
+	}
+	h := sha256.Sum256([]byte(run + "\n" + p.Export))
+	p.Job = hex.EncodeToString(h[:10])
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Work.Put(ctx, c.key(p.Job, "plan.json"), body); err != nil {
+		return nil, fmt.Errorf("verify plan: %w", err)
+	}
+	return p, nil
+}
+
+func choosePartitions(items int64, files int) int {
+	n := 1
+	if items > itemsPerPart {
+		n = 1 << bits.Len64(uint64((items-1)/itemsPerPart))
+	}
+	n = min(n, projections.MaxParts)
+	for n > 1 && files*n > maxObjects {
+		n /= 2
+	}
+	return n
+}
+
+func (c *Parted) exportName() string {
+	names := []string{c.Full.String()}
+	if c.Overlay != nil {
+		for _, e := range c.Overlay.Exports {
+			names = append(names, e.String())
+		}
+	}
+	return strings.Join(names, " + ")
+}
+
+func (c *Parted) key(job string, parts ...string) string {
+	return path.Join(append([]string{c.Prefix, job}, parts...)...)
+}
+
+// ReadPlan reads a job's plan, and refuses one of another export.
+func (c *Parted) ReadPlan(ctx context.Context, job string) (*Plan, error) {
+	b, err := objstore.ReadAll(ctx, c.Work, c.key(job, "plan.json"))
+	if err != nil {
+		return nil, fmt.Errorf("verify job %s: its plan: %w", job, err)
+	}
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("verify job %s: its plan %s: %w", job, objstore.Name(c.Work, c.key(job, "plan.json")), err)
+	}
+	if p.Export != c.exportName() {
+		return nil, fmt.Errorf("verify job %s is of %s, not of %s", job, p.Export, c.exportName())
+	}
+	return &p, nil
+}
+
+// notes are what a step found, recorded last (Prefix/<job>/notes/<step>):
+// the check's counts and lists are their sums.
+type notes struct {
+	Items    int64    `json:"items,omitempty"`
+	Changed  int64    `json:"changed,omitempty"`
+	Unfolded []string `json:"unfolded,omitempty"`
+	Mixed    []string `json:"mixed,omitempty"`
+	Refused  []string `json:"refused,omitempty"`
+	Unjudged []string `json:"unjudged,omitempty"`
+	// A compare step's.
+	Differences []string `json:"differences,omitempty"`
+	More        int64    `json:"more,omitempty"`
+	Aggregates  int      `json:"aggregates,omitempty"`
+	Rows        int      `json:"rows,omitempty"`
+	// Bytes is how many bytes the step handed over.
+	Bytes int64 `json:"bytes"`
+}
+
+// Step is what one step did.
+type Step struct {
+	// Name names the step (scan-000003, file-000012, join-0005, compare-0005).
+	Name string `json:"step"`
+	// Items read (file), Bytes handed over, Differences found (compare).
+	Items       int64 `json:"items,omitempty"`
+	Bytes       int64 `json:"bytes,omitempty"`
+	Differences int64 `json:"differences,omitempty"`
+}
+
+func stepName(kind string, i int) string {
+	if kind == "scan" || kind == "file" {
+		return fmt.Sprintf("%s-%06d", kind, i)
+	}
+	return fmt.Sprintf("%s-%04d", kind, i)
+}
+
+// check returns a new check of plan, parted.
+func (c *Parted) check(p *Plan) (*projections.AsOfCheck, error) {
+	o := c.Options
+	opts := o.Decode
+	check := projections.NewAsOfCheck(Effective(p.AsOf), opts.TypeAttribute, c.Projections...)
+	check.VersionAttribute = opts.WithDefaults().VersionAttribute
+	check.Dir, check.MaxNamed, check.Keep = o.Dir, o.MaxNamed, o.Keep
+	check.PartitionBytes = o.PartitionBytes
+	check.KeyAttributes, check.Writes = KeyAttributes(opts, c.Overlay), Writes(c.Overlay)
+	if err := check.Parted(p.Parts); err != nil {
+		check.Close()
+		return nil, err
+	}
+	return check, nil
+}
+
+// handoff removes what step handed over before, hands over what check
+// spilled, and records n as the step's notes, last.
+func (c *Parted) handoff(ctx context.Context, p *Plan, step string, check *projections.AsOfCheck, n *notes) error {
+	if err := c.clear(ctx, p, step); err != nil {
+		return err
+	}
+	if check != nil {
+		err := check.Handoff(func(set string, part int, r io.Reader) error {
+			w, err := c.Work.Create(ctx, c.key(p.Job, set, partName(part), step))
+			if err != nil {
+				return err
+			}
+			k, err := io.Copy(w, r)
+			if err != nil {
+				w.Abort()
+				return fmt.Errorf("verify step %s: handing over %s %d: %w", step, set, part, err)
+			}
+			n.Bytes += k
+			return w.Commit(ctx)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	body, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	return c.Work.Put(ctx, c.key(p.Job, "notes", step), body)
+}
+
+func partName(p int) string { return fmt.Sprintf("%04d", p) }
+
+// clear removes the notes and every partition step handed over before.
+func (c *Parted) clear(ctx context.Context, p *Plan, step string) error {
+	keys := []string{c.key(p.Job, "notes", step)}
+	if !strings.HasPrefix(step, "compare-") {
+		for part := range p.Parts {
+			for _, set := range []string{projections.HandoffParts, projections.HandoffItems} {
+				keys = append(keys, c.key(p.Job, set, partName(part), step))
+			}
+		}
+	}
+	return parallel(ctx, len(keys), func(i int) error { return c.Work.Delete(ctx, keys[i]) })
+}
+
+// parallel runs fn(0) … fn(n-1), 16 at a time, and returns the first error.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+		next  = make(chan int)
+	)
+	for range min(16, n) {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// Scan is scan step segment: the segment's ledger entries, aggregate
+// shards and rows.
+func (c *Parted) Scan(ctx context.Context, p *Plan, segment int) (*Step, error) {
+	if segment < 0 || segment >= p.Segments {
+		return nil, fmt.Errorf("verify job %s: no scan segment %d (it has %d)", p.Job, segment, p.Segments)
+	}
+	step := stepName("scan", segment)
+	table := c.Table
+	if c.Segment != nil {
+		t, err := c.Segment(segment, p.Segments)
+		if err != nil {
+			return nil, err
+		}
+		table = t
+	}
+	check, err := c.check(p)
+	if err != nil {
+		return nil, err
+	}
+	defer check.Close()
+	if err := check.AddLedgers(ctx, table); err != nil {
+		return nil, fmt.Errorf("verify step %s: %w", step, err)
+	}
+	if err := check.AddStored(ctx, table); err != nil {
+		return nil, fmt.Errorf("verify step %s: %w", step, err)
+	}
+	var tick bytes.Buffer
+	if err := check.WriteInTick(&tick); err != nil {
+		return nil, err
+	}
+	if err := c.Work.Put(ctx, c.key(p.Job, "intick", step), tick.Bytes()); err != nil {
+		return nil, err
+	}
+	n := &notes{Changed: check.Changed, Unfolded: check.Unfolded, Mixed: check.Mixed}
+	if err := c.handoff(ctx, p, step, check, n); err != nil {
+		return nil, err
+	}
+	return &Step{Name: step, Bytes: n.Bytes}, nil
+}
+
+// readInTick adds every scan step's in-tick ledger entries to check.
+func (c *Parted) readInTick(ctx context.Context, p *Plan, check *projections.AsOfCheck) error {
+	if err := c.ready(ctx, p, "scan", p.Segments); err != nil {
+		return err
+	}
+	for s := range p.Segments {
+		key := c.key(p.Job, "intick", stepName("scan", s))
+		b, err := objstore.ReadAll(ctx, c.Work, key)
+		if err != nil {
+			return err
+		}
+		if err := check.ReadInTick(bytes.NewReader(b), objstore.Name(c.Work, key)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ready refuses to go on before every step of kind (n of them) is done.
+func (c *Parted) ready(ctx context.Context, p *Plan, kind string, n int) error {
+	done := map[string]bool{}
+	err := c.Work.List(ctx, c.key(p.Job, "notes", kind+"-"), func(o objstore.Object) error {
+		done[path.Base(o.Key)] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		if s := stepName(kind, i); !done[s] {
+			return fmt.Errorf("verify job %s: step %s is not done (of %d %s steps, %d are): run it first", p.Job, s, n, kind, len(done))
+		}
+	}
+	return nil
+}
+
+// File is the file step of one of the plan's files.
+func (c *Parted) File(ctx context.Context, p *Plan, file string) (*Step, error) {
+	index := slices.Index(p.Files, file)
+	if index < 0 {
+		return nil, fmt.Errorf("verify job %s: %q is not one of its %d data files", p.Job, file, len(p.Files))
+	}
+	step := stepName("file", index)
+	check, err := c.check(p)
+	if err != nil {
+		return nil, err
+	}
+	defer check.Close()
+	if err := c.readInTick(ctx, p, check); err != nil {
+		return nil, err
+	}
+	check.StartAt(int64(index+1) << 40)
+	keys := KeyAttributes(c.Options.Decode, c.Overlay)
+	batch := make([]pipeline.Item, 0, 256)
+	add := func(it pipeline.Item) error {
+		batch = append(batch, it)
+		if len(batch) == cap(batch) {
+			err := check.AddExportItems(batch, keys)
+			batch = batch[:0]
+			return err
+		}
+		return nil
+	}
+	if file == OverlayFile {
+		for _, e := range c.Overlay.Entries() {
+			if e.Item != nil {
+				if err := add(e.Item); err != nil {
+					return nil, err
+				}
+			}
+		}
+	} else if err := c.dataFile(ctx, file, add); err != nil {
+		return nil, fmt.Errorf("verify step %s (%s): %w", step, file, err)
+	}
+	if err := check.AddExportItems(batch, keys); err != nil {
+		return nil, err
+	}
+	n := &notes{Items: check.Items, Changed: check.Changed, Unjudged: check.Unjudged}
+	if err := c.handoff(ctx, p, step, check, n); err != nil {
+		return nil, err
+	}
+	return &Step{Name: step, Items: n.Items, Bytes: n.Bytes}, nil
+}
+
+// dataFile passes the items of one data file of the full export to add,
+// but for those the overlay holds (the overlay's file step adds those).
+func (c *Parted) dataFile(ctx context.Context, file string, add func(pipeline.Item) error) error {
+	i := slices.IndexFunc(c.Full.Files, func(f export.DataFile) bool { return f.DataFileS3Key == file })
+	if i < 0 {
+		return fmt.Errorf("%s is not a data file of %s", file, c.Full)
+	}
+	f := c.Full.Files[i]
+	opts := c.Options.Decode
+	if c.Overlay != nil && len(c.Overlay.KeyAttributes) > 0 {
+		opts.KeyAttributes = c.Overlay.KeyAttributes
+	}
+	dec := pipeline.NewExportDecoder(opts)
+	name := objstore.Name(c.Full.Store(), c.Full.DataKey(f))
+	_, err := c.Full.ReadLines(ctx, f, c.Options.SkipMD5, func(line []byte, n int) error {
+		ch, err := export.DecodeItem(dec, line, name, n)
+		if err != nil {
+			return err
+		}
+		if c.Overlay != nil && c.Overlay.Len() > 0 {
+			if _, ok := c.Overlay.Lookup(c.Overlay.KeyOf(ch.New)); ok {
+				return nil
+			}
+		}
+		return add(ch.New)
+	})
+	return err
+}
+
+// load adds what every step of the kinds given handed over in set's
+// partition part to check.
+func (c *Parted) load(ctx context.Context, p *Plan, check *projections.AsOfCheck, set string, part int) (int64, error) {
+	var keys []string
+	err := c.Work.List(ctx, c.key(p.Job, set, partName(part))+"/", func(o objstore.Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, key := range keys {
+		r, err := c.Work.Open(ctx, key)
+		if err != nil {
+			return n, err
+		}
+		cr := &countingReader{r: r}
+		err = check.Load(set, part, cr, objstore.Name(c.Work, key))
+		n += cr.n
+		if err := errors.Join(err, r.Close()); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Join is the join step of item partition part.
+func (c *Parted) Join(ctx context.Context, p *Plan, part int) (*Step, error) {
+	if part < 0 || part >= p.Parts {
+		return nil, fmt.Errorf("verify job %s: no partition %d (it has %d)", p.Job, part, p.Parts)
+	}
+	if err := c.ready(ctx, p, "file", len(p.Files)); err != nil {
+		return nil, err
+	}
+	step := stepName("join", part)
+	check, err := c.check(p)
+	if err != nil {
+		return nil, err
+	}
+	defer check.Close()
+	if err := c.readInTick(ctx, p, check); err != nil {
+		return nil, err
+	}
+	if _, err := c.load(ctx, p, check, projections.HandoffItems, part); err != nil {
+		return nil, err
+	}
+	if err := check.Join(part); err != nil {
+		return nil, fmt.Errorf("verify step %s: %w", step, err)
+	}
+	n := &notes{Changed: check.Changed, Unjudged: check.Unjudged, Refused: check.Refused}
+	if err := c.handoff(ctx, p, step, check, n); err != nil {
+		return nil, err
+	}
+	return &Step{Name: step, Bytes: n.Bytes}, nil
+}
+
+// Compare is the compare step of part.
+func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (*Step, error) {
+	if part < 0 || part >= p.Parts {
+		return nil, fmt.Errorf("verify job %s: no partition %d (it has %d)", p.Job, part, p.Parts)
+	}
+	if err := c.ready(ctx, p, "join", p.Parts); err != nil {
+		return nil, err
+	}
+	step := stepName("compare", part)
+	check, err := c.check(p)
+	if err != nil {
+		return nil, err
+	}
+	defer check.Close()
+	read, err := c.load(ctx, p, check, projections.HandoffParts, part)
+	if err != nil {
+		return nil, err
+	}
+	diff, err := check.ComparePart(ctx, part)
+	if err != nil {
+		return nil, fmt.Errorf("verify step %s: %w", step, err)
+	}
+	n := &notes{Differences: diff, More: check.More}
+	n.Aggregates, n.Rows = check.Expected()
+	if err := c.handoff(ctx, p, step, nil, n); err != nil {
+		return nil, err
+	}
+	return &Step{Name: step, Bytes: read, Differences: int64(len(diff)) + n.More}, nil
+}
+
+// Finish sums every step's notes into Check's Result, after every compare
+// step is done.
+func (c *Parted) Finish(ctx context.Context, p *Plan) (*Result, error) {
+	if err := c.ready(ctx, p, "compare", p.Parts); err != nil {
+		return nil, err
+	}
+	var steps []string
+	for i := range p.Segments {
+		steps = append(steps, stepName("scan", i))
+	}
+	for i := range p.Files {
+		steps = append(steps, stepName("file", i))
+	}
+	for i := range p.Parts {
+		steps = append(steps, stepName("join", i), stepName("compare", i))
+	}
+	all := make([]notes, len(steps))
+	err := parallel(ctx, len(steps), func(i int) error {
+		key := c.key(p.Job, "notes", steps[i])
+		b, err := objstore.ReadAll(ctx, c.Work, key)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &all[i]); err != nil {
+			return fmt.Errorf("%s: %w", objstore.Name(c.Work, key), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("verify job %s: %w", p.Job, err)
+	}
+	res := &Result{AsOf: p.AsOf}
+	var lines []string
+	for _, n := range all {
+		res.Items += n.Items
+		res.Changed += n.Changed
+		res.Unfolded = append(res.Unfolded, n.Unfolded...)
+		res.Mixed = append(res.Mixed, n.Mixed...)
+		res.Unjudged = append(res.Unjudged, n.Unjudged...)
+		res.Aggregates += n.Aggregates
+		res.Rows += n.Rows
+		res.More += n.More
+		res.Spilled += n.Bytes
+		lines = append(lines, n.Differences...)
+		for _, r := range n.Refused {
+			res.Refused = append(res.Refused, r)
+			if c.Options.Keep == nil || c.Options.Keep(r) {
+				lines = append(lines, r)
+			}
+		}
+	}
+	sort.Strings(res.Unfolded)
+	sort.Strings(res.Mixed)
+	sort.Strings(res.Unjudged)
+	sort.Strings(res.Refused)
+	sort.Strings(lines)
+	if m := c.Options.MaxNamed; m > 0 && len(lines) > m {
+		res.More += int64(len(lines) - m)
+		lines = lines[:m]
+	}
+	res.Differences = lines
+	return res, nil
+}
+
+// Remove removes every object of a job (after Finish: its result is
+// returned, and nothing reads them again).
+func (c *Parted) Remove(ctx context.Context, job string) error {
+	var keys []string
+	err := c.Work.List(ctx, c.key(job)+"/", func(o objstore.Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return parallel(ctx, len(keys), func(i int) error { return c.Work.Delete(ctx, keys[i]) })
+}
+
+// String names a step's partition for people.
+func (s *Step) String() string { return s.Name + " " + strconv.FormatInt(s.Bytes, 10) + " bytes" }
