@@ -39,7 +39,6 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/infra/streamsread"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/driver"
@@ -408,9 +407,9 @@ func (h *Handler) open(ctx context.Context, ev Event) (*backfill.Job, error) {
 		}
 		h.engine = e
 	}
-	full, overlay, err := h.openExport(ctx, ev.Export, ev.Incrementals, ev.SkipMD5)
+	full, overlay, err := entry.OpenExport(ctx, h.s3, ev.Export, ev.Incrementals, h.schema, ev.SkipMD5)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("backfiller: %w", err)
 	}
 	job, err := backfill.Open(full, overlay, h.engine, h.table, h.set, backfill.Options{
 		Decode: pipeline.Options{Schema: h.schema}, BatchSize: h.cfg.BatchSize, SkipMD5: ev.SkipMD5, Handoff: h.handoff,
@@ -427,43 +426,6 @@ func (h *Handler) tableName() string {
 		return n.Table()
 	}
 	return fmt.Sprintf("%T", h.table)
-}
-
-// openExport opens the full export at loc and the overlay of its
-// incremental exports.
-func (h *Handler) openExport(ctx context.Context, loc string, incrementals []string, skipMD5 bool) (*export.Export, *export.Overlay, error) {
-	l, err := objstore.Parse(loc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("backfiller: export %q: %w", loc, err)
-	}
-	full, err := export.OpenExportAt(ctx, l, h.source, export.OpenOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("backfiller: %w", err)
-	}
-	var incs []*export.Export
-	for _, s := range incrementals {
-		il, err := objstore.Parse(s)
-		if err != nil {
-			return nil, nil, fmt.Errorf("backfiller: incremental export %q: %w", s, err)
-		}
-		inc, err := export.OpenExportAt(ctx, il, h.source, export.OpenOptions{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("backfiller: incremental export: %w", err)
-		}
-		incs = append(incs, inc)
-	}
-	ov, err := export.LoadOverlay(ctx, full, incs, pipeline.Options{Schema: h.schema}, skipMD5)
-	if err != nil {
-		return nil, nil, fmt.Errorf("backfiller: %w", err)
-	}
-	return full, ov, nil
-}
-
-func (h *Handler) source(l objstore.Location) (export.Source, error) {
-	if !l.IsS3() {
-		return objstore.NewDir(l.Dir), nil
-	}
-	return objstore.NewS3(h.s3, l.Bucket, l.Prefix, objstore.S3Options{}), nil
 }
 
 // plan begins the job (backfill.Job.Begin: the table's marker records it)

@@ -124,3 +124,12 @@ func realPath(dir string) string {
 		rest = filepath.Join(filepath.Base(p), rest)
 	}
 }
+
+// Open returns the store at l: a directory, or S3 through client with
+// opts.
+func (l Location) Open(client S3API, opts S3Options) Store {
+	if !l.IsS3() {
+		return NewDir(l.Dir)
+	}
+	return NewS3(client, l.Bucket, l.Prefix, opts)
+}

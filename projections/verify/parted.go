@@ -13,7 +13,6 @@ import (
 	"path"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -628,11 +627,14 @@ func (c *Parted) Finish(ctx context.Context, p *Plan) (*Result, error) {
 }
 
 // Remove removes every object of a job (after Finish: its result is
-// returned, and nothing reads them again).
-func (c *Parted) Remove(ctx context.Context, job string) error {
+// returned, and nothing reads them again) but those keep names (keys under
+// Prefix).
+func (c *Parted) Remove(ctx context.Context, job string, keep ...string) error {
 	var keys []string
 	err := c.Work.List(ctx, c.key(job)+"/", func(o objstore.Object) error {
-		keys = append(keys, o.Key)
+		if !slices.Contains(keep, strings.TrimPrefix(strings.TrimPrefix(o.Key, c.Prefix), "/")) {
+			keys = append(keys, o.Key)
+		}
 		return nil
 	})
 	if err != nil {
@@ -640,6 +642,3 @@ func (c *Parted) Remove(ctx context.Context, job string) error {
 	}
 	return parallel(ctx, len(keys), func(i int) error { return c.Work.Delete(ctx, keys[i]) })
 }
-
-// String names a step's partition for people.
-func (s *Step) String() string { return s.Name + " " + strconv.FormatInt(s.Bytes, 10) + " bytes" }

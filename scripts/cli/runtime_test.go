@@ -300,7 +300,7 @@ func figures(t *testing.T, name string, inits []time.Duration, arm64Bootstrap st
 	}
 	limit := int64(maxBinaryBytes)
 	switch {
-	case name == "backfiller":
+	case name == "backfiller" || name == "verifier":
 		limit = maxBackfillerBytes
 	case name == "remodeler":
 		limit = maxRemodelerBytes
