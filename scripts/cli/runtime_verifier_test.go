@@ -88,7 +88,7 @@ func verifyExecution(t *testing.T, run string, invoke func(ev map[string]any) []
 		if err != nil {
 			t.Fatalf("the map's items %s: %v", key, err)
 		}
-		defer out.Body.Close()
+		defer func() { _ = out.Body.Close() }() // read whole below
 		var list []map[string]any
 		if err := json.NewDecoder(out.Body).Decode(&list); err != nil {
 			t.Fatal(err)
@@ -167,7 +167,9 @@ func TestRuntimeEmulatorVerifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := slices.SortedFunc(maps.Keys(view.Aggregates), func(a, b projections.AggregateKey) int { return strings.Compare(a.Projection+a.Key, b.Projection+b.Key) })[0]
+	k := slices.SortedFunc(maps.Keys(view.Aggregates), func(a, b projections.AggregateKey) int {
+		return strings.Compare(a.Projection+a.Key, b.Projection+b.Key)
+	})[0]
 	name := slices.Sorted(maps.Keys(view.Aggregates[k]))[0]
 	ref := driver.AggregateRef{Projection: k.Projection, Key: k.Key}
 	if err := st.Commit(ctx, &driver.Tx{Adds: []driver.Add{{Ref: ref, Values: map[string]decimal.Decimal{name: decimal.FromInt(1)}}}}); err != nil {
