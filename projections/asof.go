@@ -443,11 +443,16 @@ func (a *AsOfCheck) judgeInTick(key, itemKey string, l *ledger, it pipeline.Item
 // and a backfill's partials not folded yet are listed (the aggregates lack
 // their sums until they are).
 func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
+	return r.ScanLedgers(ctx, a.addLedger())
+}
+
+// addLedger returns what AddLedgers does with each ledger entry.
+func (a *AsOfCheck) addLedger() func(key string, e driver.LedgerEntry) error {
 	checkKey := func(string) error { return nil }
 	if len(a.KeyAttributes) > 0 {
 		checkKey = KeyAttributesCheck(a.KeyAttributes)
 	}
-	return r.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
+	return func(key string, e driver.LedgerEntry) error {
 		switch {
 		case strings.HasPrefix(key, MixedPrefix):
 			a.Mixed = append(a.Mixed, DescribeMixed(key, e))
@@ -483,7 +488,7 @@ func (a *AsOfCheck) AddLedgers(ctx context.Context, r driver.Reader) error {
 			return err
 		}
 		return a.expectLedger(l)
-	})
+	}
 }
 
 // AddExportItems adds the export items whose state in the table is not
@@ -688,18 +693,37 @@ func (a *AsOfCheck) AddStored(ctx context.Context, r driver.Reader) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	err := r.ScanAggregates(ctx, func(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
-		k := AggregateKey{ref.Projection, ref.Key}
-		return a.spillAgg(recStoredAgg, aggHash(k), 0, k, values)
-	})
-	if err != nil {
+	if err := r.ScanAggregates(ctx, a.addStoredAgg); err != nil {
 		return fmt.Errorf("reading aggregates: %w", err)
 	}
-	err = r.ScanRows(ctx, func(row driver.StoredRow) error {
-		return a.spillRow(recStoredRow, rowHash(row.Ref), 0, row.Ref, string(pipeline.AppendItem(nil, row.Attrs)))
-	})
-	if err != nil {
+	if err := r.ScanRows(ctx, a.addStoredRow); err != nil {
 		return fmt.Errorf("reading rows: %w", err)
+	}
+	return nil
+}
+
+func (a *AsOfCheck) addStoredAgg(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
+	k := AggregateKey{ref.Projection, ref.Key}
+	return a.spillAgg(recStoredAgg, aggHash(k), 0, k, values)
+}
+
+func (a *AsOfCheck) addStoredRow(row driver.StoredRow) error {
+	return a.spillRow(recStoredRow, rowHash(row.Ref), 0, row.Ref, string(pipeline.AppendItem(nil, row.Attrs)))
+}
+
+// A OnePass scan reads a table once and calls ledger, aggregate and row
+// for its ledger entries, aggregate items and rows
+// (dynamostore.Store.ScanAll).
+type OnePass func(ctx context.Context, ledger func(key string, e driver.LedgerEntry) error,
+	aggregate func(ref driver.AggregateRef, values map[string]decimal.Decimal) error, row func(row driver.StoredRow) error) error
+
+// AddScan is AddLedgers and AddStored of a table read once, by scan.
+func (a *AsOfCheck) AddScan(ctx context.Context, scan OnePass) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	if err := scan(ctx, a.addLedger(), a.addStoredAgg, a.addStoredRow); err != nil {
+		return fmt.Errorf("reading the table: %w", err)
 	}
 	return nil
 }

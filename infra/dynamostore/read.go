@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -47,13 +48,52 @@ func (s *Store) ScanLedgers(ctx context.Context, fn func(key string, entry drive
 	})
 }
 
+// ScanAll reads the table once, strongly consistent, and calls ledger,
+// aggregate and row for its ledger entries, aggregate items and rows: what
+// ScanLedgers, ScanAggregates and ScanRows read, for a third of their
+// read units (a Scan is charged for every item it reads, its filter
+// notwithstanding).
+func (s *Store) ScanAll(ctx context.Context, ledger func(key string, entry driver.LedgerEntry) error,
+	aggregate func(ref driver.AggregateRef, values map[string]decimal.Decimal) error, row func(row driver.StoredRow) error) error {
+	return s.scan(ctx, "", func(item map[string]types.AttributeValue) error {
+		pk, _ := item[attrPK].(*types.AttributeValueMemberS)
+		switch {
+		case pk == nil:
+			return nil
+		case strings.HasPrefix(pk.Value, prefixLedger):
+			key, e, err := decodeLedger(item)
+			if err != nil {
+				return fmt.Errorf("dynamostore: scan of table %q, item %s: %w", s.table, describePK(item), err)
+			}
+			return ledger(key, e)
+		case strings.HasPrefix(pk.Value, prefixAggregate):
+			ref, values, err := decodeAggregate(item)
+			if err != nil {
+				return fmt.Errorf("dynamostore: scan of table %q, item %s: %w", s.table, describePK(item), err)
+			}
+			return aggregate(ref, values)
+		case strings.HasPrefix(pk.Value, prefixRow):
+			r, err := decodeRow(item)
+			if err != nil {
+				return fmt.Errorf("dynamostore: scan of table %q, item %s: %w", s.table, describePK(item), err)
+			}
+			return row(r)
+		}
+		return nil
+	})
+}
+
+// scan scans the table's items whose partition key starts with prefix
+// (every item: "").
 func (s *Store) scan(ctx context.Context, prefix string, fn func(map[string]types.AttributeValue) error) error {
 	in := &dynamodb.ScanInput{
-		TableName:                 aws.String(s.table),
-		FilterExpression:          aws.String("begins_with(#pk, :prefix)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": &types.AttributeValueMemberS{Value: prefix}},
-		ConsistentRead:            aws.Bool(true),
+		TableName:      aws.String(s.table),
+		ConsistentRead: aws.Bool(true),
+	}
+	if prefix != "" {
+		in.FilterExpression = aws.String("begins_with(#pk, :prefix)")
+		in.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":prefix": &types.AttributeValueMemberS{Value: prefix}}
 	}
 	if s.segments > 0 {
 		in.Segment, in.TotalSegments = aws.Int32(int32(s.segment)), aws.Int32(int32(s.segments))
