@@ -225,8 +225,7 @@ func (c *Parted) check(p *Plan) (*projections.AsOfCheck, error) {
 	check.PartitionBytes = o.PartitionBytes
 	check.KeyAttributes, check.Writes = KeyAttributes(opts, c.Overlay), Writes(c.Overlay)
 	if err := check.Parted(p.Parts); err != nil {
-		check.Close()
-		return nil, err
+		return nil, errors.Join(err, check.Close())
 	}
 	return check, nil
 }
@@ -314,7 +313,7 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 
 // Scan is scan step segment: the segment's ledger entries, aggregate
 // shards and rows.
-func (c *Parted) Scan(ctx context.Context, p *Plan, segment int) (*Step, error) {
+func (c *Parted) Scan(ctx context.Context, p *Plan, segment int) (_ *Step, err error) {
 	if segment < 0 || segment >= p.Segments {
 		return nil, fmt.Errorf("verify job %s: no scan segment %d (it has %d)", p.Job, segment, p.Segments)
 	}
@@ -331,7 +330,7 @@ func (c *Parted) Scan(ctx context.Context, p *Plan, segment int) (*Step, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer check.Close()
+	defer func() { err = errors.Join(err, check.Close()) }()
 	if err := check.AddLedgers(ctx, table); err != nil {
 		return nil, fmt.Errorf("verify step %s: %w", step, err)
 	}
@@ -389,7 +388,7 @@ func (c *Parted) ready(ctx context.Context, p *Plan, kind string, n int) error {
 }
 
 // File is the file step of one of the plan's files.
-func (c *Parted) File(ctx context.Context, p *Plan, file string) (*Step, error) {
+func (c *Parted) File(ctx context.Context, p *Plan, file string) (_ *Step, err error) {
 	index := slices.Index(p.Files, file)
 	if index < 0 {
 		return nil, fmt.Errorf("verify job %s: %q is not one of its %d data files", p.Job, file, len(p.Files))
@@ -399,7 +398,7 @@ func (c *Parted) File(ctx context.Context, p *Plan, file string) (*Step, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer check.Close()
+	defer func() { err = errors.Join(err, check.Close()) }()
 	if err := c.readInTick(ctx, p, check); err != nil {
 		return nil, err
 	}
@@ -504,7 +503,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // Join is the join step of item partition part.
-func (c *Parted) Join(ctx context.Context, p *Plan, part int) (*Step, error) {
+func (c *Parted) Join(ctx context.Context, p *Plan, part int) (_ *Step, err error) {
 	if part < 0 || part >= p.Parts {
 		return nil, fmt.Errorf("verify job %s: no partition %d (it has %d)", p.Job, part, p.Parts)
 	}
@@ -516,7 +515,7 @@ func (c *Parted) Join(ctx context.Context, p *Plan, part int) (*Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer check.Close()
+	defer func() { err = errors.Join(err, check.Close()) }()
 	if err := c.readInTick(ctx, p, check); err != nil {
 		return nil, err
 	}
@@ -534,7 +533,7 @@ func (c *Parted) Join(ctx context.Context, p *Plan, part int) (*Step, error) {
 }
 
 // Compare is the compare step of part.
-func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (*Step, error) {
+func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (_ *Step, err error) {
 	if part < 0 || part >= p.Parts {
 		return nil, fmt.Errorf("verify job %s: no partition %d (it has %d)", p.Job, part, p.Parts)
 	}
@@ -546,7 +545,7 @@ func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (*Step, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer check.Close()
+	defer func() { err = errors.Join(err, check.Close()) }()
 	read, err := c.load(ctx, p, check, projections.HandoffParts, part)
 	if err != nil {
 		return nil, err
