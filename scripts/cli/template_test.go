@@ -1595,8 +1595,8 @@ func TestTemplateVerify(t *testing.T) {
 	}
 	for name, errName := range map[string]string{"Mismatch": "VerifyMismatch", "NotReady": "VerifyNotReady"} {
 		s := state(name)
-		if s["Type"] != "Fail" || s["Error"] != errName || s["Cause"] != "{% $substring($states.input.report, 0, 32768) %}" {
-			t.Errorf("%s: %v, want a Fail state with error %s and the report as the cause (at most the 32,768 characters a cause holds)", name, s, errName)
+		if s["Type"] != "Fail" || s["Error"] != errName || s["Cause"] != "{% $substring($states.input.report, -32768) %}" {
+			t.Errorf("%s: %v, want a Fail state with error %s and the report as the cause (its last 32,768 characters, what a cause holds: the verdict is its last line)", name, s, errName)
 		}
 	}
 
