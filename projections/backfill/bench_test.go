@@ -145,7 +145,7 @@ func benchBackfill(b *testing.B, full *export.Export, size int64, set *projectio
 	}
 	took := b.Elapsed()
 	peak := stop()
-	importBytes, floor, txFloor := tableBytes(ctx, b, last)
+	importBytes, floor, txFloor, kinds := tableBytes(ctx, b, last)
 	if err := last.Close(); err != nil {
 		b.Fatal(err)
 	}
@@ -160,7 +160,28 @@ func benchBackfill(b *testing.B, full *export.Export, size int64, set *projectio
 	b.ReportMetric(perItem*dollarsPerMillionWRU, "$/M-items-engine")
 	b.ReportMetric(float64(importBytes)/n*1e6/1e9*dollarsPerImportGB, "$/M-items-import")
 	b.ReportMetric(float64(importBytes)/n, "import-B/item")
+	for i, name := range []string{"ledger-B", "aggregate-B", "row-B"} {
+		b.ReportMetric(kinds[i].average(), name)
+	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// stored counts one kind of the table's items (ledger entries, aggregate
+// shards, rows) and their size in DynamoDB (pipeline.ItemSize), as
+// infra/dynamostore writes them.
+type stored struct{ items, bytes int64 }
+
+func (s *stored) add(it pipeline.Item) {
+	s.items++
+	s.bytes += int64(pipeline.ItemSize(it))
+}
+
+// average is the kind's mean size in bytes (0 without items).
+func (s stored) average() float64 {
+	if s.items == 0 {
+		return 0
+	}
+	return float64(s.bytes) / float64(s.items)
 }
 
 // BenchmarkVerifyExport recomputes every projection from the same export
@@ -196,7 +217,11 @@ func BenchmarkVerifyExport(b *testing.B) {
 // transaction with its ledger entry (the transactional road): the same
 // items, at the double rate of a transaction, but for the ledger entries
 // of items that move nothing, each a single conditional put.
-func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) (n int64, floor, txFloor float64) {
+//
+// kinds are the table's ledger entries, aggregate shards and rows as
+// DynamoDB holds them (a ledger entry's body binary, not the base64 of
+// the export's JSON): what a Scan of the table reads.
+func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) (n int64, floor, txFloor float64, kinds [3]stored) {
 	factor := 2.0
 	line := func(it pipeline.Item) {
 		n += int64(len(`{"Item":}`) + len(pipeline.AppendItem(nil, it)) + 1)
@@ -225,6 +250,8 @@ func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) (n int64
 		}
 		line(pipeline.Item{driver.AttrPK: s(driver.PrefixLedger + key), driver.AttrSK: s(driver.SortLedger), driver.AttrRev: num("1"),
 			driver.AttrLedger: s(base64.StdEncoding.EncodeToString(e.Body))})
+		kinds[0].add(pipeline.Item{driver.AttrPK: s(driver.PrefixLedger + key), driver.AttrSK: s(driver.SortLedger), driver.AttrRev: num("1"),
+			driver.AttrLedger: &types.AttributeValueMemberB{Value: e.Body}})
 		return nil
 	})
 	factor = 2
@@ -236,6 +263,7 @@ func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) (n int64
 				it[k] = num(v.String())
 			}
 			line(it)
+			kinds[1].add(it)
 			return nil
 		})
 	}
@@ -247,11 +275,12 @@ func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) (n int64
 				it[k] = v
 			}
 			line(it)
+			kinds[2].add(it)
 			return nil
 		})
 	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	return n, floor, txFloor
+	return n, floor, txFloor, kinds
 }

@@ -508,7 +508,7 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 		if f, _ := vars["TRIBUTARY_MAIN"].(obj)["Fn::If"].([]any); len(f) != 3 || f[0] != "MainsInLayer" || f[1] != "/opt/bin/"+main {
 			t.Errorf("%s: TRIBUTARY_MAIN %v, want /opt/bin/%s if MainsInLayer", name, vars["TRIBUTARY_MAIN"], main)
 		}
-		if name != "Projector" && name != "KinesisProjector" && name != "Backfiller" {
+		if name != "Projector" && name != "KinesisProjector" && name != "Backfiller" && name != "Verifier" {
 			continue
 		}
 		pf, _ := vars["PROJECTIONS_FILE"].(obj)["Fn::If"].([]any)
@@ -521,8 +521,9 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 	}
 	// Each function reads the table's attributes it needs from the
 	// parameters: a table whose attributes have other names deploys the
-	// stock template unchanged. The projectors and the backfiller, which
-	// load a spec, get all four, to check them against the spec's at init.
+	// stock template unchanged. The projectors, the backfiller and the
+	// verifier, which load a spec, get all four, to check them against the
+	// spec's at init.
 	all := map[string]string{"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute", "KEY_ATTRIBUTES": "KeyAttributes", "TTL_ATTRIBUTE": "TTLAttribute"}
 	reads := map[string]map[string]string{
 		"Projector":        all,
@@ -530,6 +531,7 @@ func TestTemplateProjectionsLayer(t *testing.T) {
 		"Archiver":         {"TYPE_ATTRIBUTE": "TypeAttribute", "TTL_ATTRIBUTE": "TTLAttribute"},
 		"Repartitioner":    {"TYPE_ATTRIBUTE": "TypeAttribute", "VERSION_ATTRIBUTE": "VersionAttribute", "KEY_ATTRIBUTES": "KeyAttributes"},
 		"Backfiller":       all,
+		"Verifier":         all,
 	}
 	for name, want := range reads {
 		fn, ok := fns[name]
@@ -806,8 +808,8 @@ func TestTemplateOperations(t *testing.T) {
 func TestTemplateRepartition(t *testing.T) {
 	tp := loadTemplate(t)
 	sms := tp.ofType("AWS::Serverless::StateMachine")
-	if !sameSet(slices.Collect(maps.Keys(sms)), []string{"Repartition", "Backfill"}) {
-		t.Fatalf("state machines %v, want Repartition and Backfill", slices.Sorted(maps.Keys(sms)))
+	if !sameSet(slices.Collect(maps.Keys(sms)), []string{"Repartition", "Backfill", "Verify"}) {
+		t.Fatalf("state machines %v, want Repartition, Backfill and Verify", slices.Sorted(maps.Keys(sms)))
 	}
 	for name, sm := range map[string]obj{"Repartition": sms["Repartition"]} {
 		def, _ := props(sm)["Definition"].(obj)
@@ -1254,7 +1256,7 @@ func TestTemplateShadowAndSwitch(t *testing.T) {
 	}
 	// The roles that the table parameters point never reach the source
 	// table's items.
-	for _, role := range []string{"ProjectorRole", "KinesisProjectorRole", "BackfillerRole"} {
+	for _, role := range []string{"ProjectorRole", "KinesisProjectorRole", "BackfillerRole", "VerifierRole"} {
 		doc := fmt.Sprint(props(tp.resources()[role])["Policies"])
 		if !strings.Contains(doc, "Sid:NeverTheSourceTable") || !strings.Contains(doc, "Effect:Deny") {
 			t.Errorf("%s has no NeverTheSourceTable deny", role)
@@ -1274,6 +1276,7 @@ func TestTemplateShadowAndSwitch(t *testing.T) {
 		"ProjectorRole":        {"${ProjectorTableName}", "${ShadowTableName}"},
 		"KinesisProjectorRole": {"${KinesisShadowTableName}"},
 		"BackfillerRole":       {"${ProjectorTableName}", "${ShadowTableName}"},
+		"VerifierRole":         {"${ProjectorTableName}", "${ShadowTableName}"},
 	} {
 		for _, tab := range tables {
 			if !strings.Contains(roleTables(role), "table/"+tab) {
@@ -1306,32 +1309,36 @@ func TestTemplateBackfillRefusedNotRetried(t *testing.T) {
 		steps[name], _ = s.(obj)
 	}
 	for name, s := range steps {
-		if s == nil {
-			t.Errorf("no state %s", name)
-			continue
-		}
-		retries, _ := s["Retry"].([]any)
-		matched := false
-		for _, r := range retries {
-			r, _ := r.(obj)
-			errs := strs(r["ErrorEquals"])
-			if slices.Contains(errs, "Refused") {
-				if r["MaxAttempts"] != float64(0) {
-					t.Errorf("%s retries Refused: %v", name, r)
-				}
-				matched = true
-				break
+		checkRefusedNotRetried(t, name, s)
+	}
+}
+
+// checkRefusedNotRetried: the first of a task state's retriers that
+// matches the error Refused — Step Functions takes the first in order —
+// is one for Refused with MaxAttempts 0, before States.TaskFailed (which
+// matches every error a task returns) and States.ALL.
+func checkRefusedNotRetried(t *testing.T, name string, s obj) {
+	t.Helper()
+	if s == nil {
+		t.Errorf("no state %s", name)
+		return
+	}
+	retries, _ := s["Retry"].([]any)
+	for _, r := range retries {
+		r, _ := r.(obj)
+		errs := strs(r["ErrorEquals"])
+		if slices.Contains(errs, "Refused") {
+			if r["MaxAttempts"] != float64(0) {
+				t.Errorf("%s retries Refused: %v", name, r)
 			}
-			if slices.Contains(errs, "States.TaskFailed") || slices.Contains(errs, "States.ALL") {
-				t.Errorf("%s: the retrier %v matches a Refused error before any retrier for Refused does: a refusal is retried", name, errs)
-				matched = true
-				break
-			}
+			return
 		}
-		if !matched {
-			t.Errorf("%s has no retrier for Refused (its retries: %v)", name, retries)
+		if slices.Contains(errs, "States.TaskFailed") || slices.Contains(errs, "States.ALL") {
+			t.Errorf("%s: the retrier %v matches a Refused error before any retrier for Refused does: a refusal is retried", name, errs)
+			return
 		}
 	}
+	t.Errorf("%s has no retrier for Refused (its retries: %v)", name, retries)
 }
 
 // TestTemplateArchiveTables holds the archive's Glue tables to the layout:
@@ -1381,4 +1388,372 @@ func TestTemplateArchiveTables(t *testing.T) {
 	if strings.Count(string(policy), `"s3:PutObject"`) != 1 || strings.Count(string(policy), `"s3:DeleteObject"`) != 1 {
 		t.Errorf("CompactorRole: PutObject and DeleteObject once each, scoped: %s", policy)
 	}
+}
+
+// TestTemplateVerify: the Verify state machine, the verifier, their roles
+// and log groups and the work bucket exist only with the Backfill
+// condition (no parameter of their own); the state machine plans, maps a
+// Distributed Map over each list the plan wrote to the work bucket — the
+// table's scan segments, the export's data files, the partitions twice
+// (join, then compare) — one verifier invocation per item, at most
+// BackfillMaxConcurrency at once, no failure tolerated, a refusal never
+// retried, then finishes, and ends on the verdict: AGREE succeeds,
+// MISMATCH and anything else fail with VerifyMismatch and VerifyNotReady,
+// the report the cause. The verifier checks the backfiller's table with
+// the backfiller's projections; its role scans that table, reads exports
+// as the backfiller's does, and writes the work bucket's verify/ prefix,
+// nothing else; the state machine's role is the Backfill one's, for the
+// verifier, and reads the plan's lists.
+func TestTemplateVerify(t *testing.T) {
+	tp := loadTemplate(t)
+	res := tp.resources()
+	for _, name := range []string{"Verify", "Verifier", "VerifierRole", "VerifierLogGroup", "VerifyRole", "VerifyLogGroup", "VerifyWorkBucket", "VerifyWorkBucketPolicy"} {
+		if r := res[name]; r == nil || r["Condition"] != "Backfill" {
+			t.Errorf("%s: %v, want a resource under the Backfill condition", name, r["Condition"])
+		}
+	}
+	// A failed execution is the gate's answer as often as an outage: no
+	// alarm reads the state machine.
+	for name, a := range tp.ofType("AWS::CloudWatch::Alarm") {
+		if b, _ := json.Marshal(a); strings.Contains(string(b), `{"Ref":"Verify"}`) || strings.Contains(string(b), "${Verify}") {
+			t.Errorf("%s reads the Verify state machine: its failures are MISMATCH and NOT READY answers", name)
+		}
+	}
+
+	// The function.
+	fn := props(res["Verifier"])
+	if fn["CodeUri"] != "functions/cmd/verifier/" || refName(fn["Role"]) != "VerifierRole" ||
+		refName(fn["LoggingConfig"].(obj)["LogGroup"]) != "VerifierLogGroup" {
+		t.Errorf("Verifier: CodeUri %v, Role %v, LoggingConfig %v", fn["CodeUri"], fn["Role"], fn["LoggingConfig"])
+	}
+	if fn["Timeout"] != float64(900) || !reflect.DeepEqual(fn["EphemeralStorage"], obj{"Size": float64(10240)}) {
+		t.Errorf("Verifier: Timeout %v, EphemeralStorage %v; want 900 and 10,240 MB (a compare step spills a partition to /tmp)", fn["Timeout"], fn["EphemeralStorage"])
+	}
+	if m, _ := fn["MemorySize"].(float64); m < float64(props(res["Backfiller"])["MemorySize"].(float64)) {
+		t.Errorf("Verifier: MemorySize %v, below the backfiller's", fn["MemorySize"])
+	}
+	vars, _ := fn["Environment"].(obj)["Variables"].(obj)
+	bvars, _ := props(res["Backfiller"])["Environment"].(obj)["Variables"].(obj)
+	for _, name := range []string{"AGGREGATE_TABLE", "PROJECTIONS", "PROJECTIONS_FILE", "TYPE_ATTRIBUTE", "VERSION_ATTRIBUTE", "KEY_ATTRIBUTES", "TTL_ATTRIBUTE"} {
+		if vars[name] == nil || !reflect.DeepEqual(vars[name], bvars[name]) {
+			t.Errorf("Verifier: %s = %v, want the backfiller's %v (the gate checks the table the backfiller writes, with its projections)", name, vars[name], bvars[name])
+		}
+	}
+	if vars["SCAN_SEGMENTS"] != "16" || vars["MAX_PRINT"] != "100" {
+		t.Errorf("Verifier: SCAN_SEGMENTS %v, MAX_PRINT %v; want 16 and 100", vars["SCAN_SEGMENTS"], vars["MAX_PRINT"])
+	}
+	loc, _ := vars["WORK_LOCATION"].(obj)["Fn::Sub"].(string)
+	prefix, ok := strings.CutPrefix(loc, "s3://${VerifyWorkBucket}/")
+	if !ok || prefix != "verify" {
+		t.Fatalf("Verifier: WORK_LOCATION %v, want s3://${VerifyWorkBucket}/verify", vars["WORK_LOCATION"])
+	}
+	work := "${VerifyWorkBucket.Arn}/" + prefix + "/*"
+
+	// The work bucket: hardened as the export bucket is, and whatever an
+	// execution that never finished left under the prefix expires.
+	bucket, export := props(res["VerifyWorkBucket"]), props(res["ExportBucket"])
+	for _, p := range []string{"BucketEncryption", "PublicAccessBlockConfiguration", "OwnershipControls"} {
+		if !reflect.DeepEqual(bucket[p], export[p]) {
+			t.Errorf("VerifyWorkBucket: %s %v, want the export bucket's %v", p, bucket[p], export[p])
+		}
+	}
+	rules, _ := bucket["LifecycleConfiguration"].(obj)["Rules"].([]any)
+	expires := false
+	for _, r := range rules {
+		r := r.(obj)
+		if r["Status"] == "Enabled" && r["Prefix"] == prefix+"/" && r["ExpirationInDays"] == float64(7) {
+			expires = true
+		}
+	}
+	if !expires {
+		t.Errorf("VerifyWorkBucket: lifecycle %v, want objects under %s/ expired after 7 days", rules, prefix)
+	}
+	if refName(props(res["VerifyWorkBucketPolicy"])["Bucket"]) != "VerifyWorkBucket" {
+		t.Errorf("VerifyWorkBucketPolicy is not the work bucket's")
+	}
+
+	// The state machine.
+	sm := props(res["Verify"])
+	if name, _ := json.Marshal(sm["Name"]); string(name) != `{"Fn::Sub":"${AWS::StackName}-verify"}` || refName(sm["Role"]) != "VerifyRole" || sm["Type"] != "STANDARD" {
+		t.Errorf("Verify: Name %s, Role %v, Type %v", name, sm["Role"], sm["Type"])
+	}
+	subs, _ := sm["DefinitionSubstitutions"].(obj)
+	if len(subs) != 2 || refName(subs["VerifierArn"]) != "Verifier" || refName(subs["MaxConcurrency"]) != "BackfillMaxConcurrency" {
+		t.Errorf("substitutions %v, want the verifier's ARN and BackfillMaxConcurrency", subs)
+	}
+	def, _ := sm["Definition"].(obj)
+	states, _ := def["States"].(obj)
+	state := func(name string) obj {
+		s, _ := states[name].(obj)
+		if s == nil {
+			t.Fatalf("no state %s", name)
+		}
+		return s
+	}
+	if def["QueryLanguage"] != "JSONata" || def["StartAt"] != "Plan" {
+		t.Errorf("QueryLanguage %v, StartAt %v; want JSONata and Plan", def["QueryLanguage"], def["StartAt"])
+	}
+	order := []string{"Plan", "Scan", "Files", "Join", "Compare", "Finish", "Verdict"}
+	for i, name := range order[:len(order)-1] {
+		if next := state(name)["Next"]; next != order[i+1] {
+			t.Errorf("%s goes to %v, want %s (%s)", name, next, order[i+1], strings.Join(order, " → "))
+		}
+	}
+	if len(states) != len(order)+3 {
+		t.Errorf("states %v, want %v and Agree, Mismatch, NotReady", slices.Sorted(maps.Keys(states)), order)
+	}
+
+	// Plan: the execution's input, only its export, incrementals and
+	// skipMd5, the run the execution's name; every later step carries the
+	// same and the plan's job, and the maps read the plan's lists.
+	input := "$sift($states.input, function($v, $k) {$k in ['export', 'incrementals', 'skipMd5']})"
+	plan := state("Plan")
+	if p := plan["Arguments"].(obj)["Payload"]; p != "{% $merge(["+input+", {'action': 'plan', 'run': $states.context.Execution.Name}]) %}" {
+		t.Errorf("Plan's payload is %v, want the input's export, incrementals and skipMd5, the action and the execution's name", p)
+	}
+	assign, _ := plan["Assign"].(obj)
+	if assign["job"] != "{% $merge(["+input+", {'job': $states.result.Payload.job}]) %}" || assign["work"] != "{% $states.result.Payload.work %}" {
+		t.Errorf("Plan assigns %v, want the job (the input and the plan's job) and the plan's work lists", assign)
+	}
+	for _, m := range []struct{ state, list, child, action, field string }{
+		{"Scan", "segments", "ScanSegment", "scan", "segment"},
+		{"Files", "files", "File", "file", "dataFileS3Key"},
+		{"Join", "parts", "JoinPart", "join", "part"},
+		{"Compare", "parts", "ComparePart", "compare", "part"},
+	} {
+		s := state(m.state)
+		ip, _ := s["ItemProcessor"].(obj)
+		pc, _ := ip["ProcessorConfig"].(obj)
+		if s["Type"] != "Map" || pc["Mode"] != "DISTRIBUTED" || pc["ExecutionType"] != "STANDARD" {
+			t.Errorf("%s: %v %v, want a Distributed Map of standard child executions", m.state, s["Type"], pc)
+		}
+		if s["MaxConcurrency"] != "{% ${MaxConcurrency} %}" || s["ToleratedFailurePercentage"] != float64(0) || s["Items"] != nil {
+			t.Errorf("%s: MaxConcurrency %v, ToleratedFailurePercentage %v, Items %v; want BackfillMaxConcurrency, 0 and an ItemReader",
+				m.state, s["MaxConcurrency"], s["ToleratedFailurePercentage"], s["Items"])
+		}
+		ir, _ := s["ItemReader"].(obj)
+		want := obj{
+			"Resource":     "arn:aws:states:::s3:getObject",
+			"ReaderConfig": obj{"InputType": "JSON"},
+			"Arguments":    obj{"Bucket": "{% $work.bucket %}", "Key": "{% $work." + m.list + " %}"},
+		}
+		if !reflect.DeepEqual(ir, want) {
+			t.Errorf("%s: ItemReader %v, want the plan's %s list (a JSON array in the work bucket)", m.state, ir, m.list)
+		}
+		sel := obj{"job": "{% $job %}", m.field: "{% $states.context.Map.Item.Value." + m.field + " %}"}
+		if !reflect.DeepEqual(s["ItemSelector"], sel) {
+			t.Errorf("%s: ItemSelector %v, want %v", m.state, s["ItemSelector"], sel)
+		}
+		if !reflect.DeepEqual(s["Output"], obj{}) {
+			t.Errorf("%s: Output %v, want {} (the next state reads nothing of it)", m.state, s["Output"])
+		}
+		children, _ := ip["States"].(obj)
+		child, _ := children[m.child].(obj)
+		if len(children) != 1 || ip["StartAt"] != m.child || child["Type"] != "Task" || child["End"] != true {
+			t.Fatalf("%s: child states %v, want one task, %s", m.state, slices.Sorted(maps.Keys(children)), m.child)
+		}
+		args, _ := child["Arguments"].(obj)
+		payload := "{% $merge([$states.input.job, {'action': '" + m.action + "', '" + m.field + "': $states.input." + m.field + "}]) %}"
+		if args["FunctionName"] != "${VerifierArn}" || args["Payload"] != payload || child["Resource"] != "arn:aws:states:::lambda:invoke" {
+			t.Errorf("%s: the child invokes %v with %v, want the verifier with %s", m.child, args["FunctionName"], args["Payload"], payload)
+		}
+		if !reflect.DeepEqual(child["Output"], obj{}) {
+			t.Errorf("%s: Output %v, want {} (the map's result stays small whatever the number of items)", m.child, child["Output"])
+		}
+		checkRefusedNotRetried(t, m.child, child)
+		checkRetried(t, m.child, child)
+	}
+	for _, name := range []string{"Plan", "Finish"} {
+		checkRefusedNotRetried(t, name, state(name))
+		checkRetried(t, name, state(name))
+	}
+	finish := state("Finish")
+	if p := finish["Arguments"].(obj)["Payload"]; p != "{% $merge([$job, {'action': 'finish'}]) %}" || finish["Output"] != "{% $states.result.Payload %}" {
+		t.Errorf("Finish: payload %v, output %v; want the job's finish, and its answer", p, finish["Output"])
+	}
+	b, _ := json.Marshal(def)
+	var actions []string
+	for _, a := range regexp.MustCompile(`'action': '(\w+)'`).FindAllStringSubmatch(string(b), -1) {
+		actions = append(actions, a[1])
+	}
+	if !sameSet(actions, []string{"plan", "scan", "file", "join", "compare", "finish"}) || len(actions) != 6 {
+		t.Errorf("verifier actions %v, want plan, scan, file, join, compare and finish", actions)
+	}
+
+	// The verdict.
+	verdict := state("Verdict")
+	choices, _ := verdict["Choices"].([]any)
+	wantChoices := []any{
+		obj{"Condition": "{% $states.input.verdict = 'AGREE' %}", "Next": "Agree"},
+		obj{"Condition": "{% $states.input.verdict = 'MISMATCH' %}", "Next": "Mismatch"},
+	}
+	if verdict["Type"] != "Choice" || !reflect.DeepEqual(choices, wantChoices) || verdict["Default"] != "NotReady" {
+		t.Errorf("Verdict: %v, want AGREE to Agree, MISMATCH to Mismatch, anything else to NotReady", verdict)
+	}
+	if state("Agree")["Type"] != "Succeed" {
+		t.Errorf("Agree: %v, want a Succeed state", state("Agree"))
+	}
+	for name, errName := range map[string]string{"Mismatch": "VerifyMismatch", "NotReady": "VerifyNotReady"} {
+		s := state(name)
+		if s["Type"] != "Fail" || s["Error"] != errName || s["Cause"] != "{% $substring($states.input.report, -32768) %}" {
+			t.Errorf("%s: %v, want a Fail state with error %s and the report as the cause (its last 32,768 characters, what a cause holds: the verdict is its last line)", name, s, errName)
+		}
+	}
+
+	// The verifier's role: exactly these grants.
+	scan := tableARN(vars["AGGREGATE_TABLE"])
+	var scanned []string
+	for _, r := range branches(scan) {
+		j, _ := json.Marshal(r)
+		scanned = append(scanned, "dynamodb:Scan on "+string(j))
+	}
+	wantGrants := append(scanned,
+		`logs:CreateLogStream on {"Fn::GetAtt":["VerifierLogGroup","Arn"]}`,
+		`logs:PutLogEvents on {"Fn::GetAtt":["VerifierLogGroup","Arn"]}`,
+		`xray:PutTraceSegments on *`,
+		`xray:PutTelemetryRecords on *`,
+		`s3:GetObject on {"Fn::Sub":"${ExportBucket.Arn}/*"}`,
+		`s3:ListBucket on {"Fn::GetAtt":["ExportBucket","Arn"]}`,
+		`kms:GenerateDataKey on {"Ref":"DataKmsKeyArn"}`,
+		`kms:Decrypt on {"Ref":"DataKmsKeyArn"}`,
+		`s3:GetObject on {"Fn::Sub":"`+work+`"}`,
+		`s3:PutObject on {"Fn::Sub":"`+work+`"}`,
+		`s3:DeleteObject on {"Fn::Sub":"`+work+`"}`,
+		`s3:AbortMultipartUpload on {"Fn::Sub":"`+work+`"}`,
+		`s3:ListBucket on {"Fn::GetAtt":["VerifyWorkBucket","Arn"]} if {"StringLike":{"s3:prefix":"`+prefix+`/*"}}`,
+	)
+	got := grants(t, tp, "VerifierRole")
+	if !sameSet(got, wantGrants) || len(got) != len(wantGrants) {
+		t.Errorf("VerifierRole grants:\n%s\nwant exactly:\n%s", strings.Join(got, "\n"), strings.Join(slices.Sorted(slices.Values(wantGrants)), "\n"))
+	}
+	for _, g := range got {
+		action, on, _ := strings.Cut(g, " on ")
+		if strings.HasPrefix(action, "dynamodb:") && action != "dynamodb:Scan" {
+			t.Errorf("VerifierRole: %s: the verifier only scans", g)
+		}
+		if write := strings.HasPrefix(action, "s3:Put") || strings.HasPrefix(action, "s3:Delete") || strings.HasPrefix(action, "s3:Abort"); write && on != `{"Fn::Sub":"`+work+`"}` {
+			t.Errorf("VerifierRole: %s: S3 writes only under the work bucket's %s/", g, prefix)
+		}
+	}
+	// Exports are read as the backfiller reads them; the source table is
+	// denied, whatever the table parameters name.
+	for _, sid := range []string{"ReadExports", "ListExports"} {
+		if v, bf := statement(t, tp, "VerifierRole", sid), statement(t, tp, "BackfillerRole", sid); v == nil || !reflect.DeepEqual(v, bf) {
+			t.Errorf("VerifierRole's %s is %v, want the backfiller's %v", sid, v, bf)
+		}
+	}
+	if v, bf := statement(t, tp, "VerifierRole", "NeverTheSourceTable"), statement(t, tp, "BackfillerRole", "NeverTheSourceTable"); v == nil || !reflect.DeepEqual(v, bf) {
+		t.Errorf("VerifierRole's NeverTheSourceTable is %v, want the backfiller's %v", v, bf)
+	}
+
+	// The state machine's role: the Backfill state machine's, for the
+	// verifier and its own executions, and the plan's lists.
+	var wantSM []string
+	for _, g := range grants(t, tp, "BackfillRole") {
+		g = strings.ReplaceAll(g, "Backfiller", "Verifier")
+		wantSM = append(wantSM, strings.ReplaceAll(g, "${AWS::StackName}-backfill", "${AWS::StackName}-verify"))
+	}
+	wantSM = append(wantSM, `s3:GetObject on {"Fn::Sub":"`+work+`"}`, `kms:Decrypt on {"Ref":"DataKmsKeyArn"}`)
+	if got := grants(t, tp, "VerifyRole"); !sameSet(got, wantSM) || len(got) != len(wantSM) {
+		t.Errorf("VerifyRole grants:\n%s\nwant exactly:\n%s", strings.Join(got, "\n"), strings.Join(slices.Sorted(slices.Values(wantSM)), "\n"))
+	}
+	for role, like := range map[string]string{"VerifierRole": "BackfillerRole", "VerifyRole": "BackfillRole"} {
+		for _, p := range []string{"AssumeRolePolicyDocument", "PermissionsBoundary"} {
+			if got, want := props(res[role])[p], props(res[like])[p]; !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: %s %v, want %s's %v", role, p, got, like, want)
+			}
+		}
+	}
+
+	// The dashboard shows its executions.
+	body, err := flattenAll(props(res["Dashboard"])["DashboardBody"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, `"title":"verify: executions"`) || !strings.Contains(body, `["AWS/States","ExecutionsFailed","StateMachineArn","Verify",`) {
+		t.Errorf("the dashboard has no widget of the Verify state machine's executions")
+	}
+}
+
+// checkRetried: a task state retries Lambda's service errors and task
+// failures.
+func checkRetried(t *testing.T, name string, s obj) {
+	t.Helper()
+	var retried []string
+	retries, _ := s["Retry"].([]any)
+	for _, r := range retries {
+		if r.(obj)["MaxAttempts"] != float64(0) {
+			retried = append(retried, strs(r.(obj)["ErrorEquals"])...)
+		}
+	}
+	for _, want := range []string{"Lambda.ServiceException", "Lambda.TooManyRequestsException", "States.TaskFailed"} {
+		if !slices.Contains(retried, want) {
+			t.Errorf("%s does not retry %s (it retries %v)", name, want, retried)
+		}
+	}
+}
+
+// tableARN is the ARN of the table an environment variable names: a Ref
+// to a table parameter, or to a table of the template, in each branch of
+// its Fn::If.
+func tableARN(v any) any {
+	m, _ := v.(obj)
+	if f, ok := m["Fn::If"].([]any); ok && len(f) == 3 {
+		return obj{"Fn::If": []any{f[0], tableARN(f[1]), tableARN(f[2])}}
+	}
+	name := refName(m)
+	if strings.HasSuffix(name, "TableName") {
+		return obj{"Fn::Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${" + name + "}"}
+	}
+	return obj{"Fn::GetAtt": []any{name, "Arn"}}
+}
+
+// grants lists what a role's Allow statements grant, every branch of an
+// Fn::If taken: "action on resource" (a resource that is not a string as
+// JSON), and " if condition" when the statement has one.
+func grants(t *testing.T, tp tmpl, role string) []string {
+	t.Helper()
+	var out []string
+	for _, st := range allowStatements(t, tp, role) {
+		cond := ""
+		if c, ok := st["Condition"]; ok {
+			b, _ := json.Marshal(c)
+			cond = " if " + string(b)
+		}
+		rs := st["Resource"]
+		list, ok := rs.([]any)
+		if !ok {
+			list = []any{rs}
+		}
+		for _, a := range strs(st["Action"]) {
+			for _, r := range list {
+				for _, b := range branches(r) {
+					on, ok := b.(string)
+					if !ok {
+						j, _ := json.Marshal(b)
+						on = string(j)
+					}
+					out = append(out, a+" on "+on+cond)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// statement returns a role's statement of that Sid, whatever its effect
+// (nil: none), with its Fn::If, if any, taken on its first branch.
+func statement(t *testing.T, tp tmpl, role, sid string) obj {
+	t.Helper()
+	for _, p := range props(tp.resources()[role])["Policies"].([]any) {
+		for _, s := range p.(obj)["PolicyDocument"].(obj)["Statement"].([]any) {
+			for _, b := range branches(s) {
+				if st := b.(obj); st["Sid"] == sid {
+					return st
+				}
+			}
+		}
+	}
+	return nil
 }
