@@ -56,7 +56,10 @@ import (
 //	VERSION_ATTRIBUTE
 //	KEY_ATTRIBUTES
 //	TTL_ATTRIBUTE
-//	SCAN_SEGMENTS      segments the table is scanned in (default 16)
+//	KMS_KEY_ID         the KMS key the hand-offs are written with (SSE-KMS;
+//	                   default: the bucket's encryption)
+//	SCAN_SEGMENTS      segments the table is scanned in (default: by the
+//	                   table's size, one a 512 MiB, from 16 to 1,000)
 //	PARTS              parts the check is cut into: a power of two up to
 //	                   256 (default: by the export's size, verify.Parted)
 //	MAX_PRINT          differences the finish names (default 100, at most
@@ -69,9 +72,16 @@ type Config struct {
 	// Schema holds the attributes the variables give; empty ones are the
 	// environment's.
 	Schema   pipeline.Schema
+	KMSKeyID string
+	// Segments is how many segments the plan scans the table in; 0: by
+	// the table's size (TableSize), one a 512 MiB, from 16 to 1,000.
 	Segments int
 	Parts    int
 	MaxPrint int
+	// TableSize returns the table's size in bytes (Main: DescribeTable's
+	// TableSizeBytes, which DynamoDB updates about every six hours); nil:
+	// 16 segments.
+	TableSize func(ctx context.Context) (int64, error)
 	// Dir is where a step spills (default: the system's temporary
 	// directory, /tmp in Lambda).
 	Dir string
@@ -89,6 +99,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		Work:        strings.TrimSpace(getenv("WORK_LOCATION")),
 		Export:      strings.TrimSpace(getenv("EXPORT_LOCATION")),
 		Projections: entry.List(getenv("PROJECTIONS")),
+		KMSKeyID:    strings.TrimSpace(getenv("KMS_KEY_ID")),
 		Schema:      entry.GivenSchema(getenv),
 		MaxPrint:    100,
 	}
@@ -142,8 +153,21 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		table := dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table)
+		client := dynamodb.NewFromConfig(aws)
+		table := dynamostore.New(client, cfg.Table)
 		segment := func(i, n int) (driver.Reader, error) { return table.Segment(i, n) }
+		if cfg.Segments == 0 {
+			cfg.TableSize = func(ctx context.Context) (int64, error) {
+				out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &cfg.Table})
+				if err != nil {
+					return 0, fmt.Errorf("verifier: the size of table %s: %w", cfg.Table, err)
+				}
+				if out.Table == nil || out.Table.TableSizeBytes == nil {
+					return 0, nil
+				}
+				return *out.Table.TableSizeBytes, nil
+			}
+		}
 		h, err := New(cfg, env, s3.NewFromConfig(aws), table, segment, log)
 		if err != nil {
 			return nil, err
@@ -269,7 +293,7 @@ func New(cfg Config, env *projections.Environment, client objstore.S3API, table 
 		cfg.MaxPrint = 0
 	}
 	return &Handler{cfg: cfg, s3: client, table: table, segment: segment, set: set, whole: env.Projections, schema: schema,
-		work: loc.Open(client, objstore.S3Options{TempDir: cfg.Dir}), workLoc: loc, log: log}, nil
+		work: loc.Open(client, objstore.S3Options{TempDir: cfg.Dir, KMSKeyID: cfg.KMSKeyID}), workLoc: loc, log: log}, nil
 }
 
 // Handle runs one step. An error fails the invocation (the state machine
@@ -378,8 +402,24 @@ func (h *Handler) parted(full *export.Export, overlay *export.Overlay, skipMD5 b
 		Options: o, Projections: h.set.Projections(), Segments: h.cfg.Segments, Parts: h.cfg.Parts}
 }
 
+// segmentBytes is about how much of the table a scan step reads, when
+// the plan chooses the segments: a few seconds of a Scan's pages.
+const segmentBytes = 512 << 20
+
+// segments is how many segments the plan scans a table of size bytes in.
+func segments(size int64) int {
+	return int(min(max(16, (size+segmentBytes-1)/segmentBytes), 1000))
+}
+
 // plan plans the job and writes the maps' items beside its plan.
 func (h *Handler) plan(ctx context.Context, c *verify.Parted, ev Event, resp Response) (Response, error) {
+	if c.Segments == 0 && h.cfg.TableSize != nil {
+		size, err := h.cfg.TableSize(ctx)
+		if err != nil {
+			return resp, err
+		}
+		c.Segments = segments(size)
+	}
 	p, err := c.Plan(ctx, ev.Run)
 	if err != nil {
 		return resp, err
@@ -416,21 +456,11 @@ func (h *Handler) plan(ctx context.Context, c *verify.Parted, ev Event, resp Res
 	return resp, nil
 }
 
-// verdictKey is where a job's finish keeps its answer, so that a finish
-// run again after it removed the job's parts answers the same.
-func verdictKey(job string) string { return path.Join(job, "verdict.json") }
-
-// finish sums the steps' notes into the verdict, keeps it, and removes the
-// job's parts.
+// finish sums the steps' notes into the verdict. It removes nothing: a
+// finish run again answers the same, and the work bucket's rule removes
+// the job's objects days later (removing hundreds of thousands of objects
+// would take the finish minutes).
 func (h *Handler) finish(ctx context.Context, c *verify.Parted, ev Event, resp Response) (Response, error) {
-	if b, err := objstore.ReadAll(ctx, h.work, verdictKey(ev.Job)); err == nil {
-		if err := json.Unmarshal(b, &resp); err != nil {
-			return resp, fmt.Errorf("verifier: job %s: its verdict: %w", ev.Job, err)
-		}
-		return resp, nil
-	} else if !errors.Is(err, objstore.ErrNotFound) {
-		return resp, err
-	}
 	p, err := c.ReadPlan(ctx, ev.Job)
 	if err != nil {
 		return resp, err
@@ -451,16 +481,6 @@ func (h *Handler) finish(ctx context.Context, c *verify.Parted, ev Event, resp R
 	resp.Job, resp.AsOf, resp.Verdict, resp.Agree, resp.Report = p.Job, p.AsOf, verdict, verdict == verify.Agree, report.String()
 	resp.Items, resp.Changed, resp.Aggregates, resp.Rows = res.Items, res.Changed, res.Aggregates, res.Rows
 	resp.Differences = int64(len(res.Differences)) + res.More
-	body, err := json.Marshal(resp)
-	if err != nil {
-		return resp, err
-	}
-	if err := h.work.Put(ctx, verdictKey(p.Job), body); err != nil {
-		return resp, fmt.Errorf("verifier: job %s: keeping its verdict: %w", p.Job, err)
-	}
-	if err := c.Remove(ctx, p.Job, verdictKey(p.Job)); err != nil {
-		return resp, fmt.Errorf("verifier: job %s: removing its parts: %w", p.Job, err)
-	}
-	h.log.Info("finish", "job", p.Job, "verdict", verdict, "items", res.Items, "changed", res.Changed, "differences", resp.Differences)
+	h.log.Info("finish", "job", p.Job, "verdict", verdict, "items", res.Items, "changed", res.Changed, "differences", resp.Differences, "report", resp.Report)
 	return resp, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/driver"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -92,5 +93,32 @@ func TestRefused(t *testing.T) {
 	}
 	if _, err := h.Handle(ctx, verifier.Event{Action: "plan", Run: "r1"}); !errors.As(err, new(*verifier.Refused)) {
 		t.Errorf("a table of other projections: %v, want a refusal", err)
+	}
+}
+
+// TestPlanSegments: without SCAN_SEGMENTS the plan scans the table in a
+// segment a 512 MiB of its size, from 16 to 1,000.
+func TestPlanSegments(t *testing.T) {
+	ctx := context.Background()
+	full := filepath.Join(exportgen.FixtureDir(), exportgen.FixtureItems(t).Full.Dir)
+	st := boltstoretest.Open(t)
+	if _, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	whole := func(int, int) (driver.Reader, error) { return st, nil }
+	for _, tc := range []struct {
+		size int64
+		want int
+	}{{0, 16}, {1 << 30, 16}, {10 << 30, 20}, {10<<30 + 1, 21}, {1 << 40, 1000}} {
+		cfg := verifier.Config{Table: "aggs", Work: t.TempDir(), Export: full,
+			TableSize: func(context.Context) (int64, error) { return tc.size, nil }}
+		h, err := verifier.New(cfg, seed.Environment(), nil, st, whole, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := h.Handle(ctx, verifier.Event{Action: "plan", Run: "r"})
+		if err != nil || plan.Segments != tc.want {
+			t.Errorf("a table of %d bytes: %d segments (%v), want %d", tc.size, plan.Segments, err, tc.want)
+		}
 	}
 }

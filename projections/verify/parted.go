@@ -636,14 +636,11 @@ func (c *Parted) Finish(ctx context.Context, p *Plan) (*Result, error) {
 }
 
 // Remove removes every object of a job (after Finish: its result is
-// returned, and nothing reads them again) but those keep names (keys under
-// Prefix).
-func (c *Parted) Remove(ctx context.Context, job string, keep ...string) error {
+// returned, and nothing reads them again).
+func (c *Parted) Remove(ctx context.Context, job string) error {
 	var keys []string
 	err := c.Work.List(ctx, c.key(job)+"/", func(o objstore.Object) error {
-		if !slices.Contains(keep, strings.TrimPrefix(strings.TrimPrefix(o.Key, c.Prefix), "/")) {
-			keys = append(keys, o.Key)
-		}
+		keys = append(keys, o.Key)
 		return nil
 	})
 	if err != nil {
