@@ -276,9 +276,11 @@ func TestRuntimeEmulatorBackfillerRoleCoversCalls(t *testing.T) {
 
 // s3Action is the IAM action an S3 request needs, for the requests a
 // reader sends: GetObject (GET or HEAD of a key) and ListBucket (a
-// listing of the bucket).
+// listing of the bucket), and DeleteObject (DELETE of a key).
 func s3Action(r awstest.S3Request) string {
 	switch {
+	case r.Op == "DELETE":
+		return "s3:DeleteObject"
 	case r.Op != "GET" && r.Op != "HEAD":
 		return "s3:" + r.Op
 	case strings.Count(strings.Trim(r.Path, "/"), "/") == 0: // path style: /bucket

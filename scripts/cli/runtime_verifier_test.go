@@ -254,7 +254,16 @@ func TestRuntimeEmulatorVerifierRoleCoversCalls(t *testing.T) {
 	s3log.Take()
 
 	store := dynamostore.New(ddb, table)
-	h, err := verifier.New(verifier.Config{Table: table, Work: "s3://" + work + "/verify", Segments: 2, Parts: 2, MaxPrint: 100},
+	// The plan reads the table's size (as Main does) and chooses 16
+	// segments for this small table.
+	size := func(ctx context.Context) (int64, error) {
+		out, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+		if err != nil || out.Table.TableSizeBytes == nil {
+			return 0, err
+		}
+		return *out.Table.TableSizeBytes, nil
+	}
+	h, err := verifier.New(verifier.Config{Table: table, Work: "s3://" + work + "/verify", Parts: 2, MaxPrint: 100, TableSize: size},
 		seed.Environment(), client, store, func(i, n int) (driver.Reader, error) { return store.Segment(i, n) },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -285,7 +294,7 @@ func TestRuntimeEmulatorVerifierRoleCoversCalls(t *testing.T) {
 		used = append(used, s3Action(r))
 	}
 	used = slices.Compact(slices.Sorted(slices.Values(used)))
-	for _, want := range []string{"dynamodb:Scan", "dynamodb:BatchGetItem", "s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject"} {
+	for _, want := range []string{"dynamodb:Scan", "dynamodb:BatchGetItem", "dynamodb:DescribeTable", "s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject"} {
 		if !slices.Contains(used, want) {
 			t.Fatalf("no %s recorded (%v): the recording misses calls", want, used)
 		}

@@ -25,11 +25,13 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/functions/backfiller"
+	"github.com/tributary/tributary/functions/verifier"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/pipeline/archive/lake"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/projections/verify"
 )
 
 const (
@@ -1758,4 +1760,53 @@ func statement(t *testing.T, tp tmpl, role, sid string) obj {
 		}
 	}
 	return nil
+}
+
+// TestVerifyDefinitionSpeaksTheVerifiers: every field the Verify state
+// machine's definition reads of the verifier's answers, or writes into its
+// events, is one the verifier's Response or Event carries, by its JSON name.
+func TestVerifyDefinitionSpeaksTheVerifiers(t *testing.T) {
+	def, err := json.Marshal(props(loadTemplate(t).resources()["Verify"])["Definition"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := func(v any) []string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for k, v := range m {
+			out = append(out, k)
+			if sub, ok := v.(map[string]any); ok {
+				for sk := range sub {
+					out = append(out, k+"."+sk)
+				}
+			}
+		}
+		return out
+	}
+	resp := fields(verifier.Response{Action: "finish", Job: "j", Work: &verifier.Work{Bucket: "b", Segments: "s", Files: "f", Parts: "p"}, Verdict: verify.Agree, Report: "r"})
+	event := fields(verifier.Event{Action: "scan", Export: "e", Incrementals: []string{"i"}, SkipMD5: true, Run: "r", Job: "j", Segment: 1, DataFileS3Key: "d", Part: 1})
+	for _, read := range []string{"job", "work", "work.bucket", "work.segments", "work.files", "work.parts", "verdict", "report"} {
+		if !slices.Contains(resp, read) {
+			t.Errorf("verifier.Response has no %q", read)
+		}
+		last := read[strings.LastIndex(read, ".")+1:]
+		if !strings.Contains(string(def), "Payload."+read) && !strings.Contains(string(def), "."+last) {
+			t.Errorf("the definition does not read %q: the test is stale", read)
+		}
+	}
+	for _, written := range []string{"action", "export", "incrementals", "skipMd5", "run", "job", "segment", "dataFileS3Key", "part"} {
+		if !slices.Contains(event, written) {
+			t.Errorf("verifier.Event has no %q", written)
+		}
+		if !strings.Contains(string(def), "'"+written+"'") {
+			t.Errorf("the definition does not write %q into an event: the test is stale", written)
+		}
+	}
 }
