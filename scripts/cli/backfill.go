@@ -23,6 +23,18 @@ import (
 	"github.com/tributary/tributary/projections/driver"
 )
 
+// defaultBatch is the backfill's batch into DynamoDB (its transactions
+// hold 100 items: a batch is their group); embeddedInFlight the items the
+// batches into the embedded store hold at once, over the workers. bbolt
+// writes every page a commit touches anew, so a commit of 20,000 items
+// costs far less per item than one of 1,000: durable, the 1,000,000-item
+// ledger export took 167 s in batches of 1,000 and 49 s in batches of
+// 20,000 (2 workers), at 694 MB of memory against 99 MB.
+const (
+	defaultBatch     = 1000
+	embeddedInFlight = 40_000
+)
+
 // runBackfill is `tributary backfill`: build the projections' aggregates
 // from an export, into a store that the stream then keeps current.
 func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
@@ -35,7 +47,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	var only subsetFlag
 	only.register(fs)
 	workers := fs.Int("workers", runtime.NumCPU(), "data files backfilled at once")
-	batch := fs.Int("batch-size", 1000, "items per batch through the engine")
+	batch := fs.Int("batch-size", 0, fmt.Sprintf("items per batch through the engine (default: with --store, %d items in flight over the workers, at least %d a batch; with --table, %d): the embedded store commits a batch at once, and a larger commit costs it less per item", embeddedInFlight, defaultBatch, defaultBatch))
 	exportTime := fs.String("export-time", "", "the export's point in time (RFC 3339), for an export whose manifest does not say it")
 	var hf handoffFlag
 	hf.register(fs)
@@ -55,6 +67,12 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	set, err := only.set(e)
 	if err != nil {
 		return err
+	}
+	if *batch == 0 {
+		*batch = defaultBatch
+		if sf.table == "" {
+			*batch = max(defaultBatch, embeddedInFlight / *workers)
+		}
 	}
 	if *workers < 1 || *batch < 1 {
 		return fmt.Errorf("%w: --workers and --batch-size must be at least 1", errUsage)
