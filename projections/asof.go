@@ -818,6 +818,9 @@ func (a *AsOfCheck) split(s *spill.Set, p, level int, named *namedLines) error {
 func (a *AsOfCheck) compare(s *spill.Set, p int, named *namedLines) error {
 	withdrawn := map[uint64]bool{}
 	err := s.Read(p, func(rec []byte) error {
+		if len(rec) == 0 {
+			return fmt.Errorf("spill partition %d: an empty record", p)
+		}
 		if rec[0] == recWithdrawn {
 			d := spill.Decoder{B: rec[1:]}
 			d.Uint()

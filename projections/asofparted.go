@@ -113,6 +113,10 @@ func (a *AsOfCheck) WriteInTick(w io.Writer) error {
 	return bw.Flush()
 }
 
+// maxInTickEntry bounds an in-tick entry read back: its key and a ledger
+// entry, each within DynamoDB's 400 KB item.
+const maxInTickEntry = 1 << 20
+
 // ReadInTick adds the ledger entries WriteInTick wrote (what names where
 // they come from, for errors).
 func (a *AsOfCheck) ReadInTick(r io.Reader, what string) error {
@@ -122,8 +126,8 @@ func (a *AsOfCheck) ReadInTick(r io.Reader, what string) error {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		if err != nil || n > 1<<30 {
-			return fmt.Errorf("%s: not a list of ledger entries (%v)", what, err)
+		if err != nil || n == 0 || n > maxInTickEntry {
+			return fmt.Errorf("%s: not a list of ledger entries (an entry of %d bytes; %v)", what, n, err)
 		}
 		rec := make([]byte, n)
 		if _, err := io.ReadFull(br, rec); err != nil {

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +84,10 @@ type Config struct {
 	// 16 segments.
 	TableSize func(ctx context.Context) (int64, error)
 	// Dir is where a step spills (default: the system's temporary
-	// directory, /tmp in Lambda).
+	// directory). Main gives the function a directory of its own under
+	// /tmp, and each invocation first removes what is in it: what a step
+	// the function's timeout stopped left there (an execution environment
+	// runs one invocation at a time).
 	Dir string
 }
 
@@ -147,6 +151,10 @@ func Main(env *projections.Environment) {
 	entry.Start("verifier", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
 		cfg, err := LoadConfig(os.LookupEnv)
 		if err != nil {
+			return nil, err
+		}
+		cfg.Dir = filepath.Join(os.TempDir(), "verifier")
+		if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 			return nil, err
 		}
 		aws, err := entry.AWSConfig(ctx)
@@ -300,6 +308,11 @@ func New(cfg Config, env *projections.Environment, client objstore.S3API, table 
 // retries it; every step may run twice), but for a *Refused.
 func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	resp := Response{Action: ev.Action}
+	if h.cfg.Dir != "" {
+		if err := sweep(h.cfg.Dir); err != nil {
+			return resp, fmt.Errorf("verifier: %w", err)
+		}
+	}
 	switch ev.Action {
 	case "plan", "scan", "file", "join", "compare", "finish":
 	default:
@@ -365,6 +378,20 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	resp.Step, resp.Items, resp.Bytes, resp.Differences = step.Name, step.Items, step.Bytes, step.Differences
 	h.log.Info(ev.Action, "job", p.Job, "step", step.Name, "items", step.Items, "bytes", step.Bytes, "differences", step.Differences)
 	return resp, nil
+}
+
+// sweep removes what is in dir: spills a step stopped by the function's
+// timeout left behind.
+func sweep(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+	}
+	return errors.Join(errs...)
 }
 
 // checkMarker refuses a table that is not of this set, nor of the subset

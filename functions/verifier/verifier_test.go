@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,5 +121,34 @@ func TestPlanSegments(t *testing.T) {
 		if err != nil || plan.Segments != tc.want {
 			t.Errorf("a table of %d bytes: %d segments (%v), want %d", tc.size, plan.Segments, err, tc.want)
 		}
+	}
+}
+
+// TestSweep: with a directory of its own (Main's), each invocation first
+// removes what a step stopped by the function's timeout left there.
+func TestSweep(t *testing.T) {
+	ctx := context.Background()
+	full := filepath.Join(exportgen.FixtureDir(), exportgen.FixtureItems(t).Full.Dir)
+	st := boltstoretest.Open(t)
+	if _, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	left := filepath.Join(dir, "tributary-spill-123", "p000001")
+	if err := os.MkdirAll(filepath.Dir(left), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(left, []byte("left by a step the timeout stopped"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err := verifier.New(verifier.Config{Table: "aggs", Work: t.TempDir(), Export: full, Dir: dir}, seed.Environment(), nil, st, nil, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Handle(ctx, verifier.Event{Action: "plan", Run: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("after an invocation, the function's directory holds %v (%v)", entries, err)
 	}
 }

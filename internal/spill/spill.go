@@ -264,7 +264,7 @@ func (s *Set) Append(p int, r io.Reader, what string) error {
 		if err != nil {
 			return fmt.Errorf("spill: %s: %w", what, err)
 		}
-		if n > 1<<30 {
+		if n == 0 || n > 1<<30 {
 			return fmt.Errorf("spill: %s: a record of %d bytes: not a partition's records", what, n)
 		}
 		if uint64(cap(rec)) < n {

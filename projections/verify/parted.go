@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -113,6 +114,11 @@ func (c *Parted) Plan(ctx context.Context, run string) (*Plan, error) {
 		p.Items += f.ItemCount
 	}
 	sort.Strings(p.Files)
+	for i := 1; i < len(p.Files); i++ {
+		if p.Files[i] == p.Files[i-1] {
+			return nil, fmt.Errorf("verify plan: the manifest of %s names the data file %s twice", c.Full, p.Files[i])
+		}
+	}
 	if c.Overlay != nil && c.Overlay.Len() > 0 {
 		p.Files = append(p.Files, OverlayFile)
 		p.Items += int64(c.Overlay.Len())
@@ -126,7 +132,11 @@ func (c *Parted) Plan(ctx context.Context, run string) (*Plan, error) {
 	if p.Parts <= 0 {
 		p.Parts = choosePartitions(p.Items, len(p.Files))
 	}
-	h := sha256.Sum256([]byte(run + "\n" + p.Export))
+	names := []string{run, p.Export}
+	for _, ps := range c.Projections {
+		names = append(names, ps.Name())
+	}
+	h := sha256.Sum256([]byte(strings.Join(names, "\n")))
 	p.Job = hex.EncodeToString(h[:10])
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -177,6 +187,25 @@ func (c *Parted) ReadPlan(ctx context.Context, job string) (*Plan, error) {
 	if p.Export != c.exportName() {
 		return nil, fmt.Errorf("verify job %s is of %s, not of %s", job, p.Export, c.exportName())
 	}
+	// A plan read back is held to what Plan writes: a check of fewer
+	// segments, parts or files than the table and the export have would
+	// leave some unread.
+	var files []string
+	for _, f := range c.Full.Files {
+		files = append(files, f.DataFileS3Key)
+	}
+	sort.Strings(files)
+	if c.Overlay != nil && c.Overlay.Len() > 0 {
+		files = append(files, OverlayFile)
+	}
+	switch {
+	case p.Segments < 1 || c.Segment == nil && p.Segments != 1:
+		return nil, fmt.Errorf("verify job %s: its plan has %d scan segments", job, p.Segments)
+	case p.Parts < 1 || p.Parts > projections.MaxParts || p.Parts&(p.Parts-1) != 0:
+		return nil, fmt.Errorf("verify job %s: its plan has %d parts: want a power of two from 1 to %d", job, p.Parts, projections.MaxParts)
+	case !slices.Equal(p.Files, files):
+		return nil, fmt.Errorf("verify job %s: its plan names %d data files, the export %d: not this export's plan", job, len(p.Files), len(files))
+	}
 	return &p, nil
 }
 
@@ -194,9 +223,24 @@ type notes struct {
 	More        int64    `json:"more,omitempty"`
 	Aggregates  int      `json:"aggregates,omitempty"`
 	Rows        int      `json:"rows,omitempty"`
-	// Bytes is how many bytes the step handed over.
-	Bytes int64 `json:"bytes"`
+	// Bytes is how many bytes the step handed over; Objects names each
+	// object, of this attempt of the step: the steps after it read exactly
+	// these, and refuse to go on when one is gone or of another size.
+	Bytes   int64    `json:"bytes"`
+	Objects []handed `json:"objects,omitempty"`
 }
+
+// handed is an object a step handed over: of a set's partition (or the
+// in-tick entries, set "intick").
+type handed struct {
+	Set  string `json:"set"`
+	Part int    `json:"part"`
+	Key  string `json:"key"`
+	Size int64  `json:"size"`
+}
+
+// setInTick names a scan step's in-tick ledger entries among its objects.
+const setInTick = "intick"
 
 // Step is what one step did.
 type Step struct {
@@ -230,27 +274,43 @@ func (c *Parted) check(p *Plan) (*projections.AsOfCheck, error) {
 	return check, nil
 }
 
-// handoff removes what step handed over before, hands over what check
-// spilled, and records n as the step's notes, last.
-func (c *Parted) handoff(ctx context.Context, p *Plan, step string, check *projections.AsOfCheck, n *notes) error {
-	if err := c.clear(ctx, p, step); err != nil {
+// handoff hands over what check spilled (nil: nothing) and extra
+// objects, under keys of this attempt of the step alone, and records n
+// as the step's notes, last: naming the objects, it is what the steps
+// after it read. An attempt run beside another of the same step (a retry
+// while the first still runs) writes objects of its own; the notes
+// written last name one attempt's, whole.
+func (c *Parted) handoff(ctx context.Context, p *Plan, step string, check *projections.AsOfCheck, extra map[string][]byte, n *notes) error {
+	var nonce [6]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
 		return err
 	}
-	if check != nil {
-		err := check.Handoff(func(set string, part int, r io.Reader) error {
-			w, err := c.Work.Create(ctx, c.key(p.Job, set, partName(part), step))
-			if err != nil {
-				return err
-			}
-			k, err := io.Copy(w, r)
-			if err != nil {
-				w.Abort()
-				return fmt.Errorf("verify step %s: handing over %s %d: %w", step, set, part, err)
-			}
-			n.Bytes += k
-			return w.Commit(ctx)
-		})
+	attempt := step + "." + hex.EncodeToString(nonce[:])
+	put := func(set string, part int, r io.Reader) error {
+		key := c.key(p.Job, set, partName(part), attempt)
+		w, err := c.Work.Create(ctx, key)
 		if err != nil {
+			return err
+		}
+		k, err := io.Copy(w, r)
+		if err != nil {
+			w.Abort()
+			return fmt.Errorf("verify step %s: handing over %s %d: %w", step, set, part, err)
+		}
+		if err := w.Commit(ctx); err != nil {
+			return err
+		}
+		n.Bytes += k
+		n.Objects = append(n.Objects, handed{Set: set, Part: part, Key: key, Size: k})
+		return nil
+	}
+	for set, body := range extra {
+		if err := put(set, 0, bytes.NewReader(body)); err != nil {
+			return err
+		}
+	}
+	if check != nil {
+		if err := check.Handoff(put); err != nil {
 			return err
 		}
 	}
@@ -263,17 +323,57 @@ func (c *Parted) handoff(ctx context.Context, p *Plan, step string, check *proje
 
 func partName(p int) string { return fmt.Sprintf("%04d", p) }
 
-// clear removes the notes and every partition step handed over before.
-func (c *Parted) clear(ctx context.Context, p *Plan, step string) error {
-	keys := []string{c.key(p.Job, "notes", step)}
-	if !strings.HasPrefix(step, "compare-") {
-		for part := range p.Parts {
-			for _, set := range []string{projections.HandoffParts, projections.HandoffItems} {
-				keys = append(keys, c.key(p.Job, set, partName(part), step))
-			}
-		}
+// stepsOf names the steps of kind of a plan.
+func stepsOf(p *Plan, kind string) []string {
+	n := p.Parts
+	switch kind {
+	case "scan":
+		n = p.Segments
+	case "file":
+		n = len(p.Files)
 	}
-	return parallel(ctx, len(keys), func(i int) error { return c.Work.Delete(ctx, keys[i]) })
+	names := make([]string, n)
+	for i := range n {
+		names[i] = stepName(kind, i)
+	}
+	return names
+}
+
+// notesOf reads the notes of every step of the kinds given, refusing to
+// go on before each is done.
+func (c *Parted) notesOf(ctx context.Context, p *Plan, kinds ...string) ([]notes, error) {
+	var steps []string
+	for _, k := range kinds {
+		steps = append(steps, stepsOf(p, k)...)
+	}
+	all := make([]notes, len(steps))
+	err := parallel(ctx, len(steps), func(i int) error {
+		key := c.key(p.Job, "notes", steps[i])
+		b, err := objstore.ReadAll(ctx, c.Work, key)
+		if errors.Is(err, objstore.ErrNotFound) {
+			return fmt.Errorf("verify job %s: step %s is not done: run it first", p.Job, steps[i])
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &all[i]); err != nil {
+			return fmt.Errorf("verify job %s: the notes of step %s (%s): %w", p.Job, steps[i], objstore.Name(c.Work, key), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// open opens an object a step handed over, refusing one that is gone.
+func (c *Parted) open(ctx context.Context, p *Plan, o handed) (io.ReadCloser, error) {
+	r, err := c.Work.Open(ctx, o.Key)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return nil, fmt.Errorf("verify job %s: %s, which a step handed over, is gone (the work bucket's rule expires a job's objects: start the check again): %w", p.Job, objstore.Name(c.Work, o.Key), err)
+	}
+	return r, err
 }
 
 // parallel runs fn(0) … fn(n-1), 16 at a time, and returns the first error.
@@ -350,50 +450,18 @@ func (c *Parted) Scan(ctx context.Context, p *Plan, segment int) (_ *Step, err e
 	if err := check.WriteInTick(&tick); err != nil {
 		return nil, err
 	}
-	if err := c.Work.Put(ctx, c.key(p.Job, "intick", step), tick.Bytes()); err != nil {
-		return nil, err
-	}
 	n := &notes{Changed: check.Changed, Unfolded: check.Unfolded, Mixed: check.Mixed}
-	if err := c.handoff(ctx, p, step, check, n); err != nil {
+	if err := c.handoff(ctx, p, step, check, map[string][]byte{setInTick: tick.Bytes()}, n); err != nil {
 		return nil, err
 	}
 	return &Step{Name: step, Bytes: n.Bytes}, nil
 }
 
-// readInTick adds every scan step's in-tick ledger entries to check.
-func (c *Parted) readInTick(ctx context.Context, p *Plan, check *projections.AsOfCheck) error {
-	if err := c.ready(ctx, p, "scan", p.Segments); err != nil {
-		return err
-	}
-	for s := range p.Segments {
-		key := c.key(p.Job, "intick", stepName("scan", s))
-		b, err := objstore.ReadAll(ctx, c.Work, key)
-		if err != nil {
-			return err
-		}
-		if err := check.ReadInTick(bytes.NewReader(b), objstore.Name(c.Work, key)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ready refuses to go on before every step of kind (n of them) is done.
-func (c *Parted) ready(ctx context.Context, p *Plan, kind string, n int) error {
-	done := map[string]bool{}
-	err := c.Work.List(ctx, c.key(p.Job, "notes", kind+"-"), func(o objstore.Object) error {
-		done[path.Base(o.Key)] = true
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for i := range n {
-		if s := stepName(kind, i); !done[s] {
-			return fmt.Errorf("verify job %s: step %s is not done (of %d %s steps, %d are): run it first", p.Job, s, n, kind, len(done))
-		}
-	}
-	return nil
+// readInTick adds the in-tick ledger entries of every scan step (their
+// notes) to check.
+func (c *Parted) readInTick(ctx context.Context, p *Plan, check *projections.AsOfCheck, scans []notes) error {
+	_, err := c.load(ctx, p, scans, setInTick, 0, func(r io.Reader, what string) error { return check.ReadInTick(r, what) })
+	return err
 }
 
 // File is the file step of one of the plan's files.
@@ -408,7 +476,11 @@ func (c *Parted) File(ctx context.Context, p *Plan, file string) (_ *Step, err e
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, check.Close()) }()
-	if err := c.readInTick(ctx, p, check); err != nil {
+	scans, err := c.notesOf(ctx, p, "scan")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.readInTick(ctx, p, check, scans); err != nil {
 		return nil, err
 	}
 	check.StartAt(int64(index+1) << 40)
@@ -431,40 +503,40 @@ func (c *Parted) File(ctx context.Context, p *Plan, file string) (_ *Step, err e
 				}
 			}
 		}
-	} else if err := c.dataFile(ctx, file, add); err != nil {
+	} else if err := dataFileItems(ctx, c.Full, c.Overlay, c.Options.Decode, c.Options.SkipMD5, file, add); err != nil {
 		return nil, fmt.Errorf("verify step %s (%s): %w", step, file, err)
 	}
 	if err := check.AddExportItems(batch, keys); err != nil {
 		return nil, err
 	}
 	n := &notes{Items: check.Items, Changed: check.Changed, Unjudged: check.Unjudged}
-	if err := c.handoff(ctx, p, step, check, n); err != nil {
+	if err := c.handoff(ctx, p, step, check, nil, n); err != nil {
 		return nil, err
 	}
 	return &Step{Name: step, Items: n.Items, Bytes: n.Bytes}, nil
 }
 
-// dataFile passes the items of one data file of the full export to add,
-// but for those the overlay holds (the overlay's file step adds those).
-func (c *Parted) dataFile(ctx context.Context, file string, add func(pipeline.Item) error) error {
-	i := slices.IndexFunc(c.Full.Files, func(f export.DataFile) bool { return f.DataFileS3Key == file })
+// dataFileItems passes the items of one data file of full to add, but
+// for those overlay (nil: none) holds: those come after every data file's
+// (the overlay's file step; Check's order too).
+func dataFileItems(ctx context.Context, full *export.Export, overlay *export.Overlay, opts pipeline.Options, skipMD5 bool, file string, add func(pipeline.Item) error) error {
+	i := slices.IndexFunc(full.Files, func(f export.DataFile) bool { return f.DataFileS3Key == file })
 	if i < 0 {
-		return fmt.Errorf("%s is not a data file of %s", file, c.Full)
+		return fmt.Errorf("%s is not a data file of %s", file, full)
 	}
-	f := c.Full.Files[i]
-	opts := c.Options.Decode
-	if c.Overlay != nil && len(c.Overlay.KeyAttributes) > 0 {
-		opts.KeyAttributes = c.Overlay.KeyAttributes
+	f := full.Files[i]
+	if overlay != nil && len(overlay.KeyAttributes) > 0 {
+		opts.KeyAttributes = overlay.KeyAttributes
 	}
 	dec := pipeline.NewExportDecoder(opts)
-	name := objstore.Name(c.Full.Store(), c.Full.DataKey(f))
-	_, err := c.Full.ReadLines(ctx, f, c.Options.SkipMD5, func(line []byte, n int) error {
+	name := objstore.Name(full.Store(), full.DataKey(f))
+	_, err := full.ReadLines(ctx, f, skipMD5, func(line []byte, n int) error {
 		ch, err := export.DecodeItem(dec, line, name, n)
 		if err != nil {
 			return err
 		}
-		if c.Overlay != nil && c.Overlay.Len() > 0 {
-			if _, ok := c.Overlay.Lookup(c.Overlay.KeyOf(ch.New)); ok {
+		if overlay != nil && overlay.Len() > 0 {
+			if _, ok := overlay.Lookup(overlay.KeyOf(ch.New)); ok {
 				return nil
 			}
 		}
@@ -473,28 +545,60 @@ func (c *Parted) dataFile(ctx context.Context, file string, add func(pipeline.It
 	return err
 }
 
-// load adds what every step of the kinds given handed over in set's
-// partition part to check.
-func (c *Parted) load(ctx context.Context, p *Plan, check *projections.AsOfCheck, set string, part int) (int64, error) {
-	var keys []string
-	err := c.Work.List(ctx, c.key(p.Job, set, partName(part))+"/", func(o objstore.Object) error {
-		keys = append(keys, o.Key)
-		return nil
-	})
-	if err != nil {
-		return 0, err
+// exportItems passes every item of full with overlay (nil: none) applied
+// to add, in the order a parted check numbers them: each data file's, in
+// the order of their names, but for the items the overlay holds, then the
+// overlay's.
+func exportItems(ctx context.Context, full *export.Export, overlay *export.Overlay, opts pipeline.Options, skipMD5 bool, add func(pipeline.Item) error) error {
+	files := make([]string, 0, len(full.Files))
+	for _, f := range full.Files {
+		files = append(files, f.DataFileS3Key)
 	}
-	var n int64
-	for _, key := range keys {
-		r, err := c.Work.Open(ctx, key)
-		if err != nil {
-			return n, err
+	sort.Strings(files)
+	for _, f := range files {
+		if err := dataFileItems(ctx, full, overlay, opts, skipMD5, f, add); err != nil {
+			return err
 		}
-		cr := &countingReader{r: r}
-		err = check.Load(set, part, cr, objstore.Name(c.Work, key))
-		n += cr.n
-		if err := errors.Join(err, r.Close()); err != nil {
-			return n, err
+	}
+	if overlay != nil {
+		for _, e := range overlay.Entries() {
+			if e.Item != nil {
+				if err := add(e.Item); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// load reads the objects the steps of steps handed over of set's
+// partition part, each through read, and checks each is whole: there,
+// and of the size handed over. It returns the bytes read.
+func (c *Parted) load(ctx context.Context, p *Plan, steps []notes, set string, part int, read func(r io.Reader, what string) error) (int64, error) {
+	var n int64
+	for _, st := range steps {
+		for _, o := range st.Objects {
+			if o.Set != set || o.Part != part {
+				continue
+			}
+			r, err := c.open(ctx, p, o)
+			if err != nil {
+				return n, err
+			}
+			what := objstore.Name(c.Work, o.Key)
+			cr := &countingReader{r: r}
+			err = read(cr, what)
+			if err == nil {
+				_, err = io.Copy(io.Discard, cr) // a reader that stopped early: the size below
+			}
+			n += cr.n
+			if err := errors.Join(err, r.Close()); err != nil {
+				return n, err
+			}
+			if cr.n != o.Size {
+				return n, fmt.Errorf("verify job %s: %s is %d bytes, but %d were handed over: not the object its step wrote", p.Job, what, cr.n, o.Size)
+			}
 		}
 	}
 	return n, nil
@@ -516,7 +620,12 @@ func (c *Parted) Join(ctx context.Context, p *Plan, part int) (_ *Step, err erro
 	if part < 0 || part >= p.Parts {
 		return nil, fmt.Errorf("verify job %s: no partition %d (it has %d)", p.Job, part, p.Parts)
 	}
-	if err := c.ready(ctx, p, "file", len(p.Files)); err != nil {
+	scans, err := c.notesOf(ctx, p, "scan")
+	if err != nil {
+		return nil, err
+	}
+	files, err := c.notesOf(ctx, p, "file")
+	if err != nil {
 		return nil, err
 	}
 	step := stepName("join", part)
@@ -525,17 +634,18 @@ func (c *Parted) Join(ctx context.Context, p *Plan, part int) (_ *Step, err erro
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, check.Close()) }()
-	if err := c.readInTick(ctx, p, check); err != nil {
+	if err := c.readInTick(ctx, p, check, scans); err != nil {
 		return nil, err
 	}
-	if _, err := c.load(ctx, p, check, projections.HandoffItems, part); err != nil {
+	load := func(r io.Reader, what string) error { return check.Load(projections.HandoffItems, part, r, what) }
+	if _, err := c.load(ctx, p, append(scans, files...), projections.HandoffItems, part, load); err != nil {
 		return nil, err
 	}
 	if err := check.Join(part); err != nil {
 		return nil, fmt.Errorf("verify step %s: %w", step, err)
 	}
 	n := &notes{Changed: check.Changed, Unjudged: check.Unjudged, Refused: check.Refused}
-	if err := c.handoff(ctx, p, step, check, n); err != nil {
+	if err := c.handoff(ctx, p, step, check, nil, n); err != nil {
 		return nil, err
 	}
 	return &Step{Name: step, Bytes: n.Bytes}, nil
@@ -546,7 +656,8 @@ func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (_ *Step, err e
 	if part < 0 || part >= p.Parts {
 		return nil, fmt.Errorf("verify job %s: no partition %d (it has %d)", p.Job, part, p.Parts)
 	}
-	if err := c.ready(ctx, p, "join", p.Parts); err != nil {
+	steps, err := c.notesOf(ctx, p, "scan", "file", "join")
+	if err != nil {
 		return nil, err
 	}
 	step := stepName("compare", part)
@@ -555,7 +666,8 @@ func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (_ *Step, err e
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, check.Close()) }()
-	read, err := c.load(ctx, p, check, projections.HandoffParts, part)
+	load := func(r io.Reader, what string) error { return check.Load(projections.HandoffParts, part, r, what) }
+	read, err := c.load(ctx, p, steps, projections.HandoffParts, part, load)
 	if err != nil {
 		return nil, err
 	}
@@ -565,7 +677,7 @@ func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (_ *Step, err e
 	}
 	n := &notes{Differences: diff, More: check.More}
 	n.Aggregates, n.Rows = check.Expected()
-	if err := c.handoff(ctx, p, step, nil, n); err != nil {
+	if err := c.handoff(ctx, p, step, nil, nil, n); err != nil {
 		return nil, err
 	}
 	return &Step{Name: step, Bytes: read, Differences: int64(len(diff)) + n.More}, nil
@@ -574,34 +686,15 @@ func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (_ *Step, err e
 // Finish sums every step's notes into Check's Result, after every compare
 // step is done.
 func (c *Parted) Finish(ctx context.Context, p *Plan) (*Result, error) {
-	if err := c.ready(ctx, p, "compare", p.Parts); err != nil {
+	compares, err := c.notesOf(ctx, p, "compare")
+	if err != nil {
 		return nil, err
 	}
-	var steps []string
-	for i := range p.Segments {
-		steps = append(steps, stepName("scan", i))
-	}
-	for i := range p.Files {
-		steps = append(steps, stepName("file", i))
-	}
-	for i := range p.Parts {
-		steps = append(steps, stepName("join", i), stepName("compare", i))
-	}
-	all := make([]notes, len(steps))
-	err := parallel(ctx, len(steps), func(i int) error {
-		key := c.key(p.Job, "notes", steps[i])
-		b, err := objstore.ReadAll(ctx, c.Work, key)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(b, &all[i]); err != nil {
-			return fmt.Errorf("%s: %w", objstore.Name(c.Work, key), err)
-		}
-		return nil
-	})
+	all, err := c.notesOf(ctx, p, "scan", "file", "join")
 	if err != nil {
-		return nil, fmt.Errorf("verify job %s: %w", p.Job, err)
+		return nil, err
 	}
+	all = append(all, compares...)
 	res := &Result{AsOf: p.AsOf}
 	var lines []string
 	for _, n := range all {

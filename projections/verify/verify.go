@@ -12,6 +12,7 @@ package verify
 import (
 	"context"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/tributary/tributary/pipeline"
@@ -196,7 +197,7 @@ func Check(ctx context.Context, full *export.Export, overlay *export.Overlay, ta
 		return nil, err
 	}
 	batch := make([]pipeline.Item, 0, 256)
-	err = export.Items(ctx, full, overlay, opts, o.SkipMD5, func(it pipeline.Item) error {
+	err = exportItems(ctx, full, overlay, opts, o.SkipMD5, func(it pipeline.Item) error {
 		batch = append(batch, it)
 		if len(batch) == cap(batch) {
 			err := check.AddExportItems(batch, keys)
@@ -218,5 +219,10 @@ func Check(ctx context.Context, full *export.Export, overlay *export.Overlay, ta
 	res.Differences, res.Items, res.Changed, res.Unfolded, res.Refused = diff, check.Items, check.Changed, check.Unfolded, check.Refused
 	res.Unjudged, res.More, res.Spilled, res.Mixed = check.Unjudged, check.More, check.Spilled, check.Mixed
 	res.Aggregates, res.Rows = check.Expected()
+	// In key order, whatever order the table's scan gave them (a parted
+	// check's too).
+	sort.Strings(res.Unfolded)
+	sort.Strings(res.Mixed)
+	sort.Strings(res.Refused)
 	return res, nil
 }

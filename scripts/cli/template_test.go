@@ -1622,7 +1622,6 @@ func TestTemplateVerify(t *testing.T) {
 		`kms:Decrypt on {"Ref":"DataKmsKeyArn"}`,
 		`s3:GetObject on {"Fn::Sub":"`+work+`"}`,
 		`s3:PutObject on {"Fn::Sub":"`+work+`"}`,
-		`s3:DeleteObject on {"Fn::Sub":"`+work+`"}`,
 		`s3:AbortMultipartUpload on {"Fn::Sub":"`+work+`"}`,
 		`s3:ListBucket on {"Fn::GetAtt":["VerifyWorkBucket","Arn"]} if {"StringLike":{"s3:prefix":"`+prefix+`/*"}}`,
 	)
