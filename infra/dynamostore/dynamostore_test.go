@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -32,13 +31,9 @@ func newTable(t *testing.T) (*dynamodb.Client, string) {
 	if err := dynamostore.CreateTable(t.Context(), client, table); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
-			t.Errorf("delete table %s: %v", table, err)
-		}
-	})
+	// A table already gone is no error: the SDK retries a DeleteTable
+	// whose answer was lost, and the retry finds it deleted.
+	awstest.DeleteTableAtEnd(t, client, table)
 	return client, table
 }
 

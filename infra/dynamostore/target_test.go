@@ -1,11 +1,8 @@
 package dynamostore_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary/tributary/infra/dynamostore"
@@ -23,15 +20,9 @@ func newTarget(t *testing.T, key driver.TargetKey) (*dynamodb.Client, string) {
 	if err := dynamostore.CreateTargetTables(t.Context(), client, table, dynamostore.LedgerTable(table), key); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, name := range []string{table, dynamostore.LedgerTable(table)} {
-			if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
-				t.Errorf("delete table %s: %v", name, err)
-			}
-		}
-	})
+	for _, name := range []string{table, dynamostore.LedgerTable(table)} {
+		awstest.DeleteTableAtEnd(t, client, name) // gone already is no error (a retried DeleteTable)
+	}
 	return client, table
 }
 

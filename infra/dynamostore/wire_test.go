@@ -187,14 +187,8 @@ func newWireStore(t *testing.T) (*Store, *awstest.Wire, *dynamodb.Client) {
 	if err := CreateTable(t.Context(), client, table); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		w.Reset()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
-			t.Errorf("delete table %s: %v", table, err)
-		}
-	})
+	awstest.DeleteTableAtEnd(t, client, table) // gone already is no error (a retried DeleteTable)
+	t.Cleanup(w.Reset)
 	w.Reset()
 	return New(client, table), w, client
 }
