@@ -26,13 +26,14 @@ import (
 // defaultBatch is the backfill's batch into DynamoDB (its transactions
 // hold 100 items: a batch is their group); embeddedInFlight the items the
 // batches into the embedded store hold at once, over the workers. bbolt
-// writes every page a commit touches anew, so a commit of 20,000 items
-// costs far less per item than one of 1,000: durable, the 1,000,000-item
-// ledger export took 167 s in batches of 1,000 and 49 s in batches of
-// 20,000 (2 workers), at 694 MB of memory against 99 MB.
+// writes every page a commit touches anew, so a commit of 10,000 items
+// costs less per item than one of 1,000: durable, on 2 workers, the
+// 1,000,000-item ledger export took 61.0 s in batches of 1,000 (95 MB),
+// 41.6 s in batches of 10,000 (406 MB), 44.9 s in batches of 20,000
+// (707 MB) (docs/backfill.md, "Local speed with durability").
 const (
 	defaultBatch     = 1000
-	embeddedInFlight = 40_000
+	embeddedInFlight = 20_000
 )
 
 // runBackfill is `tributary backfill`: build the projections' aggregates
