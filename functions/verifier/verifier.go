@@ -84,10 +84,10 @@ type Config struct {
 	// 16 segments.
 	TableSize func(ctx context.Context) (int64, error)
 	// Dir is where a step spills (default: the system's temporary
-	// directory). Main gives the function a directory of its own under
-	// /tmp, and each invocation first removes what is in it: what a step
-	// the function's timeout stopped left there (an execution environment
-	// runs one invocation at a time).
+	// directory). When it is set (Main sets /tmp/verifier), each
+	// invocation first removes the spills and spools there (tributary-*)
+	// older than 15 minutes, a Lambda invocation's longest: what a step
+	// the function's timeout stopped left behind.
 	Dir string
 }
 
@@ -309,7 +309,7 @@ func New(cfg Config, env *projections.Environment, client objstore.S3API, table 
 func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	resp := Response{Action: ev.Action}
 	if h.cfg.Dir != "" {
-		if err := sweep(h.cfg.Dir); err != nil {
+		if err := sweep(h.cfg.Dir, time.Now()); err != nil {
 			return resp, fmt.Errorf("verifier: %w", err)
 		}
 	}
@@ -380,15 +380,27 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 	return resp, nil
 }
 
-// sweep removes what is in dir: spills a step stopped by the function's
-// timeout left behind.
-func sweep(dir string) error {
+// staleAfter is how old a spill must be before sweep removes it: a
+// Lambda invocation's longest run, so no step still running owns it.
+const staleAfter = 15 * time.Minute
+
+// sweep removes from dir the spills and spools (tributary-*) older than
+// staleAfter: what a step stopped by the function's timeout left behind.
+// Nothing else, and nothing a running step may still use.
+func sweep(dir string, now time.Time) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "tributary-") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || now.Sub(info.ModTime()) < staleAfter {
+			continue // gone meanwhile, or young
+		}
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
 	}
 	return errors.Join(errs...)

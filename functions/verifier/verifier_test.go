@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary/tributary/functions/verifier"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
@@ -124,8 +125,10 @@ func TestPlanSegments(t *testing.T) {
 	}
 }
 
-// TestSweep: with a directory of its own (Main's), each invocation first
-// removes what a step stopped by the function's timeout left there.
+// TestSweep: with a directory set (Main's), each invocation first removes
+// the spills older than a Lambda invocation's longest run — what a step
+// stopped by the function's timeout left — and nothing else: not a young
+// spill (a step may still be running), not another program's file.
 func TestSweep(t *testing.T) {
 	ctx := context.Background()
 	full := filepath.Join(exportgen.FixtureDir(), exportgen.FixtureItems(t).Full.Dir)
@@ -134,13 +137,24 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	left := filepath.Join(dir, "tributary-spill-123", "p000001")
-	if err := os.MkdirAll(filepath.Dir(left), 0o700); err != nil {
-		t.Fatal(err)
+	write := func(name string, age time.Duration) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, "p000001"), []byte("spilled"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	if err := os.WriteFile(left, []byte("left by a step the timeout stopped"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	stale := write("tributary-spill-1", time.Hour)
+	young := write("tributary-spill-2", time.Minute)
+	other := write("someone-else", time.Hour)
 	h, err := verifier.New(verifier.Config{Table: "aggs", Work: t.TempDir(), Export: full, Dir: dir}, seed.Environment(), nil, st, nil, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +162,9 @@ func TestSweep(t *testing.T) {
 	if _, err := h.Handle(ctx, verifier.Event{Action: "plan", Run: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
-		t.Errorf("after an invocation, the function's directory holds %v (%v)", entries, err)
+	for path, want := range map[string]bool{stale: false, young: true, other: true} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s: there %v, want %v", filepath.Base(path), err == nil, want)
+		}
 	}
 }

@@ -33,6 +33,10 @@ type Work interface {
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
 	List(ctx context.Context, prefix string, fn func(objstore.Object) error) error
 	Put(ctx context.Context, key string, body []byte) error
+	// PutIfAbsent writes an object only if none is there (the plan and a
+	// step's notes: the first attempt's stand), else fails with
+	// objstore.ErrPreconditionFailed.
+	PutIfAbsent(ctx context.Context, key string, body []byte) (string, error)
 	Create(ctx context.Context, key string) (objstore.Writer, error)
 	Delete(ctx context.Context, key string) error
 	String() string
@@ -85,6 +89,9 @@ type Plan struct {
 	// items the manifests count (0: not known).
 	Export string `json:"export"`
 	Items  int64  `json:"items"`
+	// Projections are the projections checked, with their fingerprints:
+	// a step of the job over other definitions is refused.
+	Projections []string `json:"projections"`
 }
 
 // OverlayFile names a parted check's pseudo data file of the items of the
@@ -132,20 +139,34 @@ func (c *Parted) Plan(ctx context.Context, run string) (*Plan, error) {
 	if p.Parts <= 0 {
 		p.Parts = choosePartitions(p.Items, len(p.Files))
 	}
-	names := []string{run, p.Export}
-	for _, ps := range c.Projections {
-		names = append(names, ps.Name())
-	}
-	h := sha256.Sum256([]byte(strings.Join(names, "\n")))
+	p.Projections = c.projectionIDs()
+	h := sha256.Sum256([]byte(strings.Join(append([]string{run, p.Export}, p.Projections...), "\n")))
 	p.Job = hex.EncodeToString(h[:10])
 	body, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Work.Put(ctx, c.key(p.Job, "plan.json"), body); err != nil {
+	// The first plan of a job stands: a plan run again (a retry, a late
+	// attempt) answers it, whatever the table's size now says, so that
+	// every step of the job is cut the same way.
+	_, err = c.Work.PutIfAbsent(ctx, c.key(p.Job, "plan.json"), body)
+	if errors.Is(err, objstore.ErrPreconditionFailed) {
+		return c.ReadPlan(ctx, p.Job)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("verify plan: %w", err)
 	}
 	return p, nil
+}
+
+// projectionIDs names the projections checked, with their fingerprints.
+func (c *Parted) projectionIDs() []string {
+	ids := make([]string, 0, len(c.Projections))
+	for _, ps := range c.Projections {
+		ids = append(ids, ps.Name()+"@"+projections.Fingerprint(ps))
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 func choosePartitions(items int64, files int) int {
@@ -186,6 +207,12 @@ func (c *Parted) ReadPlan(ctx context.Context, job string) (*Plan, error) {
 	}
 	if p.Export != c.exportName() {
 		return nil, fmt.Errorf("verify job %s is of %s, not of %s", job, p.Export, c.exportName())
+	}
+	if p.Job != job {
+		return nil, fmt.Errorf("verify job %s: its plan is job %s's", job, p.Job)
+	}
+	if ids := c.projectionIDs(); !slices.Equal(p.Projections, ids) {
+		return nil, fmt.Errorf("verify job %s checks projections %s, not %s (the projections changed since its plan): start the check again", job, strings.Join(p.Projections, ", "), strings.Join(ids, ", "))
 	}
 	// A plan read back is held to what Plan writes: a check of fewer
 	// segments, parts or files than the table and the export have would
@@ -318,7 +345,20 @@ func (c *Parted) handoff(ctx context.Context, p *Plan, step string, check *proje
 	if err != nil {
 		return err
 	}
-	return c.Work.Put(ctx, c.key(p.Job, "notes", step), body)
+	// The first attempt's notes stand: what the steps after it read was
+	// handed over by one attempt, whatever another one, finishing later,
+	// found. This attempt then answers the first one's (its own objects
+	// are read by nobody).
+	_, err = c.Work.PutIfAbsent(ctx, c.key(p.Job, "notes", step), body)
+	if errors.Is(err, objstore.ErrPreconditionFailed) {
+		first, err := c.notesOf(ctx, p, step)
+		if err != nil {
+			return err
+		}
+		*n = first[0]
+		return nil
+	}
+	return err
 }
 
 func partName(p int) string { return fmt.Sprintf("%04d", p) }
@@ -339,11 +379,15 @@ func stepsOf(p *Plan, kind string) []string {
 	return names
 }
 
-// notesOf reads the notes of every step of the kinds given, refusing to
-// go on before each is done.
+// notesOf reads the notes of every step of the kinds given (or of a step
+// given by its name), refusing to go on before each is done.
 func (c *Parted) notesOf(ctx context.Context, p *Plan, kinds ...string) ([]notes, error) {
 	var steps []string
 	for _, k := range kinds {
+		if strings.Contains(k, "-") {
+			steps = append(steps, k) // one step, by its name
+			continue
+		}
 		steps = append(steps, stepsOf(p, k)...)
 	}
 	all := make([]notes, len(steps))
@@ -680,7 +724,8 @@ func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (_ *Step, err e
 	if err := c.handoff(ctx, p, step, nil, nil, n); err != nil {
 		return nil, err
 	}
-	return &Step{Name: step, Bytes: read, Differences: int64(len(diff)) + n.More}, nil
+	// n is now the first attempt's notes, which stand.
+	return &Step{Name: step, Bytes: read, Differences: int64(len(n.Differences)) + n.More}, nil
 }
 
 // Finish sums every step's notes into Check's Result, after every compare
