@@ -262,16 +262,9 @@ const retentionTTL = 5 * time.Minute
 // S3 through client. It checks the configuration against env; the table is
 // opened (projections.Open) by the first invocation.
 func New(cfg Config, env *projections.Environment, client objstore.S3API, t driver.Table, log *slog.Logger) (*Handler, error) {
-	schema, err := entry.Schema(env, cfg.Schema)
+	schema, set, err := entry.Projections(env, cfg.Schema, cfg.Projections)
 	if err != nil {
 		return nil, err
-	}
-	if env.Projections == nil {
-		return nil, errors.New("no projections: the main's environment has none, and PROJECTIONS_FILE names no spec")
-	}
-	set, err := env.Projections.Select(cfg.Projections...)
-	if err != nil {
-		return nil, fmt.Errorf("PROJECTIONS: %w", err)
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000

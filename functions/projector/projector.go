@@ -222,16 +222,9 @@ func New(ctx context.Context, cfg Config, env *projections.Environment, t driver
 	for _, opt := range opts {
 		opt(&o)
 	}
-	schema, err := entry.Schema(env, cfg.Schema)
+	schema, sub, err := entry.Projections(env, cfg.Schema, cfg.Projections)
 	if err != nil {
 		return nil, err
-	}
-	if env.Projections == nil {
-		return nil, errors.New("no projections: the main's environment has none, and PROJECTIONS_FILE names no spec")
-	}
-	sub, err := env.Projections.Select(cfg.Projections...)
-	if err != nil {
-		return nil, fmt.Errorf("PROJECTIONS: %w", err)
 	}
 	var shadowSet *projections.Set
 	if o.shadow != nil {

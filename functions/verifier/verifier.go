@@ -282,16 +282,9 @@ type Handler struct {
 // segments; nil: one), the exports and the work location read through
 // client.
 func New(cfg Config, env *projections.Environment, client objstore.S3API, table Table, segment func(i, n int) (driver.Reader, error), log *slog.Logger) (*Handler, error) {
-	schema, err := entry.Schema(env, cfg.Schema)
+	schema, set, err := entry.Projections(env, cfg.Schema, cfg.Projections)
 	if err != nil {
 		return nil, err
-	}
-	if env.Projections == nil {
-		return nil, errors.New("no projections: the main's environment has none, and PROJECTIONS_FILE names no spec")
-	}
-	set, err := env.Projections.Select(cfg.Projections...)
-	if err != nil {
-		return nil, fmt.Errorf("PROJECTIONS: %w", err)
 	}
 	loc, err := objstore.Parse(cfg.Work)
 	if err != nil {

@@ -361,3 +361,27 @@ func resolveRef(t *testing.T, v any, vals map[string]string) string {
 	t.Fatalf("cannot resolve %v", v)
 	return ""
 }
+
+// checkRoleCovers fails the test unless every action in used (recorded on
+// the wire: DynamoDB and Kinesis calls, S3 requests) is one role allows,
+// and unless used holds each of want (else the recording misses calls).
+// what names the function, for the messages.
+func checkRoleCovers(t *testing.T, tp tmpl, role, what string, used, want []string) {
+	t.Helper()
+	var allowed []string
+	for _, service := range []string{"dynamodb:", "s3:", "kinesis:"} {
+		allowed = append(allowed, roleActions(t, tp, role, service)...)
+	}
+	used = slices.Compact(slices.Sorted(slices.Values(used)))
+	for _, w := range want {
+		if !slices.Contains(used, w) {
+			t.Fatalf("no %s recorded (%v): the recording misses calls", w, used)
+		}
+	}
+	for _, a := range used {
+		if !slices.Contains(allowed, a) {
+			t.Errorf("the %s calls %s, which %s does not allow (allowed: %v)", what, a, role, allowed)
+		}
+	}
+	t.Logf("actions used: %v", used)
+}

@@ -7,6 +7,7 @@ package entry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -165,4 +166,22 @@ func Schema(env *projections.Environment, given pipeline.Schema) (pipeline.Schem
 	}
 	s = s.WithDefaults()
 	return s, s.Validate()
+}
+
+// Projections returns what a function that runs env's projections runs
+// with: the schema (Schema) and the set of the projections names selects
+// (PROJECTIONS; none: every one), or an error naming the variable.
+func Projections(env *projections.Environment, given pipeline.Schema, names []string) (pipeline.Schema, *projections.Set, error) {
+	schema, err := Schema(env, given)
+	if err != nil {
+		return schema, nil, err
+	}
+	if env.Projections == nil {
+		return schema, nil, errors.New("no projections: the main's environment has none, and PROJECTIONS_FILE names no spec")
+	}
+	set, err := env.Projections.Select(names...)
+	if err != nil {
+		return schema, nil, fmt.Errorf("PROJECTIONS: %w", err)
+	}
+	return schema, set, nil
 }
