@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/objstore"
@@ -19,7 +20,6 @@ import (
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/driver"
 )
 

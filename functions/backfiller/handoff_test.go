@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
@@ -20,7 +21,6 @@ import (
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/driver"
 )
 

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/redrive"
 	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections/driver"
 )
 

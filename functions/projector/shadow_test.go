@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/backfill"
+	"github.com/tributary/tributary/capabilities/export"
+	"github.com/tributary/tributary/capabilities/redrive"
+	"github.com/tributary/tributary/capabilities/verify"
 	"github.com/tributary/tributary/functions/kinesisprojector"
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
@@ -18,12 +22,8 @@ import (
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
-	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/verify"
 )
 
 // The road, in the fault-injection simulation: a table whose projector runs

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/functions/repartitioner"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
-	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // TestStoppedExecutionRecovered: an execution that skipped its release step

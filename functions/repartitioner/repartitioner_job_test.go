@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export/repartition"
 	"github.com/tributary/tributary/projections"
 )
 

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tributary/tributary/capabilities/export/reimport"
+	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/seed"
-	"github.com/tributary/tributary/pipeline/export/reimport"
-	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // CopyDir copies a local directory (a checked-in export fixture, say) into

@@ -35,10 +35,10 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/tributary/tributary/capabilities/export"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 )
 
 // Store is where exports are written: objstore's stores.

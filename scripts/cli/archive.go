@@ -13,11 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/tributary/tributary/capabilities/archive"
+	"github.com/tributary/tributary/capabilities/archive/lake"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/archive"
-	"github.com/tributary/tributary/pipeline/archive/lake"
 )
 
 // runArchive is `tributary archive ls|cat`: list and read a TTL archive.

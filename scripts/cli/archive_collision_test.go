@@ -13,9 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/capabilities/archive"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/archive"
 )
 
 // ttlRemoval renders a TTL removal of an item of type typ.

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 )
 
 // chainFixture copies the fixture exports (a full export, as of

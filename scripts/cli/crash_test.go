@@ -20,10 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/export/reimport"
+	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/exportgen"
-	"github.com/tributary/tributary/pipeline/export/reimport"
-	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 const envChild = "TRIBUTARY_CLI_CHILD"

@@ -9,10 +9,10 @@ import (
 	"io"
 	"os"
 
+	"github.com/tributary/tributary/capabilities/export"
 	"github.com/tributary/tributary/internal/limitio"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 )
 
 func runDecode(ctx context.Context, e *Env, args []string) (err error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
@@ -18,7 +19,6 @@ import (
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 )
 
 // streamARN is a DynamoDB stream's ARN: DynamoDB Streams keep 24 hours,

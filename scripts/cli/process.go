@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tributary/tributary/capabilities/archive"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/archive"
 	"github.com/tributary/tributary/projections"
 )
 

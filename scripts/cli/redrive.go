@@ -8,10 +8,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/redrive"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/redrive"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )

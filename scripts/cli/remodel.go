@@ -19,16 +19,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/capabilities/backfill"
+	"github.com/tributary/tributary/capabilities/export"
+	"github.com/tributary/tributary/capabilities/remodel"
+	"github.com/tributary/tributary/capabilities/verify"
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/remodel"
-	"github.com/tributary/tributary/projections/verify"
 )
 
 // targetFile is the embedded target's file under a remodel's --store

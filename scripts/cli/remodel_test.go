@@ -12,16 +12,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/capabilities/export"
+	"github.com/tributary/tributary/capabilities/remodel"
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/remodel"
 	"github.com/tributary/tributary/projections/spec"
 )
 

@@ -13,11 +13,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/export"
+	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
-	"github.com/tributary/tributary/pipeline/export/repartition"
 )
 
 // runRepartition is `tributary repartition`: split an export by entity type.

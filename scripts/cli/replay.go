@@ -17,16 +17,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/tributary/tributary/capabilities/backfill"
+	"github.com/tributary/tributary/capabilities/replay"
 	"github.com/tributary/tributary/infra/checkpoint"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/kinesisread"
 	"github.com/tributary/tributary/infra/streamsread"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/replay"
 	"github.com/tributary/tributary/pipeline/shardread"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 	"github.com/tributary/tributary/projections/driver"
 )
 

@@ -24,7 +24,7 @@ import (
 	"github.com/tributary/tributary/projections"
 )
 
-const redriveFixtures = "../../pipeline/redrive/testdata/destination"
+const redriveFixtures = "../../capabilities/redrive/testdata/destination"
 
 func TestReplayUsage(t *testing.T) {
 	tests := []struct {

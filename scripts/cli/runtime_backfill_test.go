@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/kinesisread"
@@ -29,7 +30,6 @@ import (
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 )
 
 // maxBackfillerBytes is the backfiller's ceiling, above the other

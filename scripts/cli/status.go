@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/backfill"
 )
 
 // storeStatus is what `tributary status --json` prints.

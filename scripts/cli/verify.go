@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/capabilities/export"
+	"github.com/tributary/tributary/capabilities/verify"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
-	"github.com/tributary/tributary/projections/verify"
 )
 
 // runVerify is `tributary verify`: recompute every projection from an

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tributary/tributary/capabilities/export"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/pipeline/export"
 )
 
 // OpenExport opens the full export at loc (s3://… through client, or a
