@@ -205,7 +205,7 @@ func TestRefusesStreamsWithoutOldImages(t *testing.T) {
 	ctx := context.Background()
 	for view, ok := range map[string]bool{"keys-only": false, "new-image": false, "old-image": true, "new-and-old-images": true} {
 		t.Run(view, func(t *testing.T) {
-			event, err := os.ReadFile(filepath.Join("..", "testdata", "streams", "view-"+view+".json"))
+			event, err := os.ReadFile(filepath.Join("..", "..", "pipeline", "testdata", "streams", "view-"+view+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}

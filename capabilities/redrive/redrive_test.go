@@ -266,7 +266,7 @@ func TestUnreadablePayload(t *testing.T) {
 // not applied.
 func TestSkippedRecordsCounted(t *testing.T) {
 	dir := t.TempDir()
-	event, err := os.ReadFile(filepath.Join("..", "testdata", "streams", "mentions-kinesis.json"))
+	event, err := os.ReadFile(filepath.Join("..", "..", "pipeline", "testdata", "streams", "mentions-kinesis.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

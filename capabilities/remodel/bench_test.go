@@ -34,7 +34,7 @@ const dollarsPerMillionWRU = 0.625
 // copied, so that every item of the seed domains makes a target item.
 func benchDesign(b *testing.B) *remodel.Remodel {
 	b.Helper()
-	sp, err := spec.LoadFile(filepath.Join("..", "spec", "testdata", "transforms", "new-design.yaml"))
+	sp, err := spec.LoadFile(filepath.Join("..", "..", "projections", "spec", "testdata", "transforms", "new-design.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}
