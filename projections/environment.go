@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // Environment is everything Tributary's entry points know of one table: the
@@ -65,7 +65,7 @@ func (e *Environment) Validate() error {
 			}
 		}
 		if len(t.Keys) > 0 {
-			if _, err := driver.NewTargetKey(t.Keys...); err != nil {
+			if _, err := target.NewKey(t.Keys...); err != nil {
 				errs = append(errs, fmt.Errorf("transform %s: keys: %w", t.Name, err))
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
 	"github.com/tributary/tributary/projections/spec"
 )
 
@@ -76,7 +77,7 @@ func ledgerExport(b testing.TB) (*export.Export, int64, *projections.Set, pipeli
 // and the audit entries, nothing). Each runs without fsync and with it
 // (the store's default, what `backfill` runs). It reports the throughput,
 // the write units the engine's commits would cost in DynamoDB (the store's
-// estimate, driver.WriteUnits) per item read and their price per million
+// estimate, layout.WriteUnits) per item read and their price per million
 // items; the floor for the mix (floor-WU/item: every ledger entry,
 // aggregate and row the finished table holds written once, at the single
 // rate, with no transaction — what no road can go below — and
@@ -248,17 +249,17 @@ func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) (n int64
 		if len(l.C.A) == 0 && len(l.C.R) == 0 {
 			factor = 1
 		}
-		line(pipeline.Item{driver.AttrPK: s(driver.PrefixLedger + key), driver.AttrSK: s(driver.SortLedger), driver.AttrRev: num("1"),
-			driver.AttrLedger: s(base64.StdEncoding.EncodeToString(e.Body))})
-		kinds[0].add(pipeline.Item{driver.AttrPK: s(driver.PrefixLedger + key), driver.AttrSK: s(driver.SortLedger), driver.AttrRev: num("1"),
-			driver.AttrLedger: &types.AttributeValueMemberB{Value: e.Body}})
+		line(pipeline.Item{layout.AttrPK: s(layout.PrefixLedger + key), layout.AttrSK: s(layout.SortLedger), layout.AttrRev: num("1"),
+			layout.AttrLedger: s(base64.StdEncoding.EncodeToString(e.Body))})
+		kinds[0].add(pipeline.Item{layout.AttrPK: s(layout.PrefixLedger + key), layout.AttrSK: s(layout.SortLedger), layout.AttrRev: num("1"),
+			layout.AttrLedger: &types.AttributeValueMemberB{Value: e.Body}})
 		return nil
 	})
 	factor = 2
 	if err == nil {
 		err = st.ScanAggregates(ctx, func(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
-			it := pipeline.Item{driver.AttrPK: s(driver.AggregatePartitionKey(ref)), driver.AttrSK: s(driver.SortAggregate),
-				driver.AttrProjection: s(ref.Projection), driver.AttrKey: s(ref.Key), driver.AttrShard: num(strconv.Itoa(ref.Shard))}
+			it := pipeline.Item{layout.AttrPK: s(layout.AggregatePartitionKey(ref)), layout.AttrSK: s(layout.SortAggregate),
+				layout.AttrProjection: s(ref.Projection), layout.AttrKey: s(ref.Key), layout.AttrShard: num(strconv.Itoa(ref.Shard))}
 			for k, v := range values {
 				it[k] = num(v.String())
 			}
@@ -269,8 +270,8 @@ func tableBytes(ctx context.Context, b *testing.B, st *boltstore.Store) (n int64
 	}
 	if err == nil {
 		err = st.ScanRows(ctx, func(r driver.StoredRow) error {
-			it := pipeline.Item{driver.AttrPK: s(driver.RowPartitionKey(r.Ref.Projection, r.Ref.Partition)), driver.AttrSK: s(r.Ref.Sort),
-				driver.AttrProjection: s(r.Ref.Projection), driver.AttrPartition: s(r.Ref.Partition), driver.AttrSort: s(r.Ref.Sort), driver.AttrOwner: s(r.Owner)}
+			it := pipeline.Item{layout.AttrPK: s(layout.RowPartitionKey(r.Ref.Projection, r.Ref.Partition)), layout.AttrSK: s(r.Ref.Sort),
+				layout.AttrProjection: s(r.Ref.Projection), layout.AttrPartition: s(r.Ref.Partition), layout.AttrSort: s(r.Ref.Sort), layout.AttrOwner: s(r.Owner)}
 			for k, v := range r.Attrs {
 				it[k] = v
 			}

@@ -51,7 +51,7 @@ func benchExport(b *testing.B) (*export.Export, int64) {
 // transform into an embedded target (no fsync), two data files at a time
 // — the road that leaves the per-item state later key moves need — and
 // reports its throughput, the write units its commits would cost in
-// DynamoDB (the store's estimate, driver.TargetWriteUnits: each target
+// DynamoDB (the store's estimate, layout.TargetWriteUnits: each target
 // item, its claim and its source item's ledger entry, in transactions)
 // and their price per million items, and the peak heap.
 // BenchmarkRemodelReimport runs the other road on the same export.

@@ -8,7 +8,7 @@ import (
 	"github.com/tributary/tributary/capabilities/remodel"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // A remodel of Order items to a table keyed by status: what it makes of
@@ -30,7 +30,7 @@ func ExampleRemodel_Apply() {
 			},
 		},
 	}
-	key, _ := driver.NewTargetKey("PK", "SK")
+	key, _ := target.NewKey("PK", "SK")
 	r, err := remodel.New(byStatus, key, pipeline.Schema{})
 	if err != nil {
 		fmt.Println(err)

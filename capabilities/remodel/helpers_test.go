@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -96,7 +97,7 @@ func newDesign() *projections.Transform {
 	}
 }
 
-var pkSK = driver.TargetKey{Partition: driver.KeyAttr{Name: "PK", Type: driver.KeyS}, Sort: driver.KeyAttr{Name: "SK", Type: driver.KeyS}}
+var pkSK = target.Key{Partition: target.KeyAttr{Name: "PK", Type: target.KeyS}, Sort: target.KeyAttr{Name: "SK", Type: target.KeyS}}
 
 func mustRemodel(t testing.TB, tr *projections.Transform) *remodel.Remodel {
 	t.Helper()

@@ -6,7 +6,7 @@
 // A remodel is the projection engine with a transform in place of the
 // projections. A Remodel is a projections.Projection whose rows are the
 // target items: each source item contributes the items its transform
-// makes of it, keyed by the target's key (driver.TargetKey), and the
+// makes of it, keyed by the target's key (target.Key), and the
 // engine's per-item ledger fences every change by its stream position or
 // version, never by wall-clock time. So a change that moves an item's
 // target key removes the old target item, a removal removes every target
@@ -37,6 +37,7 @@ import (
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // A Remodel is one transform of a table's items into a target table: a
@@ -45,7 +46,7 @@ import (
 // safe for concurrent use.
 type Remodel struct {
 	t        *projections.Transform
-	key      driver.TargetKey
+	key      target.Key
 	typeAttr string
 	ttlAttr  string
 	// keyAttrs are the source table's key attributes, which name an item
@@ -64,7 +65,7 @@ var (
 // New returns the remodel of t into a target table keyed by key, for a
 // source table whose items are read by schema (its type attribute, and
 // its TTL attribute where t names none).
-func New(t *projections.Transform, key driver.TargetKey, schema pipeline.Schema) (*Remodel, error) {
+func New(t *projections.Transform, key target.Key, schema pipeline.Schema) (*Remodel, error) {
 	if t == nil || t.Name == "" {
 		return nil, errors.New("remodel: a transform without a name")
 	}
@@ -93,10 +94,10 @@ func New(t *projections.Transform, key driver.TargetKey, schema pipeline.Schema)
 // it names them (they must be table's, when table is not zero: a DynamoDB
 // target says its own), else table's, else the source table's key
 // attributes (schema) as S.
-func ResolveKey(t *projections.Transform, table driver.TargetKey, schema pipeline.Schema) (driver.TargetKey, error) {
+func ResolveKey(t *projections.Transform, table target.Key, schema pipeline.Schema) (target.Key, error) {
 	switch {
 	case len(t.Keys) > 0:
-		k, err := driver.NewTargetKey(t.Keys...)
+		k, err := target.NewKey(t.Keys...)
 		if err != nil {
 			return k, fmt.Errorf("transform %s: keys: %w", t.Name, err)
 		}
@@ -107,7 +108,7 @@ func ResolveKey(t *projections.Transform, table driver.TargetKey, schema pipelin
 	case table.Partition.Name != "":
 		return table, table.Validate()
 	}
-	return driver.NewTargetKey(schema.WithDefaults().KeyAttributes...)
+	return target.NewKey(schema.WithDefaults().KeyAttributes...)
 }
 
 // Name is the transform's name: the name of the remodel's projection, and
@@ -127,7 +128,7 @@ func (r *Remodel) ReadsOtherTypes() bool { return r.t.CopyOthers }
 func (r *Remodel) Definition() string { return r.def }
 
 // Key returns the target's key schema.
-func (r *Remodel) Key() driver.TargetKey { return r.key }
+func (r *Remodel) Key() target.Key { return r.key }
 
 // TTLAttribute returns the target items' TTL attribute.
 func (r *Remodel) TTLAttribute() string { return r.ttlAttr }

@@ -36,6 +36,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // Config is a remodeler's configuration, read from the environment by
@@ -158,7 +159,7 @@ func Main(env *projections.Environment) {
 // target keyed tableKey (the target table's key schema; zero when not
 // known: the transform's, or the source's key attributes), reading items
 // by the schema env and cfg name.
-func Remodel(cfg Config, env *projections.Environment, tableKey driver.TargetKey) (*remodel.Remodel, error) {
+func Remodel(cfg Config, env *projections.Environment, tableKey target.Key) (*remodel.Remodel, error) {
 	schema, err := entry.Schema(env, cfg.Schema)
 	if err != nil {
 		return nil, err

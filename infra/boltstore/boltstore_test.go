@@ -15,6 +15,7 @@ import (
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/driver/drivertest"
+	"github.com/tributary/tributary/projections/driver/layout"
 )
 
 // closeStore closes s, failing tb if that fails.
@@ -95,7 +96,7 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 	// The tombstone expired long ago: DeleteExpired removes it, once.
 	for want := 1; want >= 0; want-- {
-		n, err := s.DeleteExpired(t.Context(), time.Now())
+		n, err := s.deleteExpired(t.Context(), time.Now())
 		if err != nil || n != want {
 			t.Errorf("DeleteExpired = %d, %v; want %d", n, err, want)
 		}
@@ -116,7 +117,7 @@ func TestDeleteExpiredKeepsLiveEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.DeleteExpired(t.Context(), now); n != 1 || err != nil {
+	if n, err := s.deleteExpired(t.Context(), now); n != 1 || err != nil {
 		t.Fatalf("DeleteExpired = %d, %v; want 1", n, err)
 	}
 	got, err := s.ReadLedgers(t.Context(), []string{"past", "future", "never"})
@@ -133,12 +134,12 @@ func TestOpenInUse(t *testing.T) {
 	}
 	defer closeStore(t, s)
 	start := time.Now()
-	s2, err := Open(path, WithOpenTimeout(200*time.Millisecond))
+	s2, err := Open(path, withOpenTimeout(200*time.Millisecond))
 	if err == nil {
 		closeStore(t, s2)
 		t.Fatal("second Open of the same file succeeded")
 	}
-	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), path) {
+	if !errors.Is(err, errInUse) || !strings.Contains(err.Error(), path) {
 		t.Errorf("second Open = %v, want ErrInUse naming the path", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -336,8 +337,8 @@ func TestWriteUnitsAreDynamoDBs(t *testing.T) {
 		Ledgers: []driver.LedgerPut{{Key: "k", Body: make([]byte, 1500)}},
 		Adds:    []driver.Add{{Ref: driver.AggregateRef{Projection: "p", Key: "K"}, Values: map[string]decimal.Decimal{"n": decimal.MustParse("1")}}},
 	}
-	if got, want := driver.WriteUnitsOf(s, tx), driver.WriteUnits(tx); got != want || got == 0 {
-		t.Errorf("WriteUnitsOf(boltstore) = %v, driver.WriteUnits = %v", got, want)
+	if got, want := driver.WriteUnitsOf(s, tx), layout.WriteUnits(tx); got != want || got == 0 {
+		t.Errorf("WriteUnitsOf(boltstore) = %v, layout.WriteUnits = %v", got, want)
 	}
 }
 

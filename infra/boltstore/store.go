@@ -30,11 +30,11 @@
 // Decimal values keep their scale as written ("0.30" stays "0.30"), where
 // DynamoDB would return "0.3"; compare them with decimal.Decimal.Cmp.
 //
-// Ledger entries with an ExpiresAt stay readable until DeleteExpired removes
+// Ledger entries with an ExpiresAt stay readable until deleteExpired removes
 // them, as DynamoDB's TTL deletes expired items some time after they expire.
 //
 // A file can be open in one Store at a time: a second Open, from this process
-// or another, waits briefly for the file lock and then fails with ErrInUse.
+// or another, waits briefly for the file lock and then fails with errInUse.
 // Each commit is synced to disk before Commit returns, unless the store was
 // opened WithoutSync (for tests).
 package boltstore
@@ -52,6 +52,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
 )
 
 var (
@@ -61,12 +62,12 @@ var (
 	_ driver.GroupCommitter     = (*Store)(nil)
 )
 
-// ErrInUse is returned by Open when another Store, in this process or
+// errInUse is returned by Open when another Store, in this process or
 // another, has the file open.
-var ErrInUse = errors.New("boltstore: store is in use")
+var errInUse = errors.New("boltstore: store is in use")
 
-// DefaultOpenTimeout is how long Open waits for the file lock by default.
-const DefaultOpenTimeout = time.Second
+// defaultOpenTimeout is how long Open waits for the file lock by default.
+const defaultOpenTimeout = time.Second
 
 var (
 	bucketLedgers    = []byte("ledgers")
@@ -87,9 +88,9 @@ type options struct {
 	noSync  bool
 }
 
-// WithOpenTimeout sets how long Open waits for the file lock that another
-// Store holds before it fails with ErrInUse (default DefaultOpenTimeout).
-func WithOpenTimeout(d time.Duration) Option {
+// withOpenTimeout sets how long Open waits for the file lock that another
+// Store holds before it fails with errInUse (default defaultOpenTimeout).
+func withOpenTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = d }
 }
 
@@ -105,20 +106,20 @@ func WithoutSync() Option {
 // Open opens the store file at path, creating it and its parent directory if
 // they do not exist.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{timeout: DefaultOpenTimeout}
+	o := options{timeout: defaultOpenTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.timeout <= 0 {
 		// bbolt would wait forever.
-		o.timeout = DefaultOpenTimeout
+		o.timeout = defaultOpenTimeout
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.timeout, NoSync: o.noSync})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("boltstore: open %s: %w: no lock on the file after %s (%w)", path, ErrInUse, o.timeout, err)
+		return nil, fmt.Errorf("boltstore: open %s: %w: no lock on the file after %s (%w)", path, errInUse, o.timeout, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
@@ -241,7 +242,7 @@ func (s *Store) CommitGroup(ctx context.Context, txs []*driver.Tx) error {
 // commit would cost in DynamoDB (dynamostore.WriteUnits), whose semantics
 // the store models: the demo and the cost benchmarks count DynamoDB's bill
 // over the embedded store.
-func (s *Store) WriteUnits(tx *driver.Tx) float64 { return driver.WriteUnits(tx) }
+func (s *Store) WriteUnits(tx *driver.Tx) float64 { return layout.WriteUnits(tx) }
 
 // prepared is a validated Tx with its keys and values encoded, ready to
 // apply inside a bbolt transaction.
@@ -453,9 +454,9 @@ func (p *prepared) apply(btx *bolt.Tx) error {
 	return nil
 }
 
-// DeleteExpired deletes the ledger entries whose ExpiresAt is before now, as
+// deleteExpired deletes the ledger entries whose ExpiresAt is before now, as
 // DynamoDB's TTL would, and returns how many it deleted.
-func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int, error) {
+func (s *Store) deleteExpired(ctx context.Context, now time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("boltstore: delete expired: %w", err)
 	}
@@ -496,7 +497,7 @@ var _ driver.KeyLimiter = (*Store)(nil)
 // DynamoDB's key limits, which the embedded store keeps so that what runs
 // here runs there, and without the 0x00 byte its keys reserve.
 func (s *Store) CheckAggregate(ref driver.AggregateRef) error {
-	if err := driver.CheckAggregate(ref); err != nil {
+	if err := layout.CheckAggregate(ref); err != nil {
 		return err
 	}
 	if _, err := aggregateKey(ref); err != nil {
@@ -507,7 +508,7 @@ func (s *Store) CheckAggregate(ref driver.AggregateRef) error {
 
 // CheckRow reports whether ref's row can be stored, as CheckAggregate.
 func (s *Store) CheckRow(ref driver.RowRef) error {
-	if err := driver.CheckRow(ref); err != nil {
+	if err := layout.CheckRow(ref); err != nil {
 		return err
 	}
 	if _, err := rowKey(ref); err != nil {

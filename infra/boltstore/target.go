@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	bolt "go.etcd.io/bbolt"
@@ -16,6 +15,8 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // A TargetStore is the embedded store of a remodel's target (driver's
@@ -24,7 +25,7 @@ import (
 // exactly-once needs: the source items' ledger entries and, per target
 // key, the claim naming the source item that owns it (kept as the
 // aggregate store keeps a row with an owner and no attributes,
-// driver.ClaimRef). One bbolt transaction writes all three, as one
+// layout.ClaimRef). One bbolt transaction writes all three, as one
 // TransactWriteItems writes the DynamoDB target and its ledger table.
 //
 // The file records the remodel's name and the target's key schema when it
@@ -36,12 +37,12 @@ import (
 //	items   uvarint(len(p)) p s  → the item as DynamoDB JSON
 //	target  "meta"               → {"name": …, "key": …} (JSON)
 //
-// where p is the item's partition key as text (driver.TargetKey.Ref) and s
+// where p is the item's partition key as text (target.Key.Ref) and s
 // its sort key in an order-preserving form (an S as it is, an N in
 // decimal's sortable encoding, a B as its bytes), so that QueryRows reads
 // a partition in the target's sort order.
 type TargetStore struct {
-	driver.TargetBase
+	target.Base
 	st   *Store
 	name string
 }
@@ -63,24 +64,24 @@ var (
 
 // targetMeta is what a target file records of its target.
 type targetMeta struct {
-	Name string           `json:"name"`
-	Key  driver.TargetKey `json:"key"`
+	Name string     `json:"name"`
+	Key  target.Key `json:"key"`
 }
 
-// ErrNoTarget is returned by OpenTarget when asked to open a target as it
+// errNoTarget is returned by OpenTarget when asked to open a target as it
 // was recorded and the file records none.
-var ErrNoTarget = errors.New("boltstore: no target store here")
+var errNoTarget = errors.New("boltstore: no target store here")
 
 // OpenTarget opens (creating it) the target store file at path for the
 // remodel name, keyed by key. A file that records another name or key is
 // refused. An empty name and a zero key open the target the file records
-// (ErrNoTarget when it records none): for readers.
-func OpenTarget(path, name string, key driver.TargetKey, opts ...Option) (*TargetStore, error) {
+// (errNoTarget when it records none): for readers.
+func OpenTarget(path, name string, key target.Key, opts ...Option) (*TargetStore, error) {
 	st, err := Open(path, opts...)
 	if err != nil {
 		return nil, err
 	}
-	ts := &TargetStore{TargetBase: driver.TargetBase{Key: key}, st: st, name: name}
+	ts := &TargetStore{Base: target.Base{Key: key}, st: st, name: name}
 	if err := ts.init(); err != nil {
 		_ = st.Close() // the error says what went wrong
 		return nil, fmt.Errorf("boltstore: open target %s: %w", path, err)
@@ -89,7 +90,7 @@ func OpenTarget(path, name string, key driver.TargetKey, opts ...Option) (*Targe
 }
 
 func (ts *TargetStore) init() error {
-	read := ts.name == "" && ts.Key == (driver.TargetKey{})
+	read := ts.name == "" && ts.Key == (target.Key{})
 	if !read {
 		if err := ts.Key.Validate(); err != nil {
 			return err
@@ -99,7 +100,7 @@ func (ts *TargetStore) init() error {
 		meta := btx.Bucket(bucketTarget)
 		if meta == nil {
 			if read {
-				return ErrNoTarget
+				return errNoTarget
 			}
 			// A file an aggregate store has written is not a target.
 			if err := empty(btx, bucketAggregates, bucketRows, bucketLedgers); err != nil {
@@ -265,7 +266,7 @@ func (ts *TargetStore) prepare(tx *driver.Tx) (*targetWrite, error) {
 			return nil, err
 		}
 		if !p.Held {
-			c := driver.ClaimRef(p.Ref)
+			c := layout.ClaimRef(p.Ref)
 			byClaim[c] = p.Ref
 			claims.Puts = append(claims.Puts, driver.RowPut{Ref: c, Owner: p.Owner, From: p.From, CheckFrom: p.CheckFrom, FromRev: p.FromRev})
 		}
@@ -286,7 +287,7 @@ func (ts *TargetStore) prepare(tx *driver.Tx) (*targetWrite, error) {
 		if err := ts.check(d.Ref); err != nil {
 			return nil, err
 		}
-		c := driver.ClaimRef(d.Ref)
+		c := layout.ClaimRef(d.Ref)
 		byClaim[c] = d.Ref
 		claims.Deletes = append(claims.Deletes, driver.RowDelete{Ref: c, Owner: d.Owner})
 		k, err := ts.itemKey(d.Ref)
@@ -349,16 +350,16 @@ func (ts *TargetStore) itemKey(ref driver.RowRef) ([]byte, error) {
 }
 
 // sortBytes is a sort key's text in an order-preserving form.
-func sortBytes(a driver.KeyAttr, s string) ([]byte, error) {
+func sortBytes(a target.KeyAttr, s string) ([]byte, error) {
 	switch a.Type {
-	case driver.KeyN:
+	case target.KeyN:
 		d, err := decimal.Parse(s)
 		if err != nil {
 			return nil, err
 		}
 		enc, err := d.Sortable()
 		return []byte(enc), err
-	case driver.KeyB:
+	case target.KeyB:
 		return base64.StdEncoding.DecodeString(s)
 	}
 	return []byte(s), nil
@@ -387,7 +388,7 @@ func (ts *TargetStore) decodeItem(v []byte) (driver.StoredRow, error) {
 		return driver.StoredRow{}, fmt.Errorf("boltstore: a target item is corrupt: %w", err)
 	}
 	row := driver.StoredRow{Ref: ref, Attrs: attrs}
-	c, err := rowKey(driver.ClaimRef(ref))
+	c, err := rowKey(layout.ClaimRef(ref))
 	if err != nil {
 		return row, err
 	}
@@ -464,10 +465,4 @@ func nextPrefix(p []byte) []byte {
 // ScanLedgers scans the source items' ledger entries (and the markers).
 func (ts *TargetStore) ScanLedgers(ctx context.Context, fn func(key string, entry driver.LedgerEntry) error) error {
 	return ts.st.ScanLedgers(ctx, fn)
-}
-
-// DeleteExpired deletes the ledger entries whose ExpiresAt is before now
-// (Store.DeleteExpired).
-func (ts *TargetStore) DeleteExpired(ctx context.Context, now time.Time) (int, error) {
-	return ts.st.DeleteExpired(ctx, now)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
 )
 
 // ledgerKey is the primary key of the ledger entry of itemKey.
@@ -24,9 +25,9 @@ func rowKey(ref driver.RowRef) map[string]types.AttributeValue {
 	return itemKeyAV(rowPK(ref.Projection, ref.Partition), ref.Sort)
 }
 
-func aggregatePK(ref driver.AggregateRef) string { return driver.AggregatePartitionKey(ref) }
+func aggregatePK(ref driver.AggregateRef) string { return layout.AggregatePartitionKey(ref) }
 
-func rowPK(projection, partition string) string { return driver.RowPartitionKey(projection, partition) }
+func rowPK(projection, partition string) string { return layout.RowPartitionKey(projection, partition) }
 
 func itemKeyAV(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
@@ -62,9 +63,9 @@ func describePK(item map[string]types.AttributeValue) string {
 var _ driver.KeyLimiter = (*Store)(nil)
 
 // CheckAggregate reports whether ref's aggregate item fits DynamoDB's keys
-// (driver.CheckAggregate).
-func (s *Store) CheckAggregate(ref driver.AggregateRef) error { return driver.CheckAggregate(ref) }
+// (layout.CheckAggregate).
+func (s *Store) CheckAggregate(ref driver.AggregateRef) error { return layout.CheckAggregate(ref) }
 
 // CheckRow reports whether ref's row fits DynamoDB's keys
-// (driver.CheckRow).
-func (s *Store) CheckRow(ref driver.RowRef) error { return driver.CheckRow(ref) }
+// (layout.CheckRow).
+func (s *Store) CheckRow(ref driver.RowRef) error { return layout.CheckRow(ref) }

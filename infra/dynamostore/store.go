@@ -25,27 +25,28 @@ import (
 
 	"github.com/tributary/tributary/internal/retry"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
 )
 
 // Attribute names and key prefixes of the table layout (driver's).
 const (
-	attrPK         = driver.AttrPK
-	attrSK         = driver.AttrSK
-	attrRev        = driver.AttrRev
-	attrLedger     = driver.AttrLedger
-	attrTTL        = driver.AttrTTL
-	attrProjection = driver.AttrProjection
-	attrKey        = driver.AttrKey
-	attrShard      = driver.AttrShard
-	attrPartition  = driver.AttrPartition
-	attrSort       = driver.AttrSort
-	attrOwner      = driver.AttrOwner
+	attrPK         = layout.AttrPK
+	attrSK         = layout.AttrSK
+	attrRev        = layout.AttrRev
+	attrLedger     = layout.AttrLedger
+	attrTTL        = layout.AttrTTL
+	attrProjection = layout.AttrProjection
+	attrKey        = layout.AttrKey
+	attrShard      = layout.AttrShard
+	attrPartition  = layout.AttrPartition
+	attrSort       = layout.AttrSort
+	attrOwner      = layout.AttrOwner
 
-	prefixLedger    = driver.PrefixLedger
-	prefixAggregate = driver.PrefixAggregate
-	prefixRow       = driver.PrefixRow
-	skLedger        = driver.SortLedger
-	skAggregate     = driver.SortAggregate
+	prefixLedger    = layout.PrefixLedger
+	prefixAggregate = layout.PrefixAggregate
+	prefixRow       = layout.PrefixRow
+	skLedger        = layout.SortLedger
+	skAggregate     = layout.SortAggregate
 )
 
 // maxBatchGetKeys is BatchGetItem's limit on keys per request.

@@ -14,8 +14,8 @@ import (
 	"github.com/tributary/tributary/internal/retry"
 )
 
-// TableAPI is the part of *dynamodb.Client that CreateTable uses.
-type TableAPI interface {
+// tableAPI is the part of *dynamodb.Client that CreateTable uses.
+type tableAPI interface {
 	CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	UpdateTimeToLive(ctx context.Context, params *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
@@ -28,7 +28,7 @@ type TableAPI interface {
 // use one made beforehand (docs/backfill.md says how to make one fit for
 // production: point-in-time recovery, deletion protection, TTL). The
 // tables this creates are for local runs, tests and trials.
-func CreateTable(ctx context.Context, client TableAPI, table string) error {
+func CreateTable(ctx context.Context, client tableAPI, table string) error {
 	if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err == nil {
 		return waitActive(ctx, client, table)
 	} else if !errors.As(err, new(*types.ResourceNotFoundException)) {
@@ -81,7 +81,7 @@ func isValidation(err error) bool {
 	return ok && apiErr.ErrorCode() == "ValidationException"
 }
 
-func waitActive(ctx context.Context, client TableAPI, table string) error {
+func waitActive(ctx context.Context, client tableAPI, table string) error {
 	delay := 100 * time.Millisecond
 	for {
 		res, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})

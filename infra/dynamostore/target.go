@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // LedgerSuffix names a remodel's ledger table after its target:
@@ -26,7 +28,7 @@ func LedgerTable(target string) string { return target + LedgerSuffix }
 // whose items are exactly what the transform made of the source's, and a
 // ledger table of its own (LedgerTable) in the aggregate table's layout,
 // holding the source items' ledger entries, the markers, and per target
-// key a claim naming the source item that owns it (driver.ClaimRef: a row
+// key a claim naming the source item that owns it (layout.ClaimRef: a row
 // with an owner and no attributes). Every commit is one
 // TransactWriteItems across both tables: the ledger entries, each target
 // item put or deleted, and its claim. The target table gets no attribute
@@ -34,7 +36,7 @@ func LedgerTable(target string) string { return target + LedgerSuffix }
 //
 // It is safe for concurrent use.
 type TargetStore struct {
-	driver.TargetBase
+	target.Base
 	ledger *Store
 	client API
 	table  string
@@ -52,30 +54,27 @@ var (
 // NewTarget returns the target store of the remodel name over the target
 // table, keyed by key, with its ledger table ledgerTable, reached through
 // client.
-func NewTarget(client API, table, ledgerTable, name string, key driver.TargetKey) *TargetStore {
-	return &TargetStore{TargetBase: driver.TargetBase{Key: key}, ledger: New(client, ledgerTable), client: client, table: table, name: name}
+func NewTarget(client API, table, ledgerTable, name string, key target.Key) *TargetStore {
+	return &TargetStore{Base: target.Base{Key: key}, ledger: New(client, ledgerTable), client: client, table: table, name: name}
 }
 
-// Table is the target table's name; LedgerTableName the ledger table's.
+// Table is the target table's name.
 func (s *TargetStore) Table() string { return s.table }
-
-// LedgerTableName is the name of the store's ledger table.
-func (s *TargetStore) LedgerTableName() string { return s.ledger.table }
 
 // TargetKeyOf reads a table's key schema (DescribeTable): the names and
 // types of its partition key and sort key.
-func TargetKeyOf(ctx context.Context, client TableAPI, table string) (driver.TargetKey, error) {
+func TargetKeyOf(ctx context.Context, client tableAPI, table string) (target.Key, error) {
 	res, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
-		return driver.TargetKey{}, fmt.Errorf("dynamostore: describe table %q: %w", table, err)
+		return target.Key{}, fmt.Errorf("dynamostore: describe table %q: %w", table, err)
 	}
 	types := map[string]string{}
 	for _, d := range res.Table.AttributeDefinitions {
 		types[aws.ToString(d.AttributeName)] = string(d.AttributeType)
 	}
-	var k driver.TargetKey
+	var k target.Key
 	for _, e := range res.Table.KeySchema {
-		a := driver.KeyAttr{Name: aws.ToString(e.AttributeName), Type: types[aws.ToString(e.AttributeName)]}
+		a := target.KeyAttr{Name: aws.ToString(e.AttributeName), Type: types[aws.ToString(e.AttributeName)]}
 		if e.KeyType == "HASH" {
 			k.Partition = a
 		} else {
@@ -93,7 +92,7 @@ func TargetKeyOf(ctx context.Context, client TableAPI, table string) (driver.Tar
 // active; tables that exist are left as they are. Production tables come
 // from the team (the target) and the SAM template (the ledger); this is
 // for local runs and tests.
-func CreateTargetTables(ctx context.Context, client TableAPI, table, ledgerTable string, key driver.TargetKey) error {
+func CreateTargetTables(ctx context.Context, client tableAPI, table, ledgerTable string, key target.Key) error {
 	if err := key.Validate(); err != nil {
 		return fmt.Errorf("dynamostore: create table %q: %w", table, err)
 	}
@@ -172,7 +171,7 @@ func (s *TargetStore) Commit(ctx context.Context, tx *driver.Tx) error {
 			return err
 		}
 		if !p.Held {
-			claim, err := s.ledger.rowPut(driver.RowPut{Ref: driver.ClaimRef(p.Ref), Owner: p.Owner, From: p.From})
+			claim, err := s.ledger.rowPut(driver.RowPut{Ref: layout.ClaimRef(p.Ref), Owner: p.Owner, From: p.From})
 			if err != nil {
 				return err
 			}
@@ -195,7 +194,7 @@ func (s *TargetStore) Commit(ctx context.Context, tx *driver.Tx) error {
 			return fmt.Errorf("dynamostore: commit to target %q: %w", s.table, err)
 		}
 		items = append(items,
-			types.TransactWriteItem{Delete: s.ledger.rowDelete(driver.RowDelete{Ref: driver.ClaimRef(d.Ref), Owner: d.Owner})},
+			types.TransactWriteItem{Delete: s.ledger.rowDelete(driver.RowDelete{Ref: layout.ClaimRef(d.Ref), Owner: d.Owner})},
 			types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key}})
 		acts = append(acts, action{ledger: -1, claim: true, ref: d.Ref, claimant: d.Owner}, action{ledger: -1, ref: d.Ref})
 	}
@@ -275,7 +274,7 @@ func (s *TargetStore) wrapErr(err error, op, keys string) error {
 }
 
 // ScanRows scans the target table, strongly consistent, and calls fn with
-// every item: its RowRef (driver.TargetKey.Ref) and attributes. Owner is
+// every item: its RowRef (target.Key.Ref) and attributes. Owner is
 // not read (the claims are in the ledger table).
 func (s *TargetStore) ScanRows(ctx context.Context, fn func(row driver.StoredRow) error) error {
 	in := &dynamodb.ScanInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true)}
@@ -306,7 +305,7 @@ func (s *TargetStore) QueryRows(ctx context.Context, projection, partition strin
 	if projection != s.name {
 		return nil, nil
 	}
-	only := driver.TargetKey{Partition: s.Key.Partition}
+	only := target.Key{Partition: s.Key.Partition}
 	pk, err := only.Key(driver.RowRef{Partition: partition})
 	if err != nil {
 		return nil, fmt.Errorf("dynamostore: query target %q: %w", s.table, err)

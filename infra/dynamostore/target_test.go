@@ -7,13 +7,13 @@ import (
 
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/awstest"
-	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/driver/drivertest"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // newTarget creates a target table keyed by key and its ledger table on
 // the test server, deleted when the test ends.
-func newTarget(t *testing.T, key driver.TargetKey) (*dynamodb.Client, string) {
+func newTarget(t *testing.T, key target.Key) (*dynamodb.Client, string) {
 	t.Helper()
 	client := awstest.DynamoDB(t)
 	table := awstest.UniqueName(t, "target")
@@ -27,7 +27,7 @@ func newTarget(t *testing.T, key driver.TargetKey) (*dynamodb.Client, string) {
 }
 
 func TestIntegrationTargetConformance(t *testing.T) {
-	drivertest.RunTarget(t, func(t *testing.T, key driver.TargetKey) drivertest.Store {
+	drivertest.RunTarget(t, func(t *testing.T, key target.Key) drivertest.Store {
 		client, table := newTarget(t, key)
 		got, err := dynamostore.TargetKeyOf(t.Context(), client, table)
 		if err != nil || got != key {

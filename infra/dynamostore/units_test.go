@@ -9,6 +9,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
 )
 
 func ledger(key string, body int, expires int64) driver.LedgerPut {
@@ -60,7 +61,7 @@ func TestWriteUnits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := driver.WriteUnits(&tt.tx); got != tt.want {
+			if got := layout.WriteUnits(&tt.tx); got != tt.want {
 				t.Errorf("WriteUnits = %v, want %v", got, tt.want)
 			}
 		})
@@ -80,7 +81,7 @@ func TestWriteUnitsCoverTheLayout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkCovers(t, "ledger entry", driver.WriteUnits(&driver.Tx{Ledgers: []driver.LedgerPut{l}}), pipeline.ItemSize(put.Item))
+			checkCovers(t, "ledger entry", layout.WriteUnits(&driver.Tx{Ledgers: []driver.LedgerPut{l}}), pipeline.ItemSize(put.Item))
 		}
 	}
 	for _, size := range []int{1, 900, 990, 1000, 4000} {
@@ -91,7 +92,7 @@ func TestWriteUnitsCoverTheLayout(t *testing.T) {
 		}
 		// A row is written in a transaction, with its ledger entry: half
 		// the units of the two, less the ledger entry's one.
-		got := driver.WriteUnits(&driver.Tx{Ledgers: []driver.LedgerPut{ledger("k", 0, 0)}, Puts: []driver.RowPut{p}})/2 - 1
+		got := layout.WriteUnits(&driver.Tx{Ledgers: []driver.LedgerPut{ledger("k", 0, 0)}, Puts: []driver.RowPut{p}})/2 - 1
 		checkCovers(t, "row", got, pipeline.ItemSize(put.Item))
 	}
 }

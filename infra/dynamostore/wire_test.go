@@ -33,7 +33,7 @@ import (
 
 var (
 	_ API      = (*dynamodb.Client)(nil)
-	_ TableAPI = (*dynamodb.Client)(nil)
+	_ tableAPI = (*dynamodb.Client)(nil)
 )
 
 // holdBack makes the server process all but the last n keys of each table in

@@ -1,11 +1,16 @@
 // Package driver is the contract between the projection engine and the
-// stores that keep an aggregate table: Store (ledger reads and atomic
-// commits with DynamoDB's transactional semantics), Reader (scans and
-// queries), the errors a commit reports (ConflictError, ClaimError,
-// RangeError, ErrContention, KeyError) and the optional capabilities a
-// store may have (WriteUnitEstimator, KeyLimiter). It also holds DynamoDB's
-// side of the contract that both stores keep: the aggregate table's layout
-// (docs/engine.md), its key limits and its write-unit model.
+// stores that keep an aggregate table, the one a store of a team's own
+// implements: Table (Store, ledger reads and atomic commits with
+// DynamoDB's transactional semantics, and Reader, scans and queries), the
+// errors a commit reports (ConflictError, ClaimError, RangeError,
+// ErrContention, KeyError) and the optional capabilities a store may have
+// (WriteUnitEstimator, GroupCommitter, KeyLimiter, NameReserver,
+// ActionCounter).
+//
+// Beside it, projections/driver/layout holds DynamoDB's side of the
+// contract that both stores keep: the aggregate table's layout
+// (docs/engine.md), its key limits and its write-unit model; and
+// projections/driver/target the second kind of store, a remodel's target.
 //
 // infra/boltstore (embedded, on disk) and infra/dynamostore (DynamoDB)
 // implement it, and both pass the conformance suite in
@@ -310,4 +315,55 @@ func (e *ConflictError) Error() string {
 	}
 	sort.Strings(keys)
 	return fmt.Sprintf("projections: ledger condition failed for %d item(s): %s", len(keys), strings.Join(keys, ", "))
+}
+
+// NameReserver is an optional capability of a Store, found by type
+// assertion: the attribute names it keeps for its own bookkeeping, when
+// they are not ReservedNames. A target store keeps nothing of its own in
+// the target items, so it reserves no name (but the empty one). The
+// engine asks Reserved.
+type NameReserver interface {
+	ReservesName(name string) bool
+}
+
+// Reserved reports whether store reserves name: NameReserver's answer,
+// or ReservedName's for a store without it.
+func Reserved(store Store, name string) bool {
+	if r, ok := store.(NameReserver); ok {
+		return r.ReservesName(name)
+	}
+	return ReservedName(name)
+}
+
+// ActionCounter is an optional capability of a Store, found by type
+// assertion: how many of a transaction's MaxTxActions one row write
+// takes, for a store that writes more than one item per row (a target
+// store: the target item and its claim). A store without it takes one
+// action per row write, and one more for a put's check of the owner it
+// takes the row from (RowPut.CheckFrom).
+type ActionCounter interface {
+	PutActions(p RowPut) int
+	DeleteActions(d RowDelete) int
+}
+
+// Actions is how many of a transaction's MaxTxActions tx takes in store.
+func Actions(store Store, tx *Tx) int {
+	ac, ok := store.(ActionCounter)
+	if !ok {
+		n := tx.Len()
+		for _, p := range tx.Puts {
+			if p.CheckFrom {
+				n++ // the check of From's ledger entry
+			}
+		}
+		return n
+	}
+	n := len(tx.Ledgers) + len(tx.Adds)
+	for _, p := range tx.Puts {
+		n += ac.PutActions(p)
+	}
+	for _, d := range tx.Deletes {
+		n += ac.DeleteActions(d)
+	}
+	return n
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
-	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // A transform is a declared projections.Transform: per entity type, what
@@ -31,7 +31,7 @@ import (
 //	        attributes: {day: {S: "{orderDate}"}}
 type transform struct {
 	name       string
-	keys       driver.TargetKey
+	keys       target.Key
 	ttlAttr    string
 	copyOthers bool
 	byType     map[string]*rewrite
@@ -177,7 +177,7 @@ func (l *loader) transform(n *node, i int, typeAttr string, keyAttrs []string, n
 		}
 	}
 	var err error
-	if t.keys, err = driver.NewTargetKey(keys...); err != nil {
+	if t.keys, err = target.NewKey(keys...); err != nil {
 		line := n.line
 		if kn, ok := f["keys"]; ok {
 			line = kn.line
@@ -222,7 +222,7 @@ func (l *loader) transform(n *node, i int, typeAttr string, keyAttrs []string, n
 }
 
 // rewrite reads one entity type's rewrite.
-func (l *loader) rewrite(n *node, path, typ, typeAttr string, keyAttrs []string, keys driver.TargetKey) *rewrite {
+func (l *loader) rewrite(n *node, path, typ, typeAttr string, keyAttrs []string, keys target.Key) *rewrite {
 	before := len(l.probs)
 	f := l.fields(n, path, "item", "when", "checks", "key", "copy", "drop", "rename", "attributes")
 	if f == nil {
@@ -258,7 +258,7 @@ func (l *loader) rewrite(n *node, path, typ, typeAttr string, keyAttrs []string,
 	case kn.kind != mapNode:
 		l.problem(kn.line, join(path, "key"), "want a mapping of the target's key attributes (%s) to templates, got %s", strings.Join(keys.Names(), ", "), kn.describe())
 	default:
-		for _, attr := range []driver.KeyAttr{keys.Partition, keys.Sort} {
+		for _, attr := range []target.KeyAttr{keys.Partition, keys.Sort} {
 			if attr.Name == "" {
 				continue
 			}
@@ -267,15 +267,15 @@ func (l *loader) rewrite(n *node, path, typ, typeAttr string, keyAttrs []string,
 				l.problem(kn.line, join(path, "key"), "no template for the target key attribute %s", clip(attr.Name))
 				continue
 			}
-			if attr.Type == driver.KeyB {
+			if attr.Type == target.KeyB {
 				l.problem(kn.kline[j], join(join(path, "key"), attr.Name), "a B key attribute cannot be built from a template")
 				continue
 			}
-			t, ok := l.template(kn.vals[j], join(join(path, "key"), attr.Name), p.vars, false, attr.Type == driver.KeyN)
+			t, ok := l.template(kn.vals[j], join(join(path, "key"), attr.Name), p.vars, false, attr.Type == target.KeyN)
 			if ok {
 				t.free = true
 				kt := typeS
-				if attr.Type == driver.KeyN {
+				if attr.Type == target.KeyN {
 					kt = typeN
 				}
 				rw.key = append(rw.key, keyPart{name: attr.Name, typ: kt, tmpl: t})

@@ -21,6 +21,7 @@ import (
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // gateChain writes a full export of items at 11:00 and an incremental one
@@ -388,7 +389,7 @@ func commitStore(t *testing.T, dir string, tx *driver.Tx) {
 // 50 at a time.
 func commitTarget(t *testing.T, dir string, tx *driver.Tx) {
 	t.Helper()
-	ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", driver.TargetKey{}, boltstore.WithoutSync())
+	ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", target.Key{}, boltstore.WithoutSync())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // targetFile is the embedded target's file under a remodel's --store
@@ -145,7 +146,7 @@ func (f *targetFlags) open(ctx context.Context, e *Env, t *projections.Transform
 	}
 	tableKey, err := dynamostore.TargetKeyOf(ctx, client, f.table)
 	if _, missing := errors.AsType[*types.ResourceNotFoundException](err); missing && create {
-		tableKey = driver.TargetKey{}
+		tableKey = target.Key{}
 	} else if err != nil {
 		return nil, nil, nil, err
 	}
@@ -188,9 +189,9 @@ func (f *targetFlags) openDir(t *projections.Transform, schema pipeline.Schema, 
 	if f.noSync {
 		opts = append(opts, boltstore.WithoutSync())
 	}
-	var recorded driver.TargetKey
+	var recorded target.Key
 	if _, err := os.Stat(path); err == nil {
-		ts, err := boltstore.OpenTarget(path, "", driver.TargetKey{}, opts...)
+		ts, err := boltstore.OpenTarget(path, "", target.Key{}, opts...)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -540,7 +541,7 @@ func remodelItems(ctx context.Context, e *Env, args []string) (err error) {
 		if _, err := os.Stat(path); err != nil {
 			return fmt.Errorf("no remodel target at %s", path)
 		}
-		ts, err := boltstore.OpenTarget(path, "", driver.TargetKey{})
+		ts, err := boltstore.OpenTarget(path, "", target.Key{})
 		if err != nil {
 			return err
 		}

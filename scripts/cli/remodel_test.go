@@ -22,6 +22,7 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 	"github.com/tributary/tributary/projections/spec"
 )
 
@@ -123,7 +124,7 @@ func newRemodelHistory(t *testing.T) *remodelHistory {
 // sorted.
 func itemLines(t *testing.T, tr *projections.Transform, items []pipeline.Item) []string {
 	t.Helper()
-	key, err := remodel.ResolveKey(tr, driver.TargetKey{}, pipeline.Schema{})
+	key, err := remodel.ResolveKey(tr, target.Key{}, pipeline.Schema{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestRemodelCommands(t *testing.T) {
 		t.Fatalf("verify after the stream's change: exit %d\n%s", code, out)
 	}
 	// The target loses an item behind the remodel's back: verify names it.
-	ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", driver.TargetKey{})
+	ts, err := boltstore.OpenTarget(filepath.Join(dir, "target.db"), "", target.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}

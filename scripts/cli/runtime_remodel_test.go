@@ -23,7 +23,7 @@ import (
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 	"github.com/tributary/tributary/projections/spec"
 )
 
@@ -86,11 +86,11 @@ func TestRuntimeEmulatorRemodeler(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL", motoURL)
 	l := newRemodelLive(ctx, t)
 	ddb := awstest.DynamoDB(t)
-	target := awstest.UniqueName(t, "target")
-	awstest.DeleteTableAtEnd(t, ddb, target)
-	awstest.DeleteTableAtEnd(t, ddb, dynamostore.LedgerTable(target))
-	key, _ := driver.NewTargetKey("PK", "SK")
-	if err := dynamostore.CreateTargetTables(ctx, ddb, target, dynamostore.LedgerTable(target), key); err != nil {
+	targetTable := awstest.UniqueName(t, "target")
+	awstest.DeleteTableAtEnd(t, ddb, targetTable)
+	awstest.DeleteTableAtEnd(t, ddb, dynamostore.LedgerTable(targetTable))
+	key, _ := target.NewKey("PK", "SK")
+	if err := dynamostore.CreateTargetTables(ctx, ddb, targetTable, dynamostore.LedgerTable(targetTable), key); err != nil {
 		t.Fatal(err)
 	}
 	specFile, err := filepath.Abs(newDesignSpec)
@@ -99,14 +99,14 @@ func TestRuntimeEmulatorRemodeler(t *testing.T) {
 	}
 	// One data file at a time: moto's transactions are not isolated from
 	// concurrent ones (dynamostore's tests, serialAPI).
-	code, out, stderr := runCLI(t, "remodel", "backfill", "--export", l.export, "--spec", specFile, "--table", target, "--endpoint", motoURL, "--workers", "1")
+	code, out, stderr := runCLI(t, "remodel", "backfill", "--export", l.export, "--spec", specFile, "--table", targetTable, "--endpoint", motoURL, "--workers", "1")
 	if code != 0 || !strings.Contains(out, "status:   complete\n") {
 		t.Fatalf("backfill: exit %d\n%s%s", code, out, stderr)
 	}
 
 	bootstrap := buildBootstrap(t, "remodeler", runtime.GOARCH)
 	env := map[string]string{
-		"TARGET_TABLE":             target,
+		"TARGET_TABLE":             targetTable,
 		"TRANSFORM":                "new-design",
 		"PROJECTIONS_FILE":         specFile,
 		"AWS_ENDPOINT_URL":         motoURL,
@@ -136,7 +136,7 @@ func TestRuntimeEmulatorRemodeler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr = runCLI(t, "remodel", "items", "--table", target, "--endpoint", motoURL)
+	code, out, stderr = runCLI(t, "remodel", "items", "--table", targetTable, "--endpoint", motoURL)
 	if code != 0 {
 		t.Fatalf("items: exit %d: %s", code, stderr)
 	}
@@ -145,7 +145,7 @@ func TestRuntimeEmulatorRemodeler(t *testing.T) {
 		t.Fatalf("the target table's items (%d) are not the transform of the final items (%d):\n%s", len(items), len(want), lineDiff(items, want))
 	}
 	at := l.h.Workload.Start.Add(-30 * 24 * time.Hour).Format(time.RFC3339)
-	code, out, stderr = runCLI(t, "remodel", "verify", "--export", l.export, "--spec", specFile, "--table", target, "--endpoint", motoURL, "--at", at)
+	code, out, stderr = runCLI(t, "remodel", "verify", "--export", l.export, "--spec", specFile, "--table", targetTable, "--endpoint", motoURL, "--at", at)
 	if code != 0 || !strings.Contains(out, "\nAGREE:") || !strings.Contains(out, "source items changed since the export") {
 		t.Fatalf("verify: exit %d\n%s%s", code, out, stderr)
 	}
@@ -165,19 +165,19 @@ func TestRuntimeEmulatorRemodelerRoleCoversCalls(t *testing.T) {
 	cfg := awstest.Config(t)
 	cfg.HTTPClient = wire
 	client := dynamodb.NewFromConfig(cfg)
-	target := awstest.UniqueName(t, "roles")
-	ledger := dynamostore.LedgerTable(target)
-	key, _ := driver.NewTargetKey("PK", "SK")
-	if err := dynamostore.CreateTargetTables(ctx, client, target, ledger, key); err != nil {
+	targetTable := awstest.UniqueName(t, "roles")
+	ledger := dynamostore.LedgerTable(targetTable)
+	key, _ := target.NewKey("PK", "SK")
+	if err := dynamostore.CreateTargetTables(ctx, client, targetTable, ledger, key); err != nil {
 		t.Fatal(err)
 	}
-	awstest.DeleteTableAtEnd(t, client, target)
+	awstest.DeleteTableAtEnd(t, client, targetTable)
 	awstest.DeleteTableAtEnd(t, client, ledger)
 	wire.Reset() // what the function does from here on
 
 	// What Main does at init, then the event.
-	rcfg := remodeler.Config{Table: target, LedgerTable: ledger, Transform: "comments-table", Source: pipeline.SourceKinesis}
-	tableKey, err := dynamostore.TargetKeyOf(ctx, client, target)
+	rcfg := remodeler.Config{Table: targetTable, LedgerTable: ledger, Transform: "comments-table", Source: pipeline.SourceKinesis}
+	tableKey, err := dynamostore.TargetKeyOf(ctx, client, targetTable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestRuntimeEmulatorRemodelerRoleCoversCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := remodeler.New(ctx, rcfg, r, dynamostore.NewTarget(client, target, ledger, r.Name(), r.Key()), slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+	h, err := remodeler.New(ctx, rcfg, r, dynamostore.NewTarget(client, targetTable, ledger, r.Name(), r.Key()), slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestRuntimeEmulatorRemodelerRoleCoversCalls(t *testing.T) {
 	if out, err := h.Invoke(ctx, event); err != nil || string(out) != `{"batchItemFailures":[]}` {
 		t.Fatalf("%s %v", out, err)
 	}
-	allowed := map[string][]string{target: sidActions(t, tp, "RemodelerRole", "TargetTable"), ledger: sidActions(t, tp, "RemodelerRole", "LedgerTable")}
+	allowed := map[string][]string{targetTable: sidActions(t, tp, "RemodelerRole", "TargetTable"), ledger: sidActions(t, tp, "RemodelerRole", "LedgerTable")}
 	seen := map[string]bool{}
 	for _, c := range wire.Recorded() {
 		for _, ta := range tableActionsOf(t, c) {
@@ -206,7 +206,7 @@ func TestRuntimeEmulatorRemodelerRoleCoversCalls(t *testing.T) {
 			}
 		}
 	}
-	if !seen[target] || !seen[ledger] {
+	if !seen[targetTable] || !seen[ledger] {
 		t.Fatalf("calls recorded on %v: want both tables", seen)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 // TargetName is the remodel a target store of RunTarget's is made for:
@@ -24,21 +26,21 @@ const TargetName = "remodel"
 // target store of the remodel TargetName keyed by key each time it is
 // called, and arrange with t.Cleanup to close it. The stores' ledger
 // cases of Run apply to it too and run first.
-func RunTarget(t *testing.T, open func(t *testing.T, key driver.TargetKey) Store) {
+func RunTarget(t *testing.T, open func(t *testing.T, key target.Key) Store) {
 	t.Helper()
-	pkSK := driver.TargetKey{Partition: driver.KeyAttr{Name: "PK", Type: driver.KeyS}, Sort: driver.KeyAttr{Name: "SK", Type: driver.KeyS}}
+	pkSK := target.Key{Partition: target.KeyAttr{Name: "PK", Type: target.KeyS}, Sort: target.KeyAttr{Name: "SK", Type: target.KeyS}}
 	cases := []struct {
 		name string
-		key  driver.TargetKey
-		test func(t *testing.T, s Store, key driver.TargetKey)
+		key  target.Key
+		test func(t *testing.T, s Store, key target.Key)
 	}{
 		{"Ledger/ReadMissing", pkSK, ledgerCase(testReadMissing)},
 		{"Ledger/250Keys", pkSK, ledgerCase(testReadManyKeys)},
 		{"Ledger/Update", pkSK, ledgerCase(testLedgerUpdate)},
 		{"Items/ExactlyWhatIsPut", pkSK, testTargetExact},
 		{"Items/ReplaceAndDelete", pkSK, testTargetReplaceDelete},
-		{"Items/HashKeyOnly", driver.TargetKey{Partition: driver.KeyAttr{Name: "id", Type: driver.KeyS}}, testTargetReplaceDelete},
-		{"Items/NumberAndBinaryKeys", driver.TargetKey{Partition: driver.KeyAttr{Name: "b", Type: driver.KeyB}, Sort: driver.KeyAttr{Name: "n", Type: driver.KeyN}}, testTargetTypedKeys},
+		{"Items/HashKeyOnly", target.Key{Partition: target.KeyAttr{Name: "id", Type: target.KeyS}}, testTargetReplaceDelete},
+		{"Items/NumberAndBinaryKeys", target.Key{Partition: target.KeyAttr{Name: "b", Type: target.KeyB}, Sort: target.KeyAttr{Name: "n", Type: target.KeyN}}, testTargetTypedKeys},
 		{"Items/KeysAtTheirLimits", pkSK, testTargetLongKeys},
 		{"Claims/AnotherOwnerRefused", pkSK, testTargetClaims},
 		{"Claims/HeldPutWritesNoClaim", pkSK, testTargetHeld},
@@ -53,12 +55,12 @@ func RunTarget(t *testing.T, open func(t *testing.T, key driver.TargetKey) Store
 	}
 }
 
-func ledgerCase(f func(t *testing.T, s Store)) func(t *testing.T, s Store, _ driver.TargetKey) {
-	return func(t *testing.T, s Store, _ driver.TargetKey) { f(t, s) }
+func ledgerCase(f func(t *testing.T, s Store)) func(t *testing.T, s Store, _ target.Key) {
+	return func(t *testing.T, s Store, _ target.Key) { f(t, s) }
 }
 
 // targetPut is the put of a target item by owner.
-func targetPut(t *testing.T, key driver.TargetKey, item pipeline.Item, owner string) driver.RowPut {
+func targetPut(t *testing.T, key target.Key, item pipeline.Item, owner string) driver.RowPut {
 	t.Helper()
 	ref, err := key.Ref(TargetName, item)
 	if err != nil {
@@ -73,7 +75,7 @@ func ledgerPut(key string, rev int64) driver.LedgerPut {
 
 // wantItems checks that the store holds exactly items, attribute for
 // attribute, under the RowRefs their keys give.
-func wantItems(t *testing.T, s Store, key driver.TargetKey, items ...pipeline.Item) {
+func wantItems(t *testing.T, s Store, key target.Key, items ...pipeline.Item) {
 	t.Helper()
 	var want []driver.StoredRow
 	for _, it := range items {
@@ -94,7 +96,7 @@ func wantItems(t *testing.T, s Store, key driver.TargetKey, items ...pipeline.It
 
 // testTargetExact: a target item is stored with exactly its attributes,
 // the names a Store reserves among them, every type DynamoDB has.
-func testTargetExact(t *testing.T, s Store, key driver.TargetKey) {
+func testTargetExact(t *testing.T, s Store, key target.Key) {
 	item := pipeline.Item{
 		"PK": avS("DOC#1"), "SK": avS("CMT#1"), "ttl": avN("1767225600"), "rev": avN("3"), "rowOwner": avS("not mine"),
 		"projection": avS("x"), "ledger": &types.AttributeValueMemberB{Value: []byte{0, 1}}, "ok": &types.AttributeValueMemberBOOL{Value: true},
@@ -113,7 +115,7 @@ func testTargetExact(t *testing.T, s Store, key driver.TargetKey) {
 
 // testTargetReplaceDelete: a put replaces the item whole; a delete by its
 // owner removes it; deleting an item that is not there is no error.
-func testTargetReplaceDelete(t *testing.T, s Store, key driver.TargetKey) {
+func testTargetReplaceDelete(t *testing.T, s Store, key target.Key) {
 	mk := func(pk, sk string, attrs ...string) pipeline.Item {
 		it := pipeline.Item{key.Partition.Name: avS(pk)}
 		if key.HasSort() {
@@ -145,7 +147,7 @@ func testTargetReplaceDelete(t *testing.T, s Store, key driver.TargetKey) {
 // testTargetTypedKeys: N and B keys round-trip, an N in DynamoDB's normal
 // form (1.50 and 1.5 are one key); a partition reads in numeric sort
 // order.
-func testTargetTypedKeys(t *testing.T, s Store, key driver.TargetKey) {
+func testTargetTypedKeys(t *testing.T, s Store, key target.Key) {
 	bin := &types.AttributeValueMemberB{Value: []byte{0xff, 0x00, 'a'}}
 	var puts []driver.RowPut
 	var items []pipeline.Item
@@ -176,8 +178,8 @@ func testTargetTypedKeys(t *testing.T, s Store, key driver.TargetKey) {
 // testTargetLongKeys: keys at DynamoDB's limits are stored, and claimed
 // (the claim is kept under a hash); one byte more is refused before
 // anything is written.
-func testTargetLongKeys(t *testing.T, s Store, key driver.TargetKey) {
-	long := pipeline.Item{"PK": avS(strings.Repeat("p", driver.MaxPartitionKeyBytes)), "SK": avS(strings.Repeat("s", driver.MaxSortKeyBytes))}
+func testTargetLongKeys(t *testing.T, s Store, key target.Key) {
+	long := pipeline.Item{"PK": avS(strings.Repeat("p", layout.MaxPartitionKeyBytes)), "SK": avS(strings.Repeat("s", layout.MaxSortKeyBytes))}
 	p := targetPut(t, key, long, "A")
 	commit(t, s, &driver.Tx{Puts: []driver.RowPut{p}})
 	wantItems(t, s, key, long)
@@ -195,7 +197,7 @@ func testTargetLongKeys(t *testing.T, s Store, key driver.TargetKey) {
 // testTargetClaims: a target item another source item owns is refused,
 // for a put and for a delete, as a *ClaimError naming the item, and the
 // whole transaction with it; From takes it over.
-func testTargetClaims(t *testing.T, s Store, key driver.TargetKey) {
+func testTargetClaims(t *testing.T, s Store, key target.Key) {
 	item := pipeline.Item{"PK": avS("K"), "SK": avS("1"), "v": avS("a")}
 	pa := targetPut(t, key, item, "A")
 	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("A", 0)}, Puts: []driver.RowPut{pa}})
@@ -231,7 +233,7 @@ func testTargetClaims(t *testing.T, s Store, key driver.TargetKey) {
 
 // testTargetHeld: a put whose owner holds the item already writes the
 // item alone (one action), and the claim still stands.
-func testTargetHeld(t *testing.T, s Store, key driver.TargetKey) {
+func testTargetHeld(t *testing.T, s Store, key target.Key) {
 	item := pipeline.Item{"PK": avS("K"), "SK": avS("1"), "v": avS("1")}
 	commit(t, s, &driver.Tx{Puts: []driver.RowPut{targetPut(t, key, item, "A")}})
 	held := targetPut(t, key, pipeline.Item{"PK": avS("K"), "SK": avS("1"), "v": avS("2")}, "A")
@@ -249,7 +251,7 @@ func testTargetHeld(t *testing.T, s Store, key driver.TargetKey) {
 
 // testTargetConflict: a failed ledger condition writes no target item and
 // no claim.
-func testTargetConflict(t *testing.T, s Store, key driver.TargetKey) {
+func testTargetConflict(t *testing.T, s Store, key target.Key) {
 	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("A", 0)}})
 	item := pipeline.Item{"PK": avS("K"), "SK": avS("1")}
 	err := s.Commit(t.Context(), &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("A", 0)}, Puts: []driver.RowPut{targetPut(t, key, item, "A")}})
@@ -265,7 +267,7 @@ func testTargetConflict(t *testing.T, s Store, key driver.TargetKey) {
 
 // testTargetActions: a row write takes the target item's action and its
 // claim's, and a transaction over MaxTxActions so counted is refused.
-func testTargetActions(t *testing.T, s Store, key driver.TargetKey) {
+func testTargetActions(t *testing.T, s Store, key target.Key) {
 	tx := &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("A", 0)}}
 	var items []pipeline.Item
 	for i := range (driver.MaxTxActions - 1) / 2 {
@@ -285,7 +287,7 @@ func testTargetActions(t *testing.T, s Store, key driver.TargetKey) {
 	wantItems(t, s, key, items...)
 }
 
-func testTargetNoAggregates(t *testing.T, s Store, _ driver.TargetKey) {
+func testTargetNoAggregates(t *testing.T, s Store, _ target.Key) {
 	err := s.Commit(t.Context(), &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("A", 0)}, Adds: []driver.Add{{Ref: aggRef("p", "k", 0), Values: map[string]decimal.Decimal{"n": decimal.FromInt(1)}}}})
 	if err == nil {
 		t.Fatal("a target took an aggregate addition")
@@ -297,7 +299,7 @@ func testTargetNoAggregates(t *testing.T, s Store, _ driver.TargetKey) {
 
 // testTargetNames: a target store reserves no attribute name but the
 // empty one (driver.NameReserver).
-func testTargetNames(t *testing.T, s Store, _ driver.TargetKey) {
+func testTargetNames(t *testing.T, s Store, _ target.Key) {
 	for _, name := range append(driver.ReservedNames(), "anything") {
 		if driver.Reserved(s, name) {
 			t.Errorf("a target store reserves %q", name)
@@ -311,7 +313,7 @@ func testTargetNames(t *testing.T, s Store, _ driver.TargetKey) {
 // testTargetTakeoverCheck: a takeover (CheckFrom) is refused when the
 // owner's ledger entry is not at the revision read, and takes the item
 // when it is.
-func testTargetTakeoverCheck(t *testing.T, s Store, key driver.TargetKey) {
+func testTargetTakeoverCheck(t *testing.T, s Store, key target.Key) {
 	item := pipeline.Item{"PK": avS("K"), "SK": avS("1"), "v": avS("a")}
 	pa := targetPut(t, key, item, "A")
 	commit(t, s, &driver.Tx{Ledgers: []driver.LedgerPut{ledgerPut("A", 0)}, Puts: []driver.RowPut{pa}})

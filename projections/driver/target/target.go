@@ -1,10 +1,28 @@
-package driver
+// Package target is the second kind of store, beside projections/driver's
+// Store: a target store, which keeps a remodel's target items. It holds
+// the target's key schema (Key) and what every target store has in
+// common (Base).
+//
+// A target store keeps a table of a new key design whose items are
+// exactly what a transform makes of the source's, with no attribute of
+// the store's own in them. The engine writes them as rows: a row's
+// attributes are the whole target item, and its driver.RowRef is the
+// item's key (Key.Ref). What exactly-once needs (the source items' ledger
+// entries and, per target key, the claim naming the source item that owns
+// it, layout.ClaimRef) the store keeps apart from the target items, in a
+// table or bucket of its own, written in the same transaction.
+//
+// A target store is a driver.Store and a driver.Reader (ScanRows returns
+// the target items) and has these optional capabilities:
+// driver.NameReserver (it reserves no attribute name), driver.ActionCounter
+// (a row write takes one action for the item and one for its claim),
+// driver.KeyLimiter (the target's key limits) and driver.WriteUnitEstimator
+// (layout.TargetWriteUnits). Base gives a target store all four.
+package target
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,22 +33,9 @@ import (
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
+	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/layout"
 )
-
-// A target store keeps a remodel's target items: a table of a new key
-// design whose items are exactly what a transform makes of the source's,
-// with no attribute of the store's own in them. The engine writes them as
-// rows: a row's attributes are the whole target item, and its RowRef is
-// the item's key (TargetKey.Ref). What exactly-once needs (the source
-// items' ledger entries and, per target key, the claim naming the source
-// item that owns it) the store keeps apart from the target items, in a
-// table or bucket of its own, written in the same transaction.
-//
-// A target store is a Store and a Reader (ScanRows returns the target
-// items) and has these optional capabilities: NameReserver (it reserves no
-// attribute name), ActionCounter (a row write takes one action for the
-// item and one for its claim), KeyLimiter (the target's key limits) and
-// WriteUnitEstimator (TargetWriteUnits).
 
 // Key types a table's key attribute may have.
 const (
@@ -48,17 +53,17 @@ type KeyAttr struct {
 
 func (a KeyAttr) String() string { return a.Name + ":" + a.Type }
 
-// TargetKey is a target table's key schema: a partition key and, if the
+// Key is a target table's key schema: a partition key and, if the
 // table has one, a sort key (Sort.Name empty: none).
-type TargetKey struct {
+type Key struct {
 	Partition KeyAttr `json:"partition"`
 	Sort      KeyAttr `json:"sort,omitzero"`
 }
 
-// NewTargetKey returns the key schema of names ("PK" or "PK:N", a
+// NewKey returns the key schema of names ("PK" or "PK:N", a
 // partition key and at most one sort key; a type left out is S).
-func NewTargetKey(names ...string) (TargetKey, error) {
-	var k TargetKey
+func NewKey(names ...string) (Key, error) {
+	var k Key
 	if len(names) < 1 || len(names) > 2 {
 		return k, fmt.Errorf("a target table's key is a partition key and at most one sort key, got %d attributes", len(names))
 	}
@@ -78,7 +83,7 @@ func NewTargetKey(names ...string) (TargetKey, error) {
 }
 
 // Validate reports what is wrong with the key schema.
-func (k TargetKey) Validate() error {
+func (k Key) Validate() error {
 	var errs []error
 	check := func(role string, a KeyAttr) {
 		switch {
@@ -104,32 +109,32 @@ func (k TargetKey) Validate() error {
 }
 
 // HasSort reports whether the table has a sort key.
-func (k TargetKey) HasSort() bool { return k.Sort.Name != "" }
+func (k Key) HasSort() bool { return k.Sort.Name != "" }
 
 // Names returns the key attributes' names, the partition key's first.
-func (k TargetKey) Names() []string {
+func (k Key) Names() []string {
 	if k.HasSort() {
 		return []string{k.Partition.Name, k.Sort.Name}
 	}
 	return []string{k.Partition.Name}
 }
 
-// String renders the schema as NewTargetKey reads it: "PK:S,SK:S".
-func (k TargetKey) String() string {
+// String renders the schema as NewKey reads it: "PK:S,SK:S".
+func (k Key) String() string {
 	if k.HasSort() {
 		return k.Partition.String() + "," + k.Sort.String()
 	}
 	return k.Partition.String()
 }
 
-// Ref returns the RowRef of a target item of table (the remodel's name,
-// RowRef.Projection): Partition and Sort are its key attributes' values
+// Ref returns the driver.RowRef of a target item of table (the remodel's name,
+// driver.RowRef.Projection): Partition and Sort are its key attributes' values
 // as text (an S as it is, an N in DynamoDB's normal form, so that 1.0 and
 // 1 are one key, a B in standard base64); Sort is "" for a table without a
 // sort key. The item must have each key attribute, of its type, within
 // DynamoDB's limits (CheckRef).
-func (k TargetKey) Ref(table string, item pipeline.Item) (RowRef, error) {
-	ref := RowRef{Projection: table}
+func (k Key) Ref(table string, item pipeline.Item) (driver.RowRef, error) {
+	ref := driver.RowRef{Projection: table}
 	var err error
 	if ref.Partition, err = keyText(k.Partition, item[k.Partition.Name]); err != nil {
 		return ref, err
@@ -196,7 +201,7 @@ func avType(av types.AttributeValue) string {
 
 // Key returns the key attributes of the target item ref names: the
 // inverse of Ref.
-func (k TargetKey) Key(ref RowRef) (pipeline.Item, error) {
+func (k Key) Key(ref driver.RowRef) (pipeline.Item, error) {
 	key := make(pipeline.Item, 2)
 	pv, err := keyValue(k.Partition, ref.Partition)
 	if err != nil {
@@ -237,15 +242,15 @@ func keyValue(a KeyAttr, s string) (types.AttributeValue, error) {
 // CheckRef reports whether a target item of ref can be stored: DynamoDB's
 // limits on a key attribute's value (a partition key at most 2,048 bytes,
 // a sort key at most 1,024, neither empty; a string valid UTF-8; for a B,
-// the bytes are counted), as a *KeyError.
-func (k TargetKey) CheckRef(ref RowRef) error {
-	if err := checkKeyValue(k.Partition, "partition key", ref.Partition, MaxPartitionKeyBytes); err != nil {
+// the bytes are counted), as a *driver.KeyError.
+func (k Key) CheckRef(ref driver.RowRef) error {
+	if err := checkKeyValue(k.Partition, "partition key", ref.Partition, layout.MaxPartitionKeyBytes); err != nil {
 		return err
 	}
 	if !k.HasSort() {
 		return nil
 	}
-	return checkKeyValue(k.Sort, "sort key", ref.Sort, MaxSortKeyBytes)
+	return checkKeyValue(k.Sort, "sort key", ref.Sort, layout.MaxSortKeyBytes)
 }
 
 func checkKeyValue(a KeyAttr, role, s string, limit int) error {
@@ -255,153 +260,59 @@ func checkKeyValue(a KeyAttr, role, s string, limit int) error {
 	case KeyB:
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return &KeyError{What: what, Key: s, Reason: "not base64"}
+			return &driver.KeyError{What: what, Key: s, Reason: "not base64"}
 		}
 		size = len(b)
 	case KeyN:
 		if _, err := decimal.Parse(s); err != nil {
-			return &KeyError{What: what, Key: s, Reason: "not a number DynamoDB can hold"}
+			return &driver.KeyError{What: what, Key: s, Reason: "not a number DynamoDB can hold"}
 		}
 	}
 	switch {
 	case size == 0:
-		return &KeyError{What: what, Key: s, Reason: "empty"}
+		return &driver.KeyError{What: what, Key: s, Reason: "empty"}
 	case a.Type == KeyS && !utf8.ValidString(s):
-		return &KeyError{What: what, Key: s, Reason: "not valid UTF-8"}
+		return &driver.KeyError{What: what, Key: s, Reason: "not valid UTF-8"}
 	case size > limit:
-		return &KeyError{What: what, Key: s, Size: size, Limit: limit}
+		return &driver.KeyError{What: what, Key: s, Size: size, Limit: limit}
 	}
 	return nil
 }
 
-// ClaimRef is the row under which a target store keeps the claim on the
-// target item of ref, in the aggregate table's layout (layout.go): the
-// target's partition key text, and "K" and its sort key text; when that
-// does not fit DynamoDB's keys (a target key near its limits) or holds a
-// 0x00 byte (which the embedded store reserves), a SHA-256 of both under
-// the sort "H". A claim names the source item that owns the target item
-// (RowPut.Owner); it holds no attribute of the item.
-func ClaimRef(ref RowRef) RowRef {
-	c := RowRef{Projection: ref.Projection, Partition: ref.Partition, Sort: "K" + ref.Sort}
-	if CheckRow(c) == nil && !strings.ContainsRune(c.Partition+c.Sort, 0) {
-		return c
-	}
-	sum := sha256.Sum256([]byte(ref.Partition + "\x00" + ref.Sort))
-	return RowRef{Projection: ref.Projection, Partition: "sha256:" + hex.EncodeToString(sum[:]), Sort: "H"}
-}
-
-// NameReserver is an optional capability of a Store, found by type
-// assertion: the attribute names it keeps for its own bookkeeping, when
-// they are not ReservedNames. A target store keeps nothing of its own in
-// the target items, so it reserves no name (but the empty one). The
-// engine asks Reserved.
-type NameReserver interface {
-	ReservesName(name string) bool
-}
-
-// Reserved reports whether store reserves name: NameReserver's answer,
-// or ReservedName's for a store without it.
-func Reserved(store Store, name string) bool {
-	if r, ok := store.(NameReserver); ok {
-		return r.ReservesName(name)
-	}
-	return ReservedName(name)
-}
-
-// ActionCounter is an optional capability of a Store, found by type
-// assertion: how many of a transaction's MaxTxActions one row write
-// takes, for a store that writes more than one item per row (a target
-// store: the target item and its claim). A store without it takes one
-// action per row write, and one more for a put's check of the owner it
-// takes the row from (RowPut.CheckFrom).
-type ActionCounter interface {
-	PutActions(p RowPut) int
-	DeleteActions(d RowDelete) int
-}
-
-// Actions is how many of a transaction's MaxTxActions tx takes in store.
-func Actions(store Store, tx *Tx) int {
-	ac, ok := store.(ActionCounter)
-	if !ok {
-		n := tx.Len()
-		for _, p := range tx.Puts {
-			if p.CheckFrom {
-				n++ // the check of From's ledger entry
-			}
-		}
-		return n
-	}
-	n := len(tx.Ledgers) + len(tx.Adds)
-	for _, p := range tx.Puts {
-		n += ac.PutActions(p)
-	}
-	for _, d := range tx.Deletes {
-		n += ac.DeleteActions(d)
-	}
-	return n
-}
-
-// claimSize is a claim item's size in the layout: its keys, projection,
-// partition, sort and owner.
-func claimSize(ref RowRef, owner string) int {
-	c := ClaimRef(ref)
-	return len(AttrPK) + len(PrefixRow) + len(c.Projection) + 1 + len(c.Partition) + len(AttrSK) + len(c.Sort) +
-		len(AttrProjection) + len(c.Projection) + len(AttrPartition) + len(c.Partition) + len(AttrSort) + len(c.Sort) +
-		len(AttrOwner) + len(owner)
-}
-
-// TargetWriteUnits is what DynamoDB bills for committing tx in a target
-// store: the ledger entries as WriteUnits counts them, each row put a
-// write of the target item (ItemSize of its attributes) and, unless the
-// put's owner holds the row already (RowPut.Held), of its claim; each row
-// delete one unit for the item and one for the claim. A transaction costs
-// double, but one of a single ledger entry.
-func TargetWriteUnits(tx *Tx) float64 {
-	factor, units := ledgerUnits(tx)
-	for _, p := range tx.Puts {
-		units += kb(pipeline.ItemSize(p.Attrs))
-		if !p.Held {
-			units += kb(claimSize(p.Ref, p.Owner))
-		}
-	}
-	units += 2 * float64(len(tx.Deletes))
-	return units * factor
-}
-
-// TargetBase is what every target store has in common, for a target store
-// to embed: its key limits (KeyLimiter: the target key's, and no
-// aggregate), no reserved name but the empty one (NameReserver), two
+// Base is what every target store has in common, for a target store
+// to embed: its key limits (driver.KeyLimiter: the target key's, and no
+// aggregate), no reserved name but the empty one (driver.NameReserver), two
 // actions a row write, or one for a put whose owner holds the claim
-// (ActionCounter), DynamoDB's bill (TargetWriteUnits), and no aggregates
+// (driver.ActionCounter), DynamoDB's bill (layout.TargetWriteUnits), and no aggregates
 // to scan.
-type TargetBase struct {
+type Base struct {
 	// Key is the target's key schema.
-	Key TargetKey
+	Key Key
 }
 
 var (
-	_ KeyLimiter         = TargetBase{}
-	_ NameReserver       = TargetBase{}
-	_ ActionCounter      = TargetBase{}
-	_ WriteUnitEstimator = TargetBase{}
+	_ driver.KeyLimiter         = Base{}
+	_ driver.NameReserver       = Base{}
+	_ driver.ActionCounter      = Base{}
+	_ driver.WriteUnitEstimator = Base{}
 )
 
 // CheckAggregate refuses every aggregate: a target holds none.
-func (TargetBase) CheckAggregate(ref AggregateRef) error {
-	return &KeyError{What: "aggregate key", Key: ref.Key, Reason: "a remodel's target holds no aggregates"}
+func (Base) CheckAggregate(ref driver.AggregateRef) error {
+	return &driver.KeyError{What: "aggregate key", Key: ref.Key, Reason: "a remodel's target holds no aggregates"}
 }
 
 // CheckRow reports whether the target can hold an item of ref (CheckRef).
-func (b TargetBase) CheckRow(ref RowRef) error { return b.Key.CheckRef(ref) }
+func (b Base) CheckRow(ref driver.RowRef) error { return b.Key.CheckRef(ref) }
 
 // ReservesName reports whether the target keeps name for itself: only the
 // empty name, since it keeps nothing of its own in the target items.
-func (TargetBase) ReservesName(name string) bool { return name == "" }
+func (Base) ReservesName(name string) bool { return name == "" }
 
 // PutActions is 2 (the item and its claim), or 1 when the owner holds the
-// claim already (RowPut.Held); one more to check the owner it takes the
-// item from (RowPut.CheckFrom).
-func (TargetBase) PutActions(p RowPut) int {
+// claim already (driver.RowPut.Held); one more to check the owner it takes the
+// item from (driver.RowPut.CheckFrom).
+func (Base) PutActions(p driver.RowPut) int {
 	n := 2
 	if p.Held {
 		n = 1
@@ -413,12 +324,12 @@ func (TargetBase) PutActions(p RowPut) int {
 }
 
 // DeleteActions is 2: the item and its claim.
-func (TargetBase) DeleteActions(RowDelete) int { return 2 }
+func (Base) DeleteActions(driver.RowDelete) int { return 2 }
 
-// WriteUnits is TargetWriteUnits.
-func (TargetBase) WriteUnits(tx *Tx) float64 { return TargetWriteUnits(tx) }
+// WriteUnits is layout.TargetWriteUnits.
+func (Base) WriteUnits(tx *driver.Tx) float64 { return layout.TargetWriteUnits(tx) }
 
 // ScanAggregates calls fn for nothing: a target holds no aggregates.
-func (TargetBase) ScanAggregates(context.Context, func(AggregateRef, map[string]decimal.Decimal) error) error {
+func (Base) ScanAggregates(context.Context, func(driver.AggregateRef, map[string]decimal.Decimal) error) error {
 	return nil
 }

@@ -1,4 +1,4 @@
-package driver_test
+package target_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/driver"
+	"github.com/tributary/tributary/projections/driver/target"
 )
 
 func TestNewTargetKey(t *testing.T) {
@@ -26,7 +27,7 @@ func TestNewTargetKey(t *testing.T) {
 		{[]string{"PK:X"}, `type "X": want S, N or B`, false},
 		{[]string{":S"}, "has no name", false},
 	} {
-		k, err := driver.NewTargetKey(tt.names...)
+		k, err := target.NewKey(tt.names...)
 		switch {
 		case tt.ok && (err != nil || k.String() != tt.want):
 			t.Errorf("NewTargetKey(%q) = %s, %v; want %s", tt.names, k, err, tt.want)
@@ -40,7 +41,7 @@ func TestNewTargetKey(t *testing.T) {
 // attributes, whatever their types; an N is keyed in DynamoDB's normal
 // form, so that the numbers DynamoDB takes for one key are one.
 func TestTargetKeyRoundTrip(t *testing.T) {
-	k, _ := driver.NewTargetKey("b:B", "n:N")
+	k, _ := target.NewKey("b:B", "n:N")
 	item := pipeline.Item{"b": &types.AttributeValueMemberB{Value: []byte{0, 0xff}}, "n": &types.AttributeValueMemberN{Value: "12.50"}, "x": &types.AttributeValueMemberS{Value: "y"}}
 	ref, err := k.Ref("r", item)
 	if err != nil {
@@ -63,7 +64,7 @@ func TestTargetKeyRoundTrip(t *testing.T) {
 }
 
 func TestTargetKeyRefusals(t *testing.T) {
-	k, _ := driver.NewTargetKey("PK", "SK:N")
+	k, _ := target.NewKey("PK", "SK:N")
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	for _, tt := range []struct {
 		name string
@@ -84,56 +85,6 @@ func TestTargetKeyRefusals(t *testing.T) {
 			if _, ok := errors.AsType[*driver.KeyError](err); !ok {
 				t.Errorf("%s: %T, want a *KeyError", tt.name, err)
 			}
-		}
-	}
-}
-
-// TestClaimRef: a claim is kept under the target key's text while it fits
-// DynamoDB's keys and holds no 0x00 byte, else under a hash of it; two
-// target keys never share a claim.
-func TestClaimRef(t *testing.T) {
-	plain := driver.ClaimRef(driver.RowRef{Projection: "r", Partition: "DOC#1", Sort: "CMT#2"})
-	if plain != (driver.RowRef{Projection: "r", Partition: "DOC#1", Sort: "KCMT#2"}) {
-		t.Errorf("plain: %+v", plain)
-	}
-	noSort := driver.ClaimRef(driver.RowRef{Projection: "r", Partition: "u1"})
-	if noSort.Sort != "K" || driver.CheckRow(noSort) != nil {
-		t.Errorf("a key without a sort key: %+v", noSort)
-	}
-	seen := map[driver.RowRef]bool{}
-	for _, ref := range []driver.RowRef{
-		{Projection: "r", Partition: strings.Repeat("p", 2048), Sort: strings.Repeat("s", 1024)},
-		{Projection: "r", Partition: strings.Repeat("p", 2048), Sort: strings.Repeat("s", 1023)},
-		{Projection: "r", Partition: "a\x00b", Sort: "c"},
-		{Projection: "r", Partition: "a", Sort: "\x00bc"},
-	} {
-		c := driver.ClaimRef(ref)
-		if c.Sort != "H" || !strings.HasPrefix(c.Partition, "sha256:") || driver.CheckRow(c) != nil || seen[c] {
-			t.Errorf("ClaimRef(%.20q…) = %+v", ref.Partition, c)
-		}
-		seen[c] = true
-	}
-}
-
-// TestTargetWriteUnits: a put costs its item's kilobytes and its claim's,
-// one whose owner holds the claim only the item's; a delete one unit for
-// each; a transaction doubles it, but a single ledger entry.
-func TestTargetWriteUnits(t *testing.T) {
-	big := pipeline.Item{"PK": &types.AttributeValueMemberS{Value: "P"}, "body": &types.AttributeValueMemberS{Value: strings.Repeat("x", 1500)}}
-	ref := driver.RowRef{Projection: "r", Partition: "P"}
-	ledger := driver.LedgerPut{Key: `{"PK":{"S":"src"}}`, Body: []byte("{}")}
-	for _, tt := range []struct {
-		name string
-		tx   *driver.Tx
-		want float64
-	}{
-		{"a ledger entry alone", &driver.Tx{Ledgers: []driver.LedgerPut{ledger}}, 1},
-		{"a new item", &driver.Tx{Ledgers: []driver.LedgerPut{ledger}, Puts: []driver.RowPut{{Ref: ref, Attrs: big, Owner: "o"}}}, 2 * (1 + 2 + 1)},
-		{"an item its owner holds", &driver.Tx{Ledgers: []driver.LedgerPut{ledger}, Puts: []driver.RowPut{{Ref: ref, Attrs: big, Owner: "o", Held: true}}}, 2 * (1 + 2)},
-		{"a removal", &driver.Tx{Ledgers: []driver.LedgerPut{ledger}, Deletes: []driver.RowDelete{{Ref: ref, Owner: "o"}}}, 2 * (1 + 2)},
-	} {
-		if got := driver.TargetWriteUnits(tt.tx); got != tt.want {
-			t.Errorf("%s: %v write units, want %v", tt.name, got, tt.want)
 		}
 	}
 }
