@@ -149,7 +149,7 @@ type Change struct {
 	Time      time.Time
 	Precision Precision
 	// View is the view type of the stream the change was read from, which
-	// says which images it can carry (ViewUnknown when the source does not
+	// says which images it can carry (viewUnknown when the source does not
 	// say).
 	View View
 	// EventID is the source's event ID (a UUID for Kinesis, a hex ID for Streams).

@@ -160,7 +160,7 @@ func (d *dec) payload(c *Change, data []byte, prefix string) {
 	}
 	s.end()
 	if s.err != nil {
-		var se *SyntaxError
+		var se *syntaxError
 		if errors.As(s.err, &se) {
 			d.semanticAt(prefix, "not a DynamoDB change record: "+se.Error())
 		}

@@ -12,7 +12,7 @@ import (
 // core the export scanner shares (internal/ddbjson): the same strings
 // (UTF-8 checked), numbers, literals and nesting limit. Syntax errors are
 // sticky: after the first one every method is a no-op and err holds a
-// *SyntaxError. Methods that return strings copy them into an arena, so the
+// *syntaxError. Methods that return strings copy them into an arena, so the
 // input may be reused once decoding is done.
 type scanner struct {
 	data  []byte
@@ -23,13 +23,13 @@ type scanner struct {
 	depth int // how deep a skipped value may nest
 }
 
-// SyntaxError is malformed JSON: the payload cannot be split into records.
-type SyntaxError struct {
+// syntaxError is malformed JSON: the payload cannot be split into records.
+type syntaxError struct {
 	Offset int // byte offset in the payload
 	Msg    string
 }
 
-func (e *SyntaxError) Error() string {
+func (e *syntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
@@ -51,7 +51,7 @@ func (s *scanner) reset(data []byte, envelope int) {
 
 func (s *scanner) fail(format string, args ...any) {
 	if s.err == nil {
-		s.err = &SyntaxError{Offset: s.pos, Msg: fmt.Sprintf(format, args...)}
+		s.err = &syntaxError{Offset: s.pos, Msg: fmt.Sprintf(format, args...)}
 	}
 }
 

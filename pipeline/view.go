@@ -13,17 +13,17 @@ import (
 // images.
 type View uint8
 
-// The view types. ViewUnknown is a record that does not say (a hand-written
+// The view types. viewUnknown is a record that does not say (a hand-written
 // event, an export line).
 const (
-	ViewUnknown         View = iota
+	viewUnknown         View = iota
 	ViewKeysOnly             // KEYS_ONLY: the key attributes only
 	ViewNewImage             // NEW_IMAGE: the item after the change
 	ViewOldImage             // OLD_IMAGE: the item before the change
 	ViewNewAndOldImages      // NEW_AND_OLD_IMAGES: both
 )
 
-// String returns the StreamViewType name, or "" for ViewUnknown.
+// String returns the StreamViewType name, or "" for viewUnknown.
 func (v View) String() string {
 	switch v {
 	case ViewKeysOnly:
@@ -44,7 +44,7 @@ func parseView(s string) (View, bool) {
 			return v, true
 		}
 	}
-	return ViewUnknown, s == ""
+	return viewUnknown, s == ""
 }
 
 // Images is a set of the images a change can carry.
@@ -57,7 +57,7 @@ const (
 )
 
 // Images returns the images records of view type v carry; all of them for
-// ViewUnknown, which cannot be told to lack any.
+// viewUnknown, which cannot be told to lack any.
 func (v View) Images() Images {
 	switch v {
 	case ViewKeysOnly:
@@ -88,16 +88,16 @@ type ImageNeed struct {
 	Why    string
 }
 
-// ImageNeeder is implemented by handlers that need images: the projection
+// imageNeeder is implemented by handlers that need images: the projection
 // engine needs new images, the TTL archiver old ones. The Processor and the
 // replay refuse a stream whose view type does not carry them.
-type ImageNeeder interface {
+type imageNeeder interface {
 	ImageNeed() ImageNeed
 }
 
-// NeedOf returns what h needs, if it says (ImageNeeder), or nothing.
+// NeedOf returns what h needs, if it says (imageNeeder), or nothing.
 func NeedOf(h any) ImageNeed {
-	if n, ok := h.(ImageNeeder); ok {
+	if n, ok := h.(imageNeeder); ok {
 		return n.ImageNeed()
 	}
 	return ImageNeed{}

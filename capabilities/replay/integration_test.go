@@ -383,7 +383,7 @@ func TestIntegrationReplayThroughput(t *testing.T) {
 			r.HandleTime.Seconds(), float64(r.Records)/max(r.HandleTime.Seconds(), 1e-9))
 	}
 	rc := shardread.Config{BatchSize: 1000}
-	load := func(seedN uint64, n int) (*kinesisread.Source, *projections.View, int) {
+	load := func(seedN uint64, n int) (shardread.Source, *projections.View, int) {
 		h := history(t, seedN, n)
 		recs := sim.ToKinesis(h.Records, 0.02, 8, sim.NewKinesisRand(seedN))
 		stream := awstest.CreateStream(ctx, t, kc, "changes", 4)

@@ -229,8 +229,8 @@ func (w *Writer) Resumed(n int64) {
 	w.mu.Unlock()
 }
 
-// Stats returns the counts so far.
-func (w *Writer) Stats() Stats {
+// statsSoFar returns the counts so far.
+func (w *Writer) statsSoFar() Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.stats
@@ -240,13 +240,13 @@ func (w *Writer) Stats() Stats {
 // context that still works after an interrupt. It returns the counts.
 func (w *Writer) Close(ctx context.Context) (Stats, error) {
 	if w.stopSaving == nil {
-		return w.Stats(), nil
+		return w.statsSoFar(), nil
 	}
 	w.stopSaving()
 	w.saver.Wait()
 	w.stopSaving = nil
 	err := w.save(context.WithoutCancel(ctx))
-	return w.Stats(), err
+	return w.statsSoFar(), err
 }
 
 // Batch collects one source's items, in order, into requests.

@@ -10,8 +10,8 @@
 // save of the slower one fails with ErrConflict.
 //
 // Two stores implement Store and pass the same suite (checkpointtest):
-// Objects, one JSON object per job in an object store (NewDir: a local
-// directory, the default; or the S3 prefix of a load's output), and Table,
+// NewObjects, one JSON object per job in an object store (NewDir: a local
+// directory, the default; or the S3 prefix of a load's output), and NewTable,
 // one item per job in a DynamoDB table with string keys PK and SK (the
 // aggregate table itself will do: the items, PK "C#<job>", are none of its
 // own).

@@ -12,40 +12,40 @@ import (
 )
 
 // Conditional is the part of an object store (objstore's stores) that
-// Objects uses.
+// objectStore uses.
 type Conditional interface {
 	objstore.Conditional
 	Delete(ctx context.Context, key string) error
 }
 
-// Objects keeps checkpoints as JSON objects, <prefix><job>.json, in an
+// objectStore keeps checkpoints as JSON objects, <prefix><job>.json, in an
 // object store: a local directory (NewDir) or an S3 prefix. Every save is
 // conditional on the object being the revision the saver read (objstore's
 // PutIfAbsent and Swap: S3's If-None-Match and If-Match, link(2) and
 // flock(2) in a directory), so that two runs of a job, on one machine or
 // several, cannot both save.
-type Objects struct {
+type objectStore struct {
 	st     Conditional
 	prefix string
 	now    func() time.Time
 }
 
-var _ Store = (*Objects)(nil)
+var _ Store = (*objectStore)(nil)
 
 // NewObjects returns a store of checkpoints under prefix ("" or ending in
 // "/") in st.
-func NewObjects(st Conditional, prefix string) *Objects {
-	return &Objects{st: st, prefix: prefix, now: time.Now}
+func NewObjects(st Conditional, prefix string) Store {
+	return &objectStore{st: st, prefix: prefix, now: time.Now}
 }
 
 // NewDir returns a store of checkpoints as files <dir>/<job>.json, the
 // directory created when the first checkpoint is saved.
-func NewDir(dir string) *Objects { return NewObjects(objstore.NewDir(dir), "") }
+func NewDir(dir string) Store { return NewObjects(objstore.NewDir(dir), "") }
 
-func (o *Objects) key(job string) string { return o.prefix + job + ".json" }
+func (o *objectStore) key(job string) string { return o.prefix + job + ".json" }
 
 // Load implements Store.
-func (o *Objects) Load(ctx context.Context, job string) (*Checkpoint, error) {
+func (o *objectStore) Load(ctx context.Context, job string) (*Checkpoint, error) {
 	if !validJob(job) {
 		return nil, fmt.Errorf("checkpoint: invalid job ID %q", job)
 	}
@@ -53,7 +53,7 @@ func (o *Objects) Load(ctx context.Context, job string) (*Checkpoint, error) {
 	return cp, err
 }
 
-func (o *Objects) load(ctx context.Context, job string) (*Checkpoint, string, error) {
+func (o *objectStore) load(ctx context.Context, job string) (*Checkpoint, string, error) {
 	b, ver, err := o.st.Get(ctx, o.key(job))
 	if errors.Is(err, objstore.ErrNotFound) {
 		return nil, "", fmt.Errorf("%w: %s", ErrNotFound, objstore.Name(o.st, o.key(job)))
@@ -78,7 +78,7 @@ func (o *Objects) load(ctx context.Context, job string) (*Checkpoint, string, er
 // swap from the version that holds revision cp.Rev. A save whose request
 // was retried after its first attempt had written (a lost response) finds
 // its own bytes behind the failed condition, and succeeds.
-func (o *Objects) Save(ctx context.Context, cp *Checkpoint) error {
+func (o *objectStore) Save(ctx context.Context, cp *Checkpoint) error {
 	if !validJob(cp.Job) {
 		return fmt.Errorf("checkpoint: invalid job ID %q", cp.Job)
 	}
@@ -121,7 +121,7 @@ func (o *Objects) Save(ctx context.Context, cp *Checkpoint) error {
 }
 
 // Delete implements Store.
-func (o *Objects) Delete(ctx context.Context, job string) error {
+func (o *objectStore) Delete(ctx context.Context, job string) error {
 	if !validJob(job) {
 		return fmt.Errorf("checkpoint: invalid job ID %q", job)
 	}

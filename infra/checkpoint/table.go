@@ -13,34 +13,34 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// TableAPI is the part of *dynamodb.Client that Table uses.
-type TableAPI interface {
+// tableAPI is the part of *dynamodb.Client that tableStore uses.
+type tableAPI interface {
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
 var (
-	_ TableAPI = (*dynamodb.Client)(nil)
-	_ Store    = (*Table)(nil)
+	_ tableAPI = (*dynamodb.Client)(nil)
+	_ Store    = (*tableStore)(nil)
 )
 
-// Table keeps checkpoints in a DynamoDB table whose keys are the strings PK
+// tableStore keeps checkpoints in a DynamoDB table whose keys are the strings PK
 // and SK: one item per job, PK "C#<job>", SK "C", with the revision (rev),
 // the checkpoint's JSON (checkpoint) and the time of the save (updated).
 // Reads are strongly consistent; saves are conditional puts.
-type Table struct {
-	client TableAPI
+type tableStore struct {
+	client tableAPI
 	table  string
 	now    func() time.Time
 }
 
 // NewTable returns a store in table.
-func NewTable(client TableAPI, table string) *Table {
-	return &Table{client: client, table: table, now: time.Now}
+func NewTable(client tableAPI, table string) Store {
+	return &tableStore{client: client, table: table, now: time.Now}
 }
 
-func (t *Table) key(job string) map[string]types.AttributeValue {
+func (t *tableStore) key(job string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"PK": &types.AttributeValueMemberS{Value: "C#" + job},
 		"SK": &types.AttributeValueMemberS{Value: "C"},
@@ -48,7 +48,7 @@ func (t *Table) key(job string) map[string]types.AttributeValue {
 }
 
 // Load reads a job's item.
-func (t *Table) Load(ctx context.Context, job string) (*Checkpoint, error) {
+func (t *tableStore) Load(ctx context.Context, job string) (*Checkpoint, error) {
 	if !validJob(job) {
 		return nil, fmt.Errorf("checkpoint: invalid job ID %q", job)
 	}
@@ -79,7 +79,7 @@ func (t *Table) Load(ctx context.Context, job string) (*Checkpoint, error) {
 }
 
 // Save puts the job's item on condition that its revision is cp.Rev.
-func (t *Table) Save(ctx context.Context, cp *Checkpoint) error {
+func (t *tableStore) Save(ctx context.Context, cp *Checkpoint) error {
 	if !validJob(cp.Job) {
 		return fmt.Errorf("checkpoint: invalid job ID %q", cp.Job)
 	}
@@ -143,7 +143,7 @@ func equalScalar(a, b types.AttributeValue) bool {
 }
 
 // Delete deletes the job's item.
-func (t *Table) Delete(ctx context.Context, job string) error {
+func (t *tableStore) Delete(ctx context.Context, job string) error {
 	if !validJob(job) {
 		return fmt.Errorf("checkpoint: invalid job ID %q", job)
 	}

@@ -33,28 +33,28 @@ import (
 	"github.com/tributary/tributary/pipeline/shardread"
 )
 
-// API is the part of *kinesis.Client that Source uses.
-type API interface {
+// kinesisAPI is the part of *kinesis.Client that source uses.
+type kinesisAPI interface {
 	ListShards(ctx context.Context, params *kinesis.ListShardsInput, optFns ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
 	GetShardIterator(ctx context.Context, params *kinesis.GetShardIteratorInput, optFns ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
 	GetRecords(ctx context.Context, params *kinesis.GetRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
 }
 
 var (
-	_ API                   = (*kinesis.Client)(nil)
-	_ shardread.PacedSource = (*Source)(nil)
+	_ kinesisAPI            = (*kinesis.Client)(nil)
+	_ shardread.PacedSource = (*source)(nil)
 )
 
-// SummaryAPI is the part of *kinesis.Client that Retention uses.
-type SummaryAPI interface {
+// summaryAPI is the part of *kinesis.Client that Retention uses.
+type summaryAPI interface {
 	DescribeStreamSummary(ctx context.Context, params *kinesis.DescribeStreamSummaryInput, optFns ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error)
 }
 
-var _ SummaryAPI = (*kinesis.Client)(nil)
+var _ summaryAPI = (*kinesis.Client)(nil)
 
 // Retention returns how long stream (a name or ARN) keeps its records:
 // its retention period (DescribeStreamSummary).
-func Retention(ctx context.Context, client SummaryAPI, stream string) (time.Duration, error) {
+func Retention(ctx context.Context, client summaryAPI, stream string) (time.Duration, error) {
 	in := &kinesis.DescribeStreamSummaryInput{}
 	if strings.HasPrefix(stream, "arn:") {
 		in.StreamARN = aws.String(stream)
@@ -78,28 +78,33 @@ const minReadInterval = 200 * time.Millisecond
 // MaxBatch is the most records one GetRecords returns.
 const MaxBatch = 10000
 
-// Source reads one Kinesis data stream. It is safe for concurrent use.
-type Source struct {
-	client API
+// source reads one Kinesis data stream. It is safe for concurrent use.
+type source struct {
+	client kinesisAPI
 	stream string // name or ARN, as given
 	opts   pipeline.Options
 }
 
 // New returns a Source for stream, a stream name or ARN. Changes are decoded
 // with opts.
-func New(client API, stream string, opts pipeline.Options) *Source {
-	return &Source{client: client, stream: stream, opts: opts}
+func New(client kinesisAPI, stream string, opts pipeline.Options) shardread.Source {
+	return newSource(client, stream, opts)
+}
+
+// newSource is New, giving the concrete source.
+func newSource(client kinesisAPI, stream string, opts pipeline.Options) *source {
+	return &source{client: client, stream: stream, opts: opts}
 }
 
 // String returns the stream's URL, kinesis://<stream>.
-func (s *Source) String() string { return "kinesis://" + s.stream }
+func (s *source) String() string { return "kinesis://" + s.stream }
 
 // isARN: the stream was given by ARN. Calls name the stream as it was
 // given: some servers (kinesalite) take only names.
-func (s *Source) isARN() bool { return strings.HasPrefix(s.stream, "arn:") }
+func (s *source) isARN() bool { return strings.HasPrefix(s.stream, "arn:") }
 
 // Shards lists every shard the stream keeps, open and closed.
-func (s *Source) Shards(ctx context.Context) ([]shardread.Shard, error) {
+func (s *source) Shards(ctx context.Context) ([]shardread.Shard, error) {
 	var out []shardread.Shard
 	in := &kinesis.ListShardsInput{}
 	s.setStream(&in.StreamName, &in.StreamARN)
@@ -136,7 +141,7 @@ func (s *Source) Shards(ctx context.Context) ([]shardread.Shard, error) {
 	}
 }
 
-func (s *Source) setStream(name, arn **string) {
+func (s *source) setStream(name, arn **string) {
 	if s.isARN() {
 		*arn = aws.String(s.stream)
 	} else {
@@ -145,7 +150,7 @@ func (s *Source) setStream(name, arn **string) {
 }
 
 // Iterator gets a shard iterator.
-func (s *Source) Iterator(ctx context.Context, shard string, start shardread.Start) (string, error) {
+func (s *source) Iterator(ctx context.Context, shard string, start shardread.Start) (string, error) {
 	in := &kinesis.GetShardIteratorInput{ShardId: aws.String(shard)}
 	s.setStream(&in.StreamName, &in.StreamARN)
 	switch start.Type {
@@ -173,7 +178,7 @@ func (s *Source) Iterator(ctx context.Context, shard string, start shardread.Sta
 }
 
 // Read reads one page of a shard and decodes its records.
-func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (shardread.Page, error) {
+func (s *source) Read(ctx context.Context, shard, iterator string, limit int) (shardread.Page, error) {
 	in := &kinesis.GetRecordsInput{ShardIterator: aws.String(iterator), Limit: aws.Int32(int32(min(max(limit, 1), MaxBatch)))}
 	if s.isARN() {
 		in.StreamARN = aws.String(s.stream)
@@ -202,7 +207,7 @@ func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (s
 
 // Pacing implements shardread.PacedSource: reads of a shard at least
 // MinReadInterval apart.
-func (s *Source) Pacing() shardread.Pacing {
+func (s *source) Pacing() shardread.Pacing {
 	return shardread.Pacing{MinReadInterval: minReadInterval}
 }
 
@@ -219,7 +224,7 @@ var readerErrors = map[string]error{
 
 // wrap names the call and the stream, and marks the errors the Reader
 // handles: readerErrors, and ResourceNotFoundException on a shard's call.
-func (s *Source) wrap(err error, op, shard string) error {
+func (s *source) wrap(err error, op, shard string) error {
 	return streamerr.Wrap("kinesisread", readerErrors, err, op, s.stream, shard)
 }
 

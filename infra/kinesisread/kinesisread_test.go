@@ -20,7 +20,7 @@ import (
 )
 
 func TestErrorsForTheReader(t *testing.T) {
-	s := New(nil, "orders", pipeline.Options{})
+	s := newSource(nil, "orders", pipeline.Options{})
 	for _, tt := range []struct {
 		code, shard string
 		want        error
@@ -51,7 +51,7 @@ func TestErrorsForTheReader(t *testing.T) {
 type kinesisStream struct {
 	c    *kinesis.Client
 	name string
-	src  *Source
+	src  *source
 }
 
 func (k *kinesisStream) Source() shardread.Source { return k.src }
@@ -89,7 +89,7 @@ func TestIntegrationKinesisConformance(t *testing.T) {
 	shardreadtest.Run(t, shardreadtest.Harness{
 		New: func(t *testing.T, n int) shardreadtest.Stream {
 			name := awstest.CreateStream(context.Background(), t, c, "kin", n)
-			return &kinesisStream{c: c, name: name, src: New(c, name, pipeline.Options{})}
+			return &kinesisStream{c: c, name: name, src: newSource(c, name, pipeline.Options{})}
 		},
 		Split: true,
 	})
@@ -124,7 +124,7 @@ func TestIntegrationKinesisThrottlingAndExpiry(t *testing.T) {
 	}}
 	// One attempt per call: the Reader's backoff, not the SDK's, waits here.
 	faulty := kinesis.NewFromConfig(awstest.Config(t), func(o *kinesis.Options) { o.HTTPClient = wire; o.RetryMaxAttempts = 1 })
-	src := New(faulty, name, pipeline.Options{})
+	src := newSource(faulty, name, pipeline.Options{})
 	seen := map[string]int{}
 	h := shardread.HandlerFunc(func(_ context.Context, _ string, recs []shardread.Record) error {
 		for _, r := range recs {

@@ -163,9 +163,6 @@ func Acquire(ctx context.Context, st Conditional, key string, owner Owner, takeo
 	}
 }
 
-// Owner returns the claim's owner.
-func (c *Claim) Owner() Owner { return c.owner }
-
 // Check reports whether the claim is still the owner's: nil, or a HeldError
 // naming the run that took it over (or an error saying it was released or
 // removed). A run checks before each commit that others rely on, so that a

@@ -49,8 +49,8 @@ func (d *Dir) String() string { return d.root }
 // and Sweep removes.
 const TempPrefix = ".tmp-"
 
-// Path returns the file an object is stored in.
-func (d *Dir) Path(key string) (string, error) {
+// objectPath returns the file an object is stored in.
+func (d *Dir) objectPath(key string) (string, error) {
 	if err := checkKey("", key); err != nil {
 		return "", err
 	}
@@ -82,7 +82,7 @@ func (d *Dir) create(ctx context.Context, key string) (*dirWriter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	path, err := d.Path(key)
+	path, err := d.objectPath(key)
 	if err != nil {
 		return nil, err
 	}

@@ -252,8 +252,8 @@ func isHex(s string) bool {
 // under one name built by FitName.
 var ErrNameCollision = errors.New("two names shorten to one")
 
-// NameCollisionError is the error of Names.Add: two names, one fitted name.
-type NameCollisionError struct {
+// nameCollisionError is the error of Names.Add: two names, one fitted name.
+type nameCollisionError struct {
 	// What the names are ("entity types", "data files").
 	What string
 	// Fitted is the one name; First the name it was given for first, Second
@@ -261,13 +261,13 @@ type NameCollisionError struct {
 	Fitted, First, Second string
 }
 
-func (e *NameCollisionError) Error() string {
+func (e *nameCollisionError) Error() string {
 	return fmt.Sprintf("objstore: %s %s and %s both shorten to %q, which can stand for one of them only: refused, rather than mix their data",
 		e.What, describeName(e.First), describeName(e.Second), e.Fitted)
 }
 
-// Is makes a NameCollisionError match ErrNameCollision.
-func (e *NameCollisionError) Is(target error) bool { return target == ErrNameCollision }
+// Is makes a nameCollisionError match ErrNameCollision.
+func (e *nameCollisionError) Is(target error) bool { return target == ErrNameCollision }
 
 // describeName quotes a name, cut if it is long; its SHA-256 tells apart
 // two long names that begin alike.
@@ -292,14 +292,14 @@ type Names struct {
 // ("entity types").
 func NewNames(what string) *Names { return &Names{what: what, m: map[string]string{}} }
 
-// Add records that fitted stands for name. It returns a NameCollisionError
-// when fitted already stands for another name.
+// Add records that fitted stands for name. It returns an error matching
+// ErrNameCollision when fitted already stands for another name.
 func (n *Names) Add(fitted, name string) error {
 	if had, ok := n.m[fitted]; ok {
 		if had == name {
 			return nil
 		}
-		return &NameCollisionError{What: n.what, Fitted: fitted, First: had, Second: name}
+		return &nameCollisionError{What: n.what, Fitted: fitted, First: had, Second: name}
 	}
 	n.m[fitted] = name
 	return nil

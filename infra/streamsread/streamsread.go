@@ -39,22 +39,22 @@ import (
 	"github.com/tributary/tributary/pipeline/shardread"
 )
 
-// API is the part of *dynamodbstreams.Client that Source uses.
-type API interface {
+// streamsAPI is the part of *dynamodbstreams.Client that source uses.
+type streamsAPI interface {
 	DescribeStream(ctx context.Context, params *dynamodbstreams.DescribeStreamInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
 	GetShardIterator(ctx context.Context, params *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
 	GetRecords(ctx context.Context, params *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
 }
 
-// ListAPI is the part of *dynamodbstreams.Client that StreamARN uses.
-type ListAPI interface {
+// listAPI is the part of *dynamodbstreams.Client that StreamARN uses.
+type listAPI interface {
 	ListStreams(ctx context.Context, params *dynamodbstreams.ListStreamsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.ListStreamsOutput, error)
 }
 
 var (
-	_ API                   = (*dynamodbstreams.Client)(nil)
-	_ ListAPI               = (*dynamodbstreams.Client)(nil)
-	_ shardread.PacedSource = (*Source)(nil)
+	_ streamsAPI            = (*dynamodbstreams.Client)(nil)
+	_ listAPI               = (*dynamodbstreams.Client)(nil)
+	_ shardread.PacedSource = (*source)(nil)
 )
 
 // emptyReadDelay is the wait after a read of a shard that returned nothing:
@@ -70,13 +70,13 @@ const maxBatch = 1000
 // Retention is how long a DynamoDB stream keeps its records.
 const Retention = 24 * time.Hour
 
-// ErrNoStream is the error of StreamARN when the table has no stream.
-var ErrNoStream = errors.New("streamsread: the table has no stream")
+// errNoStream is the error of StreamARN when the table has no stream.
+var errNoStream = errors.New("streamsread: the table has no stream")
 
 // StreamARN returns the ARN of a table's current stream, the one with the
 // latest label. A table ARN or name may be given; a stream ARN is returned
 // as it is.
-func StreamARN(ctx context.Context, client ListAPI, table string) (string, error) {
+func StreamARN(ctx context.Context, client listAPI, table string) (string, error) {
 	if strings.HasPrefix(table, "arn:") && strings.Contains(table, "/stream/") {
 		return table, nil
 	}
@@ -103,29 +103,34 @@ func StreamARN(ctx context.Context, client ListAPI, table string) (string, error
 		in.ExclusiveStartStreamArn = res.LastEvaluatedStreamArn
 	}
 	if best == "" {
-		return "", fmt.Errorf("%w: %s", ErrNoStream, name)
+		return "", fmt.Errorf("%w: %s", errNoStream, name)
 	}
 	return best, nil
 }
 
-// Source reads one DynamoDB stream. It is safe for concurrent use.
-type Source struct {
-	client API
+// source reads one DynamoDB stream. It is safe for concurrent use.
+type source struct {
+	client streamsAPI
 	arn    string
 	opts   pipeline.Options
 }
 
 // New returns a Source for the stream with ARN streamARN (see StreamARN).
 // Changes are decoded with opts.
-func New(client API, streamARN string, opts pipeline.Options) *Source {
-	return &Source{client: client, arn: streamARN, opts: opts}
+func New(client streamsAPI, streamARN string, opts pipeline.Options) shardread.Source {
+	return newSource(client, streamARN, opts)
+}
+
+// newSource is New, giving the concrete source.
+func newSource(client streamsAPI, streamARN string, opts pipeline.Options) *source {
+	return &source{client: client, arn: streamARN, opts: opts}
 }
 
 // String returns the stream's ARN.
-func (s *Source) String() string { return s.arn }
+func (s *source) String() string { return s.arn }
 
 // Shards lists the stream's shards, closed ones included.
-func (s *Source) Shards(ctx context.Context) ([]shardread.Shard, error) {
+func (s *source) Shards(ctx context.Context) ([]shardread.Shard, error) {
 	var out []shardread.Shard
 	in := &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.arn)}
 	for {
@@ -160,7 +165,7 @@ func (s *Source) Shards(ctx context.Context) ([]shardread.Shard, error) {
 
 // Iterator gets a shard iterator. AtTimestamp starts at the trim horizon:
 // the Reader drops the records before the time.
-func (s *Source) Iterator(ctx context.Context, shard string, start shardread.Start) (string, error) {
+func (s *source) Iterator(ctx context.Context, shard string, start shardread.Start) (string, error) {
 	in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(s.arn), ShardId: aws.String(shard)}
 	switch start.Type {
 	case shardread.TrimHorizon, shardread.AtTimestamp:
@@ -184,7 +189,7 @@ func (s *Source) Iterator(ctx context.Context, shard string, start shardread.Sta
 }
 
 // Read reads one page of a shard and decodes its records.
-func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (shardread.Page, error) {
+func (s *source) Read(ctx context.Context, shard, iterator string, limit int) (shardread.Page, error) {
 	res, err := s.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(iterator), Limit: aws.Int32(int32(min(max(limit, 1), maxBatch)))})
 	if err != nil {
 		return shardread.Page{}, s.wrap(err, "GetRecords", shard)
@@ -205,7 +210,7 @@ func (s *Source) Read(ctx context.Context, shard, iterator string, limit int) (s
 
 // Pacing implements shardread.PacedSource: EmptyReadDelay after an empty
 // read.
-func (s *Source) Pacing() shardread.Pacing {
+func (s *source) Pacing() shardread.Pacing {
 	return shardread.Pacing{EmptyReadDelay: emptyReadDelay}
 }
 
@@ -221,6 +226,6 @@ var readerErrors = map[string]error{
 
 // wrap names the call and the stream, and marks the errors the Reader
 // handles: readerErrors, and ResourceNotFoundException on a shard's call.
-func (s *Source) wrap(err error, op, shard string) error {
+func (s *source) wrap(err error, op, shard string) error {
 	return streamerr.Wrap("streamsread", readerErrors, err, op, s.arn, shard)
 }

@@ -25,7 +25,7 @@ import (
 )
 
 func TestErrorsForTheReader(t *testing.T) {
-	s := New(nil, "arn:aws:dynamodb:us-east-1:1:table/t/stream/x", pipeline.Options{})
+	s := newSource(nil, "arn:aws:dynamodb:us-east-1:1:table/t/stream/x", pipeline.Options{})
 	for _, tt := range []struct {
 		code, shard string
 		want        error
@@ -51,7 +51,7 @@ func TestErrorsForTheReader(t *testing.T) {
 type tableStream struct {
 	ddb   *dynamodb.Client
 	table string
-	src   *Source
+	src   *source
 }
 
 func (s *tableStream) Source() shardread.Source { return s.src }
@@ -66,7 +66,7 @@ func (s *tableStream) Write(ctx context.Context, pk string, v int) error {
 
 func (s *tableStream) Split(context.Context, string) error { return shardreadtest.ErrNoSplit }
 
-func newTableStream(ctx context.Context, t *testing.T, streams API) *tableStream {
+func newTableStream(ctx context.Context, t *testing.T, streams streamsAPI) *tableStream {
 	t.Helper()
 	ddb := awstest.DynamoDB(t)
 	table := awstest.UniqueName(t, "src")
@@ -78,7 +78,7 @@ func newTableStream(ctx context.Context, t *testing.T, streams API) *tableStream
 	if !strings.Contains(arn, table) {
 		t.Fatalf("stream ARN %s is not of table %s", arn, table)
 	}
-	return &tableStream{ddb: ddb, table: table, src: New(streams, arn, pipeline.Options{})}
+	return &tableStream{ddb: ddb, table: table, src: newSource(streams, arn, pipeline.Options{})}
 }
 
 // TestIntegrationStreamsConformance runs the shardread conformance suite

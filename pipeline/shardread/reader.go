@@ -14,8 +14,8 @@ import (
 	"github.com/tributary/tributary/pipeline"
 )
 
-// Handler handles the records a Reader reads.
-type Handler interface {
+// handler handles the records a Reader reads.
+type handler interface {
 	// HandleRecords handles a batch of one shard's records, in shard order.
 	// It returns nil when every record is handled durably; a
 	// *pipeline.BatchError when the records before its Index are and the
@@ -25,7 +25,7 @@ type Handler interface {
 	HandleRecords(ctx context.Context, shard string, records []Record) error
 }
 
-// HandlerFunc adapts a function to a Handler.
+// HandlerFunc adapts a function to a handler.
 type HandlerFunc func(ctx context.Context, shard string, records []Record) error
 
 // HandleRecords calls f.
@@ -240,7 +240,7 @@ var errLimit = errors.New("record limit reached")
 // Config.Checkpoint as batches are handled, so a read that stops for any
 // reason resumes from Positions() with nothing lost (and, at most, one batch
 // handled twice if the checkpoint itself failed).
-func (r *Reader) Run(ctx context.Context, positions map[string]Position, h Handler) (Stats, error) {
+func (r *Reader) Run(ctx context.Context, positions map[string]Position, h handler) (Stats, error) {
 	for id, p := range positions {
 		r.shards[id] = &shardState{sh: Shard{ID: id}, pos: p}
 	}
@@ -468,7 +468,7 @@ type fetched struct {
 
 // readShard reads one shard from pos to its end, the window's end or the tip
 // of the stream, reading each page while the previous one is handled.
-func (r *Reader) readShard(ctx context.Context, sh Shard, pos Position, h Handler) (shardStatus, error) {
+func (r *Reader) readShard(ctx context.Context, sh Shard, pos Position, h handler) (shardStatus, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pages := make(chan fetched, 1)

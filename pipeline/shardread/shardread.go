@@ -11,7 +11,7 @@
 // A Reader drives a Source: it lists shards, keeps shards in lineage order,
 // turns throttling into backoff with jitter, renews expired iterators from the
 // last record read, picks up shards created by a resharding while it reads,
-// and hands records to a Handler batch by batch, recording after each batch
+// and hands records to a handler batch by batch, recording after each batch
 // the position up to which everything has been handled. Positions are what a
 // checkpoint saves, so an interrupted read resumes where it stopped.
 package shardread
@@ -40,13 +40,13 @@ type Shard struct {
 // Closed reports whether the shard can receive no more records.
 func (s Shard) Closed() bool { return s.EndingSeq != "" }
 
-// StartType says where reading a shard starts.
-type StartType uint8
+// startType says where reading a shard starts.
+type startType uint8
 
 // Where a shard's reading can start.
 const (
 	// TrimHorizon is the oldest record the stream still keeps.
-	TrimHorizon StartType = iota + 1
+	TrimHorizon startType = iota + 1
 	// Latest is just after the newest record: nothing already in the stream.
 	Latest
 	// AtTimestamp is the first record that arrived at or after Start.Time.
@@ -60,7 +60,7 @@ const (
 )
 
 // String returns the iterator type's name, as the services spell it.
-func (t StartType) String() string {
+func (t startType) String() string {
 	switch t {
 	case TrimHorizon:
 		return "TRIM_HORIZON"
@@ -78,7 +78,7 @@ func (t StartType) String() string {
 
 // Start is where reading a shard starts.
 type Start struct {
-	Type StartType
+	Type startType
 	Time time.Time // AtTimestamp
 	Seq  string    // AtSequence, AfterSequence
 }

@@ -11,7 +11,7 @@ import (
 // The sortable encoding of a number DynamoDB can hold: text whose byte-wise
 // (lexicographic) order is the numbers' order, so that a sort key built
 // with it orders rows by a decimal amount or a negative score. Every
-// encoding is SortableLen bytes of printable ASCII (letters and digits),
+// encoding is sortableLen bytes of printable ASCII (letters and digits),
 // and equal numbers encode the same whatever their scale ("1.50" and
 // "15E-1"). docs/projections-spec.md ("Sortable numbers") documents it for
 // programs in other languages.
@@ -32,8 +32,8 @@ import (
 // magnitude sorts first. The width is fixed, so that whatever follows the
 // encoding in a key never takes part in the order of two numbers.
 const (
-	// SortableLen is the length of every sortable encoding.
-	SortableLen = 1 + 3 + maxDigits
+	// sortableLen is the length of every sortable encoding.
+	sortableLen = 1 + 3 + maxDigits
 
 	sortNegative = 'M'
 	sortZero     = 'N'
@@ -44,13 +44,13 @@ const (
 	expMax  = maxExp + expBias
 )
 
-// Sortable returns d's sortable encoding (see SortableLen). d must be a
+// Sortable returns d's sortable encoding (see sortableLen). d must be a
 // number DynamoDB can hold: at most 38 significant digits, its magnitude 0
 // or from 1E-130 to below 1E+126 (a Decimal from Parse always is; a sum
 // may not be).
 func (d Decimal) Sortable() (string, error) {
 	if d.Sign() == 0 {
-		return string(sortZero) + strings.Repeat("0", SortableLen-1), nil
+		return string(sortZero) + strings.Repeat("0", sortableLen-1), nil
 	}
 	digits := new(big.Int).Abs(d.unscaled).Text(10)
 	exp := len(digits) - 1 - d.scale // the adjusted exponent
@@ -60,7 +60,7 @@ func (d Decimal) Sortable() (string, error) {
 			quote.Value(d.String()), maxDigits, minExp, maxExp+1)
 	}
 	var b strings.Builder
-	b.Grow(SortableLen)
+	b.Grow(sortableLen)
 	code := exp + expBias
 	if d.Sign() > 0 {
 		b.WriteByte(sortPositive)
@@ -78,15 +78,15 @@ func (d Decimal) Sortable() (string, error) {
 	return b.String(), nil
 }
 
-// ParseSortable decodes a sortable encoding (see SortableLen), giving the
+// parseSortable decodes a sortable encoding (see sortableLen), giving the
 // number with the least scale that holds it exactly ("1.5", "1842",
 // "-0.05"). Anything that Sortable does not return is an error.
-func ParseSortable(s string) (Decimal, error) {
+func parseSortable(s string) (Decimal, error) {
 	bad := func(why string) (Decimal, error) {
 		return Decimal{}, fmt.Errorf("decimal: %s is not a sortable number: %s", quote.Value(s), why)
 	}
-	if len(s) != SortableLen {
-		return bad(fmt.Sprintf("want %d bytes, got %d", SortableLen, len(s)))
+	if len(s) != sortableLen {
+		return bad(fmt.Sprintf("want %d bytes, got %d", sortableLen, len(s)))
 	}
 	for i := 1; i < len(s); i++ {
 		if !isDigit(s[i]) {

@@ -32,11 +32,11 @@ func TestSortable(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got, err := MustParse(tc.in).Sortable()
-		if err != nil || got != tc.want || len(got) != SortableLen {
+		if err != nil || got != tc.want || len(got) != sortableLen {
 			t.Errorf("Sortable(%s) = %q, %v; want %q", tc.in, got, err, tc.want)
 			continue
 		}
-		back, err := ParseSortable(got)
+		back, err := parseSortable(got)
 		if err != nil || back.String() != tc.back {
 			t.Errorf("ParseSortable(%q) = %s, %v; want %s", got, back, err, tc.back)
 		}
@@ -78,7 +78,7 @@ func TestSortableRefused(t *testing.T) {
 	for _, s := range []string{"", "P133", "P1331842" + strings.Repeat("0", 33), "N" + strings.Repeat("0", 40) + "1", "X" + strings.Repeat("0", 41),
 		"P256" + "1" + strings.Repeat("0", 37), "P130" + "0" + strings.Repeat("0", 37), "M125" + "9" + strings.Repeat("9", 37),
 		"P13a" + "1" + strings.Repeat("0", 37), "p130" + "1" + strings.Repeat("0", 37)} {
-		if d, err := ParseSortable(s); err == nil || !strings.HasPrefix(err.Error(), "decimal: ") {
+		if d, err := parseSortable(s); err == nil || !strings.HasPrefix(err.Error(), "decimal: ") {
 			t.Errorf("ParseSortable(%q) = %s, %v", s, d, err)
 		}
 	}
@@ -98,7 +98,7 @@ func FuzzSortable(f *testing.F) {
 	}
 	f.Add("-1842", "P133"+"1842"+strings.Repeat("0", 34))
 	f.Fuzz(func(t *testing.T, a, b string) {
-		if d, err := ParseSortable(a); err == nil {
+		if d, err := parseSortable(a); err == nil {
 			if e, err := d.Sortable(); err != nil || e != a {
 				t.Fatalf("ParseSortable(%q) = %s, which encodes to %q, %v", a, d, e, err)
 			}
@@ -116,7 +116,7 @@ func FuzzSortable(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Sortable(%s): %v", b, err)
 		}
-		if len(ex) != SortableLen || len(ey) != SortableLen {
+		if len(ex) != sortableLen || len(ey) != sortableLen {
 			t.Fatalf("lengths %d and %d", len(ex), len(ey))
 		}
 		if got, want := strings.Compare(ex, ey), x.Cmp(y); got != want {
@@ -126,7 +126,7 @@ func FuzzSortable(f *testing.F) {
 			d Decimal
 			e string
 		}{{x, ex}, {y, ey}} {
-			back, err := ParseSortable(c.e)
+			back, err := parseSortable(c.e)
 			if err != nil || back.Cmp(c.d) != 0 {
 				t.Errorf("ParseSortable(Sortable(%s)) = %s, %v", c.d, back, err)
 			}

@@ -72,7 +72,7 @@ func canonExpr(e *expression) string {
 // canonical returns p's Definition.
 func (p *Projection) canonical() string {
 	c := canonProjection{
-		Spec:          Version,
+		Spec:          specVersion,
 		Name:          p.name,
 		EntityTypes:   slices.Sorted(slices.Values(p.types)),
 		TypeAttribute: p.typeAttr,

@@ -15,7 +15,7 @@ import (
 // loader turns a document into a Spec, collecting every problem.
 type loader struct {
 	file   string
-	probs  []Problem
+	probs  []problem
 	proj   string     // the projection being read: its name, or "projections[N]"
 	budget loadBudget // what the spec's expressions cost to load so far
 	// vars indexes the declared variables of the projection being read
@@ -36,7 +36,7 @@ const (
 )
 
 func (l *loader) problem(line int, field, format string, args ...any) {
-	l.probs = append(l.probs, Problem{File: l.file, Line: line, Projection: l.proj, Field: field, Msg: fmt.Sprintf(format, args...)})
+	l.probs = append(l.probs, problem{File: l.file, Line: line, Projection: l.proj, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
 // join appends a field name to a path.
@@ -175,15 +175,15 @@ func (l *loader) spec(root *node) *Spec {
 	}
 	switch v, ok := f["version"]; {
 	case !ok:
-		l.problem(root.line, "version", "missing: a spec starts with version: %d", Version)
+		l.problem(root.line, "version", "missing: a spec starts with version: %d", specVersion)
 		return nil
 	default:
 		n, ok := l.whole(v, "version")
 		if !ok {
 			return nil
 		}
-		if n != Version {
-			l.problem(v.line, "version", "%d is not known: this Tributary reads version %d", n, Version)
+		if n != specVersion {
+			l.problem(v.line, "version", "%d is not known: this Tributary reads version %d", n, specVersion)
 			return nil
 		}
 	}

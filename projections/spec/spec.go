@@ -37,8 +37,8 @@ import (
 	"github.com/tributary/tributary/projections"
 )
 
-// Version is the spec format version this package reads.
-const Version = 1
+// specVersion is the spec format version this package reads.
+const specVersion = 1
 
 // A Spec is a loaded spec file: its projections, compiled and ready.
 // It is immutable and safe for concurrent use, and so are its projections.
@@ -80,12 +80,12 @@ func Load(path string) (*projections.Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sp.Environment(path)
+	return sp.environment(path)
 }
 
-// Environment returns the spec's environment (see Load); name names the
+// environment returns the spec's environment (see Load); name names the
 // spec in errors.
-func (s *Spec) Environment(name string) (*projections.Environment, error) {
+func (s *Spec) environment(name string) (*projections.Environment, error) {
 	env := &projections.Environment{Schema: s.schema, Transforms: s.Transforms(), LoadSpec: Load}
 	if len(s.projections) > 0 {
 		set, err := s.Set()
@@ -168,8 +168,8 @@ func (s *Spec) TypeAttribute() string { return s.typeAttribute }
 // attributes where it names them.
 func (s *Spec) Schema() pipeline.Schema { return s.schema }
 
-// Problem is one thing wrong with a spec.
-type Problem struct {
+// problem is one thing wrong with a spec.
+type problem struct {
 	// File is the spec's name as given to Parse.
 	File string
 	// Line is the line of the field at fault, from 1; 0 if unknown.
@@ -188,7 +188,7 @@ type Problem struct {
 // String returns e.g. "projections.yaml:14: projection order-totals:
 // counters[0].key: placeholder {sttus[x]}: want {attribute},
 // {attribute[N]}, {attribute:0W} or {attribute:sortable}".
-func (p Problem) String() string {
+func (p problem) String() string {
 	var b strings.Builder
 	b.WriteString(p.File)
 	if p.Line > 0 {
@@ -214,7 +214,7 @@ func (p Problem) String() string {
 
 // Error is an invalid spec: every problem found, in the order of the file.
 type Error struct {
-	Problems []Problem
+	Problems []problem
 }
 
 // Error returns the problems, one a line.
@@ -233,6 +233,6 @@ func (l *loader) errors() error {
 		return nil
 	}
 	probs := slices.Clone(l.probs)
-	slices.SortStableFunc(probs, func(a, b Problem) int { return a.Line - b.Line })
+	slices.SortStableFunc(probs, func(a, b problem) int { return a.Line - b.Line })
 	return &Error{Problems: probs}
 }

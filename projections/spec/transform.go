@@ -398,7 +398,7 @@ type canonRewrite struct {
 }
 
 func (t *transform) canonical(typeAttr string) string {
-	c := canonTransform{Spec: Version, Name: t.name, Keys: t.keys.String(), TTLAttribute: t.ttlAttr, CopyOthers: t.copyOthers,
+	c := canonTransform{Spec: specVersion, Name: t.name, Keys: t.keys.String(), TTLAttribute: t.ttlAttr, CopyOthers: t.copyOthers,
 		TypeAttribute: typeAttr, EntityTypes: map[string]canonRewrite{}}
 	for typ, rw := range t.byType {
 		p := rw.p
@@ -444,11 +444,11 @@ type TransformInfo struct {
 	// Keys is the target's key schema, "PK:S,SK:S".
 	Keys       string
 	CopyOthers bool
-	Rewrites   []RewriteInfo // by entity type
+	Rewrites   []rewriteInfo // by entity type
 }
 
-// RewriteInfo describes one entity type's rewrite.
-type RewriteInfo struct {
+// rewriteInfo describes one entity type's rewrite.
+type rewriteInfo struct {
 	EntityType string
 	// Key lists the target key's templates, "PK=DOC#{SK[1]}".
 	Key []string
@@ -466,7 +466,7 @@ func (s *Spec) DescribeTransforms() []TransformInfo {
 		info := TransformInfo{Name: t.name, Keys: t.keys.String(), CopyOthers: t.copyOthers}
 		for _, typ := range slices.Sorted(maps.Keys(t.byType)) {
 			rw := t.byType[typ]
-			ri := RewriteInfo{EntityType: typ, Copy: "all", Drop: slices.Clone(rw.drop)}
+			ri := rewriteInfo{EntityType: typ, Copy: "all", Drop: slices.Clone(rw.drop)}
 			if !rw.copyAll {
 				ri.Copy = strings.Join(rw.copy, ", ")
 			}

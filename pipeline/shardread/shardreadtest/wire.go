@@ -136,10 +136,3 @@ func (w *Wire) Injected(op string) int {
 	defer w.mu.Unlock()
 	return w.injected[op]
 }
-
-// Calls returns how many calls of op were made.
-func (w *Wire) Calls(op string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.calls[op]
-}
