@@ -53,9 +53,9 @@ type CompactedObject interface {
 	Rows(fn func(n int, item json.RawMessage, m Meta) error) error
 }
 
-// CompactedDecoder opens the compacted object read from r; key names it in
+// compactedDecoder opens the compacted object read from r; key names it in
 // errors. lake.Decode is the one for the form lake.Compact writes.
-type CompactedDecoder func(r io.Reader, key string) (CompactedObject, error)
+type compactedDecoder func(r io.Reader, key string) (CompactedObject, error)
 
 // ErrNoCompactedDecoder matches the error of a reader without a
 // CompactedDecoder that finds a compacted object: it refuses the archive
@@ -65,7 +65,7 @@ var ErrNoCompactedDecoder = errors.New("no decoder of the compacted form")
 // WithCompacted has the archive's readers decode compacted objects with d
 // (lake.Decode), and returns a. Without one, an archive holding compacted
 // objects gives an error matching ErrNoCompactedDecoder.
-func (a *Archive) WithCompacted(d CompactedDecoder) *Archive {
+func (a *Archive) WithCompacted(d compactedDecoder) *Archive {
 	a.compacted = d
 	return a
 }
@@ -83,10 +83,10 @@ func (a *Archive) OpenCompacted(ctx context.Context, key string) (_ CompactedObj
 	return a.compacted(rc, key)
 }
 
-// AppendRawLine appends an archive line, without its newline, for an item
+// appendRawLine appends an archive line, without its newline, for an item
 // already in DynamoDB JSON (as a compacted object holds it): AppendLine's
 // bytes for the same item and metadata, less the newline.
-func AppendRawLine(buf []byte, item json.RawMessage, m Meta) []byte {
+func appendRawLine(buf []byte, item json.RawMessage, m Meta) []byte {
 	buf = append(buf, `{"Item":`...)
 	buf = append(buf, item...)
 	return appendMeta(buf, m)

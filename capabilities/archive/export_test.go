@@ -2,9 +2,11 @@ package archive
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/pipeline"
 )
 
 // What the compaction's tests (compact_test.go, package archive_test) need
@@ -33,7 +35,7 @@ func NewSimArchive(tb testing.TB, seed uint64, records int) SimArchive {
 
 // Check reports any removal of the workload that the archive in src does
 // not hold exactly once, reading the compacted form with dec.
-func (s SimArchive) Check(ctx context.Context, src Source, dec CompactedDecoder) error {
+func (s SimArchive) Check(ctx context.Context, src Source, dec compactedDecoder) error {
 	return checkArchiveOf(ctx, Open(src, "archive").WithCompacted(dec), s.w)
 }
 
@@ -42,3 +44,8 @@ var Gunzip = gunzip
 
 // RaceDetector is raceDetector.
 const RaceDetector = raceDetector
+
+// Each is (*Selection).each, for the external tests.
+func (s *Selection) Each(ctx context.Context, fn func(o ObjectInfo, item pipeline.Item, raw json.RawMessage) error) error {
+	return s.each(ctx, fn)
+}

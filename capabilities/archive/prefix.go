@@ -28,10 +28,3 @@ func ValidatePrefix(p string) error {
 	}
 	return nil
 }
-
-// Defaults of the S3 store's options: objects of S3's smallest part (5 MiB)
-// and up go multipart, in parts of that size.
-const (
-	DefaultMultipartThreshold = objstore.MinPartSize
-	DefaultPartSize           = objstore.MinPartSize
-)

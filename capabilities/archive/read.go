@@ -73,7 +73,7 @@ type Archive struct {
 	// compacted object holds their lines.
 	covered atomic.Int64
 	// compacted decodes compacted objects (WithCompacted).
-	compacted CompactedDecoder
+	compacted compactedDecoder
 }
 
 // Open returns the archive under prefix ("" for the root of src). To read
@@ -298,7 +298,7 @@ func (a *Archive) ReadLines(ctx context.Context, key string, fn func(n int, line
 		}
 		var line []byte
 		return c.Rows(func(n int, item json.RawMessage, m Meta) error {
-			line = AppendRawLine(line[:0], item, m)
+			line = appendRawLine(line[:0], item, m)
 			return fn(n, line)
 		})
 	}

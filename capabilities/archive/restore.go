@@ -26,7 +26,7 @@ import (
 // sequence number; the others are superseded.
 //
 // Select reads the objects once to pick the winners, keeping only item keys
-// and positions in memory; Each reads them again to hand the winners out.
+// and positions in memory; each reads them again to hand the winners out.
 type Selection struct {
 	a       *Archive
 	objects []ObjectInfo
@@ -130,11 +130,11 @@ func (s *Selection) Lines() int { return s.lines }
 // Items returns the number of distinct items selected.
 func (s *Selection) Items() int { return len(s.winners) }
 
-// Each reads the selected objects again, in key order, and calls fn for each
+// each reads the selected objects again, in key order, and calls fn for each
 // winning line: the item decoded and its DynamoDB JSON bytes as archived. If
 // an object changed since Select so that a winner is no longer where it was,
-// Each fails rather than skip it.
-func (s *Selection) Each(ctx context.Context, fn func(o ObjectInfo, item pipeline.Item, raw json.RawMessage) error) error {
+// each fails rather than skip it.
+func (s *Selection) each(ctx context.Context, fn func(o ObjectInfo, item pipeline.Item, raw json.RawMessage) error) error {
 	dec := pipeline.NewExportDecoder(pipeline.Options{Schema: pipeline.Schema{KeyAttributes: s.keys}})
 	emitted := 0
 	for oi, o := range s.objects {
@@ -191,7 +191,7 @@ func RestoreTable(ctx context.Context, s *Selection, client batchwrite.API, tabl
 	var b *batchwrite.Batch
 	cur, pos := "", int64(0)
 	keys := make(pipeline.Item, len(s.keys))
-	err = s.Each(ctx, func(o ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
+	err = s.each(ctx, func(o ObjectInfo, item pipeline.Item, _ json.RawMessage) error {
 		if b == nil || o.Key != cur {
 			if b != nil {
 				if err := b.Flush(ctx); err != nil {
@@ -222,14 +222,14 @@ func RestoreTable(ctx context.Context, s *Selection, client batchwrite.API, tabl
 	return int(st.Written), nil
 }
 
-// ErrExportExists matches the error of restoring into an export directory
+// errExportExists matches the error of restoring into an export directory
 // that exists already: a finished restore's, or one another restore is
 // writing.
-var ErrExportExists = errors.New("the export exists already")
+var errExportExists = errors.New("the export exists already")
 
-// ExportStore is where RestoreExport writes: a directory or an S3 prefix
+// exportStore is where RestoreExport writes: a directory or an S3 prefix
 // (objstore's stores).
-type ExportStore interface {
+type exportStore interface {
 	Put(ctx context.Context, key string, body []byte) error
 	PutIfAbsent(ctx context.Context, key string, body []byte) (string, error)
 	String() string
@@ -268,7 +268,7 @@ type ExportResult struct {
 // export reimport tooling. Each file is written atomically; _started is
 // created only if absent (a second restore into the same export fails with
 // ErrExportExists); the summary, written last, marks a complete export.
-func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts ExportOptions) (ExportResult, error) {
+func RestoreExport(ctx context.Context, s *Selection, out exportStore, opts ExportOptions) (ExportResult, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
@@ -288,7 +288,7 @@ func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts Expo
 	// The export's first object, created only if absent: of two restores
 	// into one export directory, one writes it and the other stops here.
 	if _, err := out.PutIfAbsent(ctx, base+"/_started", nil); errors.Is(err, objstore.ErrPreconditionFailed) {
-		return ExportResult{}, fmt.Errorf("archive: %s: %w (written, or being written, by another restore)", res.Dir, ErrExportExists)
+		return ExportResult{}, fmt.Errorf("archive: %s: %w (written, or being written, by another restore)", res.Dir, errExportExists)
 	} else if err != nil {
 		return ExportResult{}, err
 	}
@@ -341,7 +341,7 @@ func RestoreExport(ctx context.Context, s *Selection, out ExportStore, opts Expo
 		data, items = data[:0], 0
 		return nil
 	}
-	err := s.Each(ctx, func(o ObjectInfo, _ pipeline.Item, raw json.RawMessage) error {
+	err := s.each(ctx, func(o ObjectInfo, _ pipeline.Item, raw json.RawMessage) error {
 		if i := objIndex[o.Key]; i != cur {
 			if err := flush(); err != nil {
 				return err

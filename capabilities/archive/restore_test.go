@@ -454,7 +454,7 @@ func TestRestoreExportConcurrent(t *testing.T) {
 	out := t.TempDir()
 	st := &meetingStore{Dir: objstore.NewDir(out)}
 	st.arrived.Add(2)
-	objstoretest.OneWins(t, 2, ErrExportExists, func(int) error {
+	objstoretest.OneWins(t, 2, errExportExists, func(int) error {
 		_, err := RestoreExport(ctx, sel, st, ExportOptions{ExportID: "01767225600000-archive"})
 		if err != nil && !strings.Contains(err.Error(), "AWSDynamoDB/01767225600000-archive") {
 			t.Errorf("the refusal %q does not name the export", err)

@@ -173,4 +173,4 @@ func TestS3StoreIntegration(t *testing.T) { testS3Store(t, awstest.S3) }
 
 // archiverS3Options are the S3 options the archiver function uses by
 // default (archiver.Config.S3Options).
-var archiverS3Options = objstore.S3Options{MultipartThreshold: DefaultMultipartThreshold, PartSize: DefaultPartSize}
+var archiverS3Options = objstore.S3Options{MultipartThreshold: objstore.MinPartSize, PartSize: objstore.MinPartSize}

@@ -811,8 +811,8 @@ func (j *Job) checkMixed(ctx context.Context, file string) error {
 	return refuse(fmt.Errorf("backfill of %s: an earlier run of job %s read it from an object that is not the exported one (%s): %s", file, j.id, m.Error, mixedAdvice))
 }
 
-// PartialKey is the ledger key of a data file's partial.
-func (j *Job) PartialKey(file string) string {
+// partialKey is the ledger key of a data file's partial.
+func (j *Job) partialKey(file string) string {
 	sum := sha256.Sum256([]byte(file))
 	return projections.PartialPrefix + j.id + "/" + hex.EncodeToString(sum[:8])
 }
@@ -824,7 +824,7 @@ func (j *Job) PartialKey(file string) string {
 // stops it, and running it again resumes it.
 func (j *Job) File(ctx context.Context, file string) (FileResult, error) {
 	res := FileResult{File: file}
-	p, err := j.engine.OpenPartial(ctx, j.PartialKey(file))
+	p, err := j.engine.OpenPartial(ctx, j.partialKey(file))
 	if err != nil {
 		return res, err
 	}
@@ -1175,7 +1175,7 @@ func failedErr(fe *FailedItemsError) error {
 // folded).
 func (j *Job) Pending(ctx context.Context) ([]string, error) {
 	var pending []string
-	err := j.readRecords(ctx, "partials", j.PartialKey, func(file string, e driver.LedgerEntry) error {
+	err := j.readRecords(ctx, "partials", j.partialKey, func(file string, e driver.LedgerEntry) error {
 		if e.Rev == 0 || !projections.PartialFolded(e) {
 			pending = append(pending, file)
 		}

@@ -46,7 +46,7 @@ type Summary struct {
 // Export types, as manifest-summary.json's exportType spells them (a full
 // export's summary may leave the field out).
 const (
-	FullExport        = "FULL_EXPORT"
+	fullExport        = "FULL_EXPORT"
 	IncrementalExport = "INCREMENTAL_EXPORT"
 )
 
@@ -241,7 +241,7 @@ func OpenExport(ctx context.Context, st Source, dir string, opts OpenOptions) (*
 // openWithoutManifest lists dir/data/ as the export's data files.
 func (e *Export) openWithoutManifest(ctx context.Context) (*Export, error) {
 	e.NoManifest = true
-	e.Summary = Summary{OutputFormat: "DYNAMODB_JSON", ExportType: FullExport}
+	e.Summary = Summary{OutputFormat: "DYNAMODB_JSON", ExportType: fullExport}
 	sum := sha256.New()
 	err := e.store.List(ctx, e.Dir+"/data/", func(o objstore.Object) error {
 		if strings.HasSuffix(o.Key, ".ion.gz") {

@@ -153,9 +153,9 @@ func Parse(key string, data []byte) (*Invocation, error) {
 // metadata.
 const maxRecordBytes = 3*pipeline.MaxLambdaPayloadBytes + 64<<10
 
-// Decode decodes the payload's records into changes, as the projector's
+// decode decodes the payload's records into changes, as the projector's
 // processor does.
-func (inv *Invocation) Decode(opts pipeline.Options) ([]pipeline.Change, error) {
+func (inv *Invocation) decode(opts pipeline.Options) ([]pipeline.Change, error) {
 	if inv.Source == pipeline.SourceKinesis {
 		return pipeline.DecodeKinesisEvent(inv.Payload, opts)
 	}

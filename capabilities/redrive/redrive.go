@@ -53,8 +53,8 @@ type ObjectResult struct {
 	Err error
 }
 
-// Done reports whether every record of the object is applied.
-func (r ObjectResult) Done() bool { return r.Err == nil && len(r.Failed) == 0 }
+// done reports whether every record of the object is applied.
+func (r ObjectResult) done() bool { return r.Err == nil && len(r.Failed) == 0 }
 
 // Report sums up a redrive.
 type Report struct {
@@ -115,7 +115,7 @@ func Run(ctx context.Context, objs Objects, cfg Config) (Report, error) {
 		rep.Skipped += res.Skipped
 		rep.Failed += len(res.Failed)
 		switch {
-		case res.Done():
+		case res.done():
 			rep.Done++
 		case res.Invocation == nil || errors.Is(res.Err, ErrNoPayload) || errors.Is(res.Err, pipeline.ErrNotEvent):
 			rep.Unreadable++

@@ -27,7 +27,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -136,8 +135,8 @@ func (r *Remodel) TTLAttribute() string { return r.ttlAttr }
 // TypeAttribute returns the source items' type attribute.
 func (r *Remodel) TypeAttribute() string { return r.typeAttr }
 
-// Transform returns the transform.
-func (r *Remodel) Transform() *projections.Transform { return r.t }
+// transform returns the transform.
+func (r *Remodel) transform() *projections.Transform { return r.t }
 
 // Set returns the projection set of the remodel alone, which a target
 // store's marker records.
@@ -329,10 +328,4 @@ func (r *Remodel) DescribeKey(ref driver.RowRef) string {
 func (r *Remodel) DescribeClaim(ref driver.RowRef) (row, hint string) {
 	return fmt.Sprintf("transform %s, target item %s", r.t.Name, r.DescribeKey(ref)),
 		"two live source items that the transform maps to one target key collide: no target item is written or removed on another source item's behalf. Change the transform so that the target key identifies its source item, or the items, then redrive the failed record"
-}
-
-// Types returns the entity types whose items the remodel takes, sorted,
-// and whether it takes every other type too.
-func (r *Remodel) Types() (named []string, others bool) {
-	return slices.Clone(r.t.Types()), r.t.CopyOthers
 }

@@ -14,8 +14,8 @@ import (
 
 // DynamoDB's limits on an item.
 const (
-	// MaxItemBytes is the largest item DynamoDB stores (pipeline.ItemSize).
-	MaxItemBytes = 400 << 10
+	// maxItemBytes is the largest item DynamoDB stores (pipeline.ItemSize).
+	maxItemBytes = 400 << 10
 	// maxDepth is how deeply lists and maps may nest.
 	maxDepth = 32
 	// maxNameBytes is the longest attribute name.
@@ -27,8 +27,8 @@ const (
 // so the remodel refuses the item first, as a permanent failure of its
 // source item's change alone.
 func checkItem(item pipeline.Item) error {
-	if size := pipeline.ItemSize(item); size > MaxItemBytes {
-		return fmt.Errorf("%d bytes, more than DynamoDB's %d for an item", size, MaxItemBytes)
+	if size := pipeline.ItemSize(item); size > maxItemBytes {
+		return fmt.Errorf("%d bytes, more than DynamoDB's %d for an item", size, maxItemBytes)
 	}
 	for name, av := range item {
 		switch {

@@ -64,8 +64,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Failure is a record the replay could not apply.
-type Failure struct {
+// failure is a record the replay could not apply.
+type failure struct {
 	Shard, Seq string
 	// Item is the item's key, EntityType its type, when the record decoded.
 	Item, EntityType string
@@ -79,7 +79,7 @@ type Summary struct {
 	// Failed counts the records that could not be applied; Failures lists
 	// the first of them.
 	Failed   int64
-	Failures []Failure
+	Failures []failure
 	// Bisections counts batches that failed and were applied in halves.
 	Bisections int64
 	// Resumed: the replay went on from a checkpoint saved by an earlier run.
@@ -99,7 +99,7 @@ type Replay struct {
 
 	mu         sync.Mutex
 	failed     int64
-	failures   []Failure
+	failures   []failure
 	bisections int64
 }
 
@@ -228,7 +228,7 @@ func (r *Replay) handle(ctx context.Context, shard string, recs []shardread.Reco
 	at := make([]int, 0, len(recs)) // index in recs of each change
 	for i := range recs {
 		if recs[i].Err != nil {
-			r.fail(ctx, Failure{Shard: shard, Seq: recs[i].Seq, Err: recs[i].Err})
+			r.fail(ctx, failure{Shard: shard, Seq: recs[i].Seq, Err: recs[i].Err})
 			continue
 		}
 		changes = append(changes, recs[i].Change)
@@ -262,7 +262,7 @@ func (r *Replay) apply(ctx context.Context, shard string, recs []shardread.Recor
 		from += idx
 		if errors.Is(err, pipeline.ErrPermanent) {
 			c := &changes[from]
-			r.fail(ctx, Failure{Shard: shard, Seq: recs[at[from]].Seq, Item: pipeline.KeyString(c.Keys), EntityType: c.EntityType(), Err: err})
+			r.fail(ctx, failure{Shard: shard, Seq: recs[at[from]].Seq, Item: pipeline.KeyString(c.Keys), EntityType: c.EntityType(), Err: err})
 			from++
 			continue
 		}
@@ -283,7 +283,7 @@ func (r *Replay) apply(ctx context.Context, shard string, recs []shardread.Recor
 	return 0, nil
 }
 
-func (r *Replay) fail(ctx context.Context, f Failure) {
+func (r *Replay) fail(ctx context.Context, f failure) {
 	r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "record cannot be applied; passed over",
 		slog.String("shard", f.Shard), slog.String("seq", f.Seq), slog.String("item", f.Item),
 		slog.String("entityType", quote.Short(f.EntityType)), slog.String("error", f.Err.Error()))

@@ -94,9 +94,9 @@ type Plan struct {
 	Projections []string `json:"projections"`
 }
 
-// OverlayFile names a parted check's pseudo data file of the items of the
+// overlayFile names a parted check's pseudo data file of the items of the
 // incremental exports (backfill's name for it).
-const OverlayFile = "(incremental exports)"
+const overlayFile = "(incremental exports)"
 
 // maxObjects bounds the objects the file steps hand over, files × parts,
 // when the plan chooses the parts (each is a PUT and a GET).
@@ -127,7 +127,7 @@ func (c *Parted) Plan(ctx context.Context, run string) (*Plan, error) {
 		}
 	}
 	if c.Overlay != nil && c.Overlay.Len() > 0 {
-		p.Files = append(p.Files, OverlayFile)
+		p.Files = append(p.Files, overlayFile)
 		p.Items += int64(c.Overlay.Len())
 	}
 	if p.Segments <= 0 {
@@ -223,7 +223,7 @@ func (c *Parted) ReadPlan(ctx context.Context, job string) (*Plan, error) {
 	}
 	sort.Strings(files)
 	if c.Overlay != nil && c.Overlay.Len() > 0 {
-		files = append(files, OverlayFile)
+		files = append(files, overlayFile)
 	}
 	switch {
 	case p.Segments < 1 || c.Segment == nil && p.Segments != 1:
@@ -539,7 +539,7 @@ func (c *Parted) File(ctx context.Context, p *Plan, file string) (_ *Step, err e
 		}
 		return nil
 	}
-	if file == OverlayFile {
+	if file == overlayFile {
 		for _, e := range c.Overlay.Entries() {
 			if e.Item != nil {
 				if err := add(e.Item); err != nil {

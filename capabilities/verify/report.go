@@ -12,8 +12,8 @@ import (
 // said to agree yet.
 const (
 	Agree    = "AGREE"
-	Mismatch = "MISMATCH"
-	NotReady = "NOT READY"
+	mismatch = "MISMATCH"
+	notReady = "NOT READY"
 )
 
 // ReportOptions configures Report.
@@ -46,11 +46,11 @@ func Report(w io.Writer, res *Result, o ReportOptions) string {
 	if n := len(res.Mixed); n > 0 {
 		fmt.Fprintf(w, "NOT READY: a backfill read %d data files in part from an object that is not the exported one: items of it are in the store under the export's tokens, which no check or rerun can tell from the export's own; backfill into a new store (the objects must not change while they are read) and verify that\n", n)
 		quote.Named(w, res.Mixed, 0, o.MaxPrint)
-		return NotReady
+		return notReady
 	}
 	if n := len(res.Unfolded); n > 0 {
 		fmt.Fprintf(w, "NOT READY: a backfill has %d data files whose deferred sums are not folded yet (e.g. %s): run it to the end (%s) and verify again\n", n, quote.Printable(res.Unfolded[0]), o.Rerun)
-		return NotReady
+		return notReady
 	}
 	if n := len(res.Unjudged); n > 0 {
 		fmt.Fprintf(w, "%d items could not be judged: their state in the store is from the export's own second, and the version cannot order it against the export's\n", n)
@@ -61,16 +61,16 @@ func Report(w io.Writer, res *Result, o ReportOptions) string {
 		if len(refused) > 0 {
 			fmt.Fprintf(w, "%d of them are export items the projections refuse (a backfill lists them as failed): correct the items or the projections, then backfill and verify again\n", len(refused))
 		}
-		return Mismatch
+		return mismatch
 	}
 	if n := len(res.Unjudged); n > 0 {
 		fmt.Fprintf(w, "NOT READY: %d items could not be judged against the export (in its own second; see above), the rest agrees: %s\n", n, UnjudgedAdvice)
-		return NotReady
+		return notReady
 	}
-	if !res.Agree() {
+	if !res.agree() {
 		// Every reason not to is named above; never an agreement without it.
 		fmt.Fprintln(w, "NOT READY: the check did not agree")
-		return NotReady
+		return notReady
 	}
 	fmt.Fprintf(w, "AGREE: every aggregate and row in the store equals the recomputation from the export, with the %d items changed since it as their state in the store says\n", res.Changed)
 	return Agree

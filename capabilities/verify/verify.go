@@ -138,10 +138,10 @@ type Result struct {
 	Mixed []string
 }
 
-// Agree reports whether the table holds exactly what was expected: no
+// agree reports whether the table holds exactly what was expected: no
 // difference (named or counted), no item left unjudged, no partial left
 // unfolded, no data file read from another object.
-func (r *Result) Agree() bool {
+func (r *Result) agree() bool {
 	return len(r.Differences) == 0 && r.More == 0 && len(r.Unjudged) == 0 && len(r.Unfolded) == 0 && len(r.Mixed) == 0
 }
 

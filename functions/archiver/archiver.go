@@ -75,11 +75,11 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		c.MultipartThreshold = n
 	}
 	if c.MultipartThreshold == 0 {
-		c.MultipartThreshold = archive.DefaultMultipartThreshold
+		c.MultipartThreshold = defaultMultipartThreshold
 	}
 	errs = append(errs, locErrs...)
-	if c.MultipartThreshold < archive.DefaultPartSize {
-		errs = append(errs, fmt.Errorf("ARCHIVE_MULTIPART_THRESHOLD: %d is below S3's smallest part, %d bytes", c.MultipartThreshold, archive.DefaultPartSize))
+	if c.MultipartThreshold < defaultPartSize {
+		errs = append(errs, fmt.Errorf("ARCHIVE_MULTIPART_THRESHOLD: %d is below S3's smallest part, %d bytes", c.MultipartThreshold, defaultPartSize))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("invalid configuration: %w", err)
@@ -87,9 +87,16 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	return c, nil
 }
 
+// Defaults of the S3 store's options: objects of S3's smallest part (5 MiB)
+// and up go multipart, in parts of that size.
+const (
+	defaultMultipartThreshold = objstore.MinPartSize
+	defaultPartSize           = objstore.MinPartSize
+)
+
 // S3Options returns the S3 store options the configuration asks for.
 func (c Config) S3Options() objstore.S3Options {
-	return objstore.S3Options{KMSKeyID: c.KMSKeyID, MultipartThreshold: c.MultipartThreshold, PartSize: archive.DefaultPartSize}
+	return objstore.S3Options{KMSKeyID: c.KMSKeyID, MultipartThreshold: c.MultipartThreshold, PartSize: defaultPartSize}
 }
 
 // Main runs the TTL archiver of env's table. It does not return.

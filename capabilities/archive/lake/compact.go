@@ -98,8 +98,8 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxInputBytes = 64 << 20
-	DefaultLease         = 30 * time.Minute
+	defaultMaxInputBytes = 64 << 20
+	defaultLease         = 30 * time.Minute
 	// DefaultOlderThan is the age from which the CLI and the
 	// function take an object: two days, past the archiver's retries at
 	// the template's defaults (MaximumRecordAgeInSeconds, a day).
@@ -108,10 +108,10 @@ const (
 
 func (o Options) withDefaults() Options {
 	if o.MaxInputBytes <= 0 {
-		o.MaxInputBytes = DefaultMaxInputBytes
+		o.MaxInputBytes = defaultMaxInputBytes
 	}
 	if o.Lease <= 0 {
-		o.Lease = DefaultLease
+		o.Lease = defaultLease
 	}
 	if o.OlderThan < 0 {
 		o.OlderThan = 0
@@ -162,10 +162,10 @@ type Result struct {
 	Rewritten int `json:"rewritten,omitempty"`
 }
 
-// ErrLeaseLost matches the error of a compaction that found the partition's
+// errLeaseLost matches the error of a compaction that found the partition's
 // lease taken over (it ran past Options.Lease): it stops before its
 // next write or removal.
-var ErrLeaseLost = errors.New("the partition's lease was taken over")
+var errLeaseLost = errors.New("the partition's lease was taken over")
 
 // partition is one (entity, date) of the JSON-lines form.
 type partition struct {
@@ -397,7 +397,7 @@ func (c *compaction) write(ctx context.Context, pw *parquetWriter, first string,
 	}
 	if _, err := c.st.PutIfAbsent(ctx, key, body); err != nil {
 		if errors.Is(err, objstore.ErrPreconditionFailed) {
-			return fmt.Errorf("%s was written by another run while this one held the partition: %w", objstore.Name(c.st, key), ErrLeaseLost)
+			return fmt.Errorf("%s was written by another run while this one held the partition: %w", objstore.Name(c.st, key), errLeaseLost)
 		}
 		return err
 	}
@@ -520,14 +520,14 @@ func acquireLease(ctx context.Context, st Store, key, owner string, now time.Tim
 // check reports whether the lease is still this run's, with time left.
 func (l *lease) check(ctx context.Context, now time.Time) error {
 	if !now.Before(l.until) {
-		return fmt.Errorf("%s expired at %s: %w", objstore.Name(l.st, l.key), l.until.Format(time.RFC3339), ErrLeaseLost)
+		return fmt.Errorf("%s expired at %s: %w", objstore.Name(l.st, l.key), l.until.Format(time.RFC3339), errLeaseLost)
 	}
 	_, ver, err := l.st.Get(ctx, l.key)
 	if err != nil {
 		return err
 	}
 	if ver != l.ver {
-		return fmt.Errorf("%s changed: %w", objstore.Name(l.st, l.key), ErrLeaseLost)
+		return fmt.Errorf("%s changed: %w", objstore.Name(l.st, l.key), errLeaseLost)
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func TestCompactLeaseTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an expired lease was not taken over: %v", err)
 	}
-	if err := l.check(ctx, now.Add(time.Minute)); !errors.Is(err, ErrLeaseLost) {
+	if err := l.check(ctx, now.Add(time.Minute)); !errors.Is(err, errLeaseLost) {
 		t.Fatalf("the crashed run still believes it holds the partition: %v", err)
 	}
 	if err := n.check(ctx, now.Add(62*time.Minute)); err != nil {

@@ -34,12 +34,12 @@ import (
 // the file's key-value metadata (InputsKey), which tells readers which
 // JSON-lines objects the file stands for.
 const (
-	// InputsKey is the key-value metadata entry listing a Parquet object's
+	// inputsKey is the key-value metadata entry listing a Parquet object's
 	// inputs: a JSON array of {"key": <key below the prefix>, "size":
 	// <bytes>}.
-	InputsKey = "tributary.archive.inputs"
-	// FormatKey is the metadata entry naming the layout's version.
-	FormatKey     = "tributary.archive.format"
+	inputsKey = "tributary.archive.inputs"
+	// formatKey is the metadata entry naming the layout's version.
+	formatKey     = "tributary.archive.format"
 	parquetFormat = "1"
 )
 
@@ -173,7 +173,7 @@ func newParquetWriter(attrs rowAttrs) *parquetWriter {
 		pw.optional[f.Name()] = f.Optional()
 	}
 	pw.w = parquet.NewGenericWriter[any](&pw.buf, s, parquet.Compression(&zstd.Codec{}),
-		parquet.KeyValueMetadata(FormatKey, parquetFormat))
+		parquet.KeyValueMetadata(formatKey, parquetFormat))
 	return pw
 }
 
@@ -282,7 +282,7 @@ func (pw *parquetWriter) finish(inputs []archive.Input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pw.w.SetKeyValueMetadata(InputsKey, string(ib))
+	pw.w.SetKeyValueMetadata(inputsKey, string(ib))
 	if err := pw.w.Close(); err != nil {
 		return nil, fmt.Errorf("archive: closing Parquet: %w", err)
 	}
@@ -364,12 +364,12 @@ func openParquet(r io.Reader, key string) (pf *parquetFile, err error) {
 		return nil, fmt.Errorf("archive: %s: not Parquet: %w", key, err)
 	}
 	pf = &parquetFile{f: f, key: key}
-	if v, ok := f.Lookup(FormatKey); !ok || v != parquetFormat {
-		return nil, fmt.Errorf("archive: %s: not a compacted archive object (metadata %s is %q, want %q)", key, FormatKey, v, parquetFormat)
+	if v, ok := f.Lookup(formatKey); !ok || v != parquetFormat {
+		return nil, fmt.Errorf("archive: %s: not a compacted archive object (metadata %s is %q, want %q)", key, formatKey, v, parquetFormat)
 	}
-	if v, ok := f.Lookup(InputsKey); ok {
+	if v, ok := f.Lookup(inputsKey); ok {
 		if err := json.Unmarshal([]byte(v), &pf.inputs); err != nil {
-			return nil, fmt.Errorf("archive: %s: metadata %s: %w", key, InputsKey, err)
+			return nil, fmt.Errorf("archive: %s: metadata %s: %w", key, inputsKey, err)
 		}
 	}
 	for _, c := range Columns {

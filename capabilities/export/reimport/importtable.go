@@ -20,9 +20,9 @@ import (
 	"github.com/tributary/tributary/internal/retry"
 )
 
-// ImportAPI is the part of the DynamoDB client that ImportTable and
+// importAPI is the part of the DynamoDB client that ImportTable and
 // StartBulkPutItems need. *dynamodb.Client implements it.
-type ImportAPI interface {
+type importAPI interface {
 	ImportTable(ctx context.Context, in *dynamodb.ImportTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ImportTableOutput, error)
 	DescribeImport(ctx context.Context, in *dynamodb.DescribeImportInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeImportOutput, error)
 	StartBulkPutItems(ctx context.Context, in *dynamodb.StartBulkPutItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.StartBulkPutItemsOutput, error)
@@ -95,7 +95,7 @@ func clientToken(kind, table string, m *repartition.EntityManifest, extra ...str
 }
 
 // StartImport starts ImportTable of one entity's parts into a new table.
-func StartImport(ctx context.Context, client ImportAPI, out *Output, opts ImportOptions) (*types.ImportTableDescription, error) {
+func StartImport(ctx context.Context, client importAPI, out *Output, opts ImportOptions) (*types.ImportTableDescription, error) {
 	m, err := out.Entity(opts.Entity)
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func StartImport(ctx context.Context, client ImportAPI, out *Output, opts Import
 // WaitImport polls an import until it ends, calling progress after each
 // poll. It returns an error when the import fails or is cancelled, or
 // imports a different number of items than want (≥ 0).
-func WaitImport(ctx context.Context, client ImportAPI, arn string, want int64, poll time.Duration, progress func(*types.ImportTableDescription)) (*types.ImportTableDescription, error) {
+func WaitImport(ctx context.Context, client importAPI, arn string, want int64, poll time.Duration, progress func(*types.ImportTableDescription)) (*types.ImportTableDescription, error) {
 	if poll <= 0 {
 		poll = 10 * time.Second
 	}
@@ -185,7 +185,7 @@ type BulkPutOptions struct {
 
 // StartBulkPut starts StartBulkPutItems of one entity's parts into an
 // existing table: a server-side load that consumes no client capacity.
-func StartBulkPut(ctx context.Context, client ImportAPI, out *Output, opts BulkPutOptions) (*types.BulkOperationDescription, error) {
+func StartBulkPut(ctx context.Context, client importAPI, out *Output, opts BulkPutOptions) (*types.BulkOperationDescription, error) {
 	m, err := out.Entity(opts.Entity)
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func StartBulkPut(ctx context.Context, client ImportAPI, out *Output, opts BulkP
 
 // WaitBulkPut polls a bulk operation until it ends, calling progress after
 // each poll. COMPLETED_WITH_ERRORS, FAILED and CANCELLED are errors.
-func WaitBulkPut(ctx context.Context, client ImportAPI, arn string, poll time.Duration, progress func(*types.BulkOperationDescription)) (*types.BulkOperationDescription, error) {
+func WaitBulkPut(ctx context.Context, client importAPI, arn string, poll time.Duration, progress func(*types.BulkOperationDescription)) (*types.BulkOperationDescription, error) {
 	if poll <= 0 {
 		poll = 10 * time.Second
 	}

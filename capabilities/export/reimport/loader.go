@@ -19,9 +19,9 @@ import (
 	"github.com/tributary/tributary/pipeline"
 )
 
-// LoaderAPI is the part of the DynamoDB client the loader uses.
+// loaderAPI is the part of the DynamoDB client the loader uses.
 // *dynamodb.Client implements it.
-type LoaderAPI interface {
+type loaderAPI interface {
 	batchwrite.API
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 }
@@ -74,7 +74,7 @@ const checkpointDir = "_reimport/"
 // the output store, so that a rerun with Resume continues where this one
 // stopped (rewriting at most the batches in flight, which puts make
 // harmless). A claim it fails to release fails it too, named in the error.
-func Load(ctx context.Context, client LoaderAPI, out *Output, opts LoadOptions) (_ LoadStats, err error) {
+func Load(ctx context.Context, client loaderAPI, out *Output, opts LoadOptions) (_ LoadStats, err error) {
 	if opts.Table == "" {
 		return LoadStats{}, errors.New("reimport: Load needs a table")
 	}
@@ -190,7 +190,7 @@ func (l *loader) part(ctx context.Context, p repartition.PartInfo) error {
 		l.w.Resumed(p.Items)
 		return nil
 	}
-	if err := l.out.VerifyPart(ctx, p); err != nil {
+	if err := l.out.verifyPart(ctx, p); err != nil {
 		return err
 	}
 	name := objstore.Name(l.out.store, p.Key)

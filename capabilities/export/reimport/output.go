@@ -95,11 +95,11 @@ func (o *Output) Entity(name string) (*repartition.EntityManifest, error) {
 	return nil, fmt.Errorf("reimport: no entity %q in %s (it has %q)", name, o.store, names)
 }
 
-// VerifyPart reads a part's object whole and checks its size and MD5
+// verifyPart reads a part's object whole and checks its size and MD5
 // against its manifest entry: a part that passes is the one the
 // repartition wrote, byte for byte. Load verifies each part so before it
 // writes any of its items.
-func (o *Output) VerifyPart(ctx context.Context, p repartition.PartInfo) (err error) {
+func (o *Output) verifyPart(ctx context.Context, p repartition.PartInfo) (err error) {
 	name, r, check, err := o.openPart(ctx, p)
 	if err != nil {
 		return err

@@ -251,7 +251,7 @@ func (w *sourceWriter) run(p *entityPipe) {
 		}
 		if p.err == nil && w.ctx.Err() == nil {
 			if pw == nil {
-				key := fmt.Sprintf("%s/part-%s-%04d%s", p.seg, w.id, len(p.parts), w.r.opts.Compression.Ext())
+				key := fmt.Sprintf("%s/part-%s-%04d%s", p.seg, w.id, len(p.parts), w.r.opts.Compression.ext())
 				var err error
 				if pw, err = newPartWriter(w.ctx, w.r.out, key, w.r.opts.Compression, w.r.opts.Level); err != nil {
 					fail(err)

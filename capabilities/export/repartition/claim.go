@@ -11,8 +11,8 @@ import (
 
 // ClaimKey is the output's claim (objstore.Acquire): the run that holds it
 // is the only one that writes the output. Every step of a run takes it
-// (Begin, ProcessFile, Finish); the steps of one Step Functions execution
-// share it, being one owner; Finish, or a run that ends in an error,
+// (begin, processFile, finish); the steps of one Step Functions execution
+// share it, being one owner; finish, or a run that ends in an error,
 // releases it.
 const ClaimKey = "_run.json"
 
@@ -25,7 +25,7 @@ type Report struct {
 	// skipped; Done the ones this run repartitioned.
 	Resumed, Done int
 	// Swept counts what crashed writes had left (temporary files,
-	// incomplete multipart uploads), removed at Begin and Finish.
+	// incomplete multipart uploads), removed at begin and finish.
 	Swept int
 	// TookOver is the run whose claim this one took: a process of this
 	// machine that is gone, or any with Options.Takeover.
@@ -72,10 +72,10 @@ func (r *Repartitioner) check(ctx context.Context) error {
 	return nil
 }
 
-// Release gives the output's claim up, if this run holds it: the next run
+// release gives the output's claim up, if this run holds it: the next run
 // may write the output. Finish releases it, and Run whatever happens; a
 // Step Functions execution that fails calls it (the "release" step).
-func (r *Repartitioner) Release(ctx context.Context) error {
+func (r *Repartitioner) release(ctx context.Context) error {
 	r.c.mu.Lock()
 	c := r.c.claim
 	r.c.claim = nil

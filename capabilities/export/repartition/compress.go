@@ -30,8 +30,8 @@ func ParseCompression(s string) (Compression, error) {
 	return "", fmt.Errorf("repartition: compression %q: want gzip, zstd or none", s)
 }
 
-// Ext is the file name extension of output files: .json.gz, .json.zst or .json.
-func (c Compression) Ext() string {
+// ext is the file name extension of output files: .json.gz, .json.zst or .json.
+func (c Compression) ext() string {
 	switch c {
 	case Zstd:
 		return ".json.zst"

@@ -8,7 +8,7 @@
 // their additions and insertions), that every object appears whole or not
 // at all, that a crashed run resumes file by file and ends byte for byte
 // like a clean one, and that lines nothing rewrote are copied byte for
-// byte. The same steps (Begin, ProcessFile per data file, Finish) run in
+// byte. The same steps (begin, processFile per data file, finish) run in
 // one process (Run) or as the Lambda steps of a Step Functions Distributed
 // Map (Job).
 package repartition

@@ -13,10 +13,10 @@ import (
 	"github.com/tributary/tributary/projections"
 )
 
-// ProcessFile repartitions one data file (by its key in the export's store)
+// processFile repartitions one data file (by its key in the export's store)
 // and commits its record. A file already done under this fingerprint is
 // skipped and its record returned (resumed is then true).
-func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *SourceRecord, resumed bool, err error) {
+func (r *Repartitioner) processFile(ctx context.Context, dataKey string) (rec *SourceRecord, resumed bool, err error) {
 	id, ok := r.ids[dataKey]
 	if !ok {
 		return nil, false, fmt.Errorf("repartition: %s is not a data file of %s", dataKey, r.src)
@@ -24,7 +24,7 @@ func (r *Repartitioner) ProcessFile(ctx context.Context, dataKey string) (rec *S
 	if err := r.hold(ctx); err != nil {
 		return nil, false, err
 	}
-	if rec, err := r.Record(ctx, id); err != nil || rec != nil {
+	if rec, err := r.record(ctx, id); err != nil || rec != nil {
 		if rec != nil {
 			r.count(func(rp *Report) { rp.Resumed++ })
 		}

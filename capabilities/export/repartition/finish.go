@@ -16,11 +16,11 @@ import (
 	"github.com/tributary/tributary/pipeline"
 )
 
-// Finish checks that every data file is done, writes the items only the
+// finish checks that every data file is done, writes the items only the
 // incremental exports have, removes parts no record claims (left by a
 // crashed or different run), and writes each entity's manifest and then the
 // summary; then it releases the output's claim.
-func (r *Repartitioner) Finish(ctx context.Context) (*RunSummary, error) {
+func (r *Repartitioner) finish(ctx context.Context) (*RunSummary, error) {
 	if err := r.hold(ctx); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (r *Repartitioner) Finish(ctx context.Context) (*RunSummary, error) {
 	if err := r.out.Put(ctx, SummaryKey, append(b, '\n')); err != nil {
 		return nil, err
 	}
-	return s, r.Release(ctx)
+	return s, r.release(ctx)
 }
 
 // records returns every data file's record, or an error when one is not
@@ -103,7 +103,7 @@ func (r *Repartitioner) records(ctx context.Context) (map[string]*SourceRecord, 
 	recs := map[string]*SourceRecord{}
 	var missing []string
 	for key, id := range r.ids {
-		rec, err := r.Record(ctx, id)
+		rec, err := r.record(ctx, id)
 		if err != nil {
 			return nil, err
 		}

@@ -49,14 +49,14 @@ type Job struct {
 	Partitioner *Repartitioner
 }
 
-// Transforms finds a transform by name: a *projections.Environment.
-type Transforms interface {
+// transformFinder finds a transform by name: a *projections.Environment.
+type transformFinder interface {
 	Transform(name string) (*projections.Transform, error)
 }
 
 // OpenJob opens a job's export, overlay and output. newStore opens a
 // location; transforms resolves cfg.Transform.
-func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location) (objstore.Store, error), transforms Transforms) (*Job, error) {
+func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location) (objstore.Store, error), transforms transformFinder) (*Job, error) {
 	if cfg.Export == "" || cfg.Out == "" {
 		return nil, fmt.Errorf("repartition: a job needs an export and an output location")
 	}
@@ -119,13 +119,13 @@ type PlanFile struct {
 // Plan begins the run and lists the data files still to do. complete is
 // true when the output already holds this run, finished.
 func (j *Job) Plan(ctx context.Context, force bool) (files []PlanFile, complete bool, err error) {
-	done, err := j.Partitioner.Begin(ctx, force)
+	done, err := j.Partitioner.begin(ctx, force)
 	if err != nil || done != nil {
 		return nil, done != nil, err
 	}
-	for _, key := range j.Partitioner.DataFiles() {
-		id, _ := j.Partitioner.SourceID(key)
-		rec, err := j.Partitioner.Record(ctx, id)
+	for _, key := range j.Partitioner.dataFiles() {
+		id, _ := j.Partitioner.sourceID(key)
+		rec, err := j.Partitioner.record(ctx, id)
 		if err != nil {
 			return nil, false, err
 		}
@@ -142,15 +142,15 @@ func (j *Job) Plan(ctx context.Context, force bool) (files []PlanFile, complete 
 // (a bucket key) or by its key in the export's store.
 func (j *Job) File(ctx context.Context, dataFileS3Key string) (*SourceRecord, bool, error) {
 	key := j.Export.StoreKey(dataFileS3Key)
-	return j.Partitioner.ProcessFile(ctx, key)
+	return j.Partitioner.processFile(ctx, key)
 }
 
 // Finish writes the entity manifests and the summary, and releases the
 // output.
 func (j *Job) Finish(ctx context.Context) (*RunSummary, error) {
-	return j.Partitioner.Finish(ctx)
+	return j.Partitioner.finish(ctx)
 }
 
 // Release gives the output up if the job's run holds it: a failed
 // execution's last step, so that the next one need not take it over.
-func (j *Job) Release(ctx context.Context) error { return j.Partitioner.Release(ctx) }
+func (j *Job) Release(ctx context.Context) error { return j.Partitioner.release(ctx) }

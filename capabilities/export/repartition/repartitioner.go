@@ -163,9 +163,9 @@ func NewRepartitioner(src *export.Export, overlay *export.Overlay, out objstore.
 // same fingerprint resumes, one with another redoes.
 func (r *Repartitioner) Fingerprint() string { return r.fingerprint }
 
-// DataFiles returns the keys of the source data files, largest (by item
+// dataFiles returns the keys of the source data files, largest (by item
 // count) first: the order that keeps every worker busy to the end.
-func (r *Repartitioner) DataFiles() []string {
+func (r *Repartitioner) dataFiles() []string {
 	keys := make([]string, 0, len(r.files))
 	for k := range r.files {
 		keys = append(keys, k)
@@ -180,14 +180,14 @@ func (r *Repartitioner) DataFiles() []string {
 	return keys
 }
 
-// Begin starts (or resumes) a run: it takes the output's claim (refusing
+// begin starts (or resumes) a run: it takes the output's claim (refusing
 // an output another run is writing) and removes what crashed writes left
 // there. If the output already holds a complete run of the same inputs and
 // settings, it releases the claim and returns that summary, and the caller
 // has nothing to do (unless force, which discards it). A summary of other
 // inputs or settings is deleted first, so that the output never looks
 // complete while it is being rewritten.
-func (r *Repartitioner) Begin(ctx context.Context, force bool) (*RunSummary, error) {
+func (r *Repartitioner) begin(ctx context.Context, force bool) (*RunSummary, error) {
 	if err := r.hold(ctx); err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func (r *Repartitioner) Begin(ctx context.Context, force bool) (*RunSummary, err
 	var s RunSummary
 	if err := json.Unmarshal(b, &s); err == nil && s.Fingerprint == r.fingerprint && !force && currentSegments(&s) {
 		r.count(func(rp *Report) { rp.AlreadyComplete = true })
-		return &s, r.Release(ctx)
+		return &s, r.release(ctx)
 	}
 	if err := r.sweep(ctx); err != nil {
 		return nil, err
@@ -224,9 +224,9 @@ func (r *Repartitioner) Begin(ctx context.Context, force bool) (*RunSummary, err
 	return nil, nil
 }
 
-// Record returns the committed record of a source, or nil when the source
+// record returns the committed record of a source, or nil when the source
 // is not done under this run's fingerprint.
-func (r *Repartitioner) Record(ctx context.Context, sourceID string) (*SourceRecord, error) {
+func (r *Repartitioner) record(ctx context.Context, sourceID string) (*SourceRecord, error) {
 	b, err := objstore.ReadAll(ctx, r.out, recordKey(sourceID))
 	if errors.Is(err, objstore.ErrNotFound) {
 		return nil, nil
@@ -262,8 +262,8 @@ func currentSegments(s *RunSummary) bool {
 	return true
 }
 
-// SourceID returns the source ID of a data file key.
-func (r *Repartitioner) SourceID(dataKey string) (string, bool) {
+// sourceID returns the source ID of a data file key.
+func (r *Repartitioner) sourceID(dataKey string) (string, bool) {
 	id, ok := r.ids[dataKey]
 	return id, ok
 }

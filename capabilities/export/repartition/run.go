@@ -6,17 +6,17 @@ import (
 	"sync"
 )
 
-// Run does the whole repartition: Begin, every data file with workers in
-// parallel (resuming files already done), then Finish. The output's claim
+// Run does the whole repartition: begin, every data file with workers in
+// parallel (resuming files already done), then finish. The output's claim
 // is released at the end, whatever happens: a run that failed leaves the
 // output to the next (which resumes it).
 func (r *Repartitioner) Run(ctx context.Context, workers int, force bool) (s *RunSummary, err error) {
-	if done, err := r.Begin(ctx, force); err != nil || done != nil {
+	if done, err := r.begin(ctx, force); err != nil || done != nil {
 		return done, err
 	}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, r.Release(ctx))
+			err = errors.Join(err, r.release(ctx))
 		}
 	}()
 	if workers < 1 {
@@ -24,7 +24,7 @@ func (r *Repartitioner) Run(ctx context.Context, workers int, force bool) (s *Ru
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	keys := r.DataFiles()
+	keys := r.dataFiles()
 	next := make(chan string)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -34,7 +34,7 @@ func (r *Repartitioner) Run(ctx context.Context, workers int, force bool) (s *Ru
 		go func() {
 			defer wg.Done()
 			for k := range next {
-				if _, _, err := r.ProcessFile(ctx, k); err != nil {
+				if _, _, err := r.processFile(ctx, k); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -61,5 +61,5 @@ feed:
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
-	return r.Finish(ctx)
+	return r.finish(ctx)
 }
