@@ -108,12 +108,7 @@ func NewKinesisProcessor(h BatchHandler, cfg Config) *Processor {
 }
 
 func newProcessor(h BatchHandler, cfg Config, src Source, decode func([]byte, Options) ([]Change, error)) *Processor {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Namespace == "" {
-		cfg.Namespace = "Tributary"
-	}
+	metrics.Defaults(&cfg.Logger, &cfg.Namespace)
 	if cfg.Function == "" {
 		cfg.Function = lambdacontext.FunctionName
 	}

@@ -247,6 +247,33 @@ func (d *dec) dup(names *ddbjson.Names, k []byte, depth int) bool {
 	return true
 }
 
+// members reads the object that is a member's value, at path depth depth
+// (its members' paths are d.path[:depth] and their names), and yields the
+// name of each member the caller reads the value of. A value that is not
+// an object is a field error and is skipped; a name given twice is one
+// too (dup).
+func (d *dec) members(depth int) func(yield func(k []byte) bool) {
+	return func(yield func(k []byte) bool) {
+		s := &d.s
+		if s.peek() != '{' {
+			d.semantic("want object, got %s", s.kind())
+			s.skip()
+			return
+		}
+		s.pos++
+		var names ddbjson.Names
+		for n := 0; s.next('}', &n); {
+			k := s.key()
+			if d.dup(&names, k, depth) {
+				continue
+			}
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
 // streamsRecord reads one DynamoDB Streams record (Lambda event or API form).
 func (d *dec) streamsRecord(c *Change) (seq, id string) {
 	s := &d.s
@@ -316,21 +343,10 @@ func (d *dec) streamsRecord(c *Change) (seq, id string) {
 // ApproximateCreationDateTime when the record does not say.
 func (d *dec) streamRecord(c *Change, unit Precision) (seq, viewType string) {
 	s := &d.s
-	if s.peek() != '{' {
-		d.semantic("want object, got %s", s.kind())
-		s.skip()
-		return "", ""
-	}
-	s.pos++
 	var rawTime []byte
 	var precision string
 	timeString := false
-	var names ddbjson.Names
-	for n := 0; s.next('}', &n); {
-		k := s.key()
-		if d.dup(&names, k, len(d.path)) {
-			continue
-		}
+	for k := range d.members(len(d.path)) {
 		d.push(k)
 		switch string(k) {
 		case "Keys":

@@ -96,18 +96,7 @@ func (e *ExportDecoder) decode(data []byte, file string, line int, fullOnly bool
 				c.Old = d.image()
 			}
 		case "Metadata":
-			if s.peek() != '{' {
-				d.semantic("want object, got %s", s.kind())
-				s.skip()
-				continue
-			}
-			s.pos++
-			var names ddbjson.Names
-			for m := 0; s.next('}', &m); {
-				k2 := s.key()
-				if d.dup(&names, k2, 1) {
-					continue
-				}
+			for k2 := range d.members(1) {
 				if string(k2) != "WriteTimestampMicros" {
 					s.skip()
 					continue

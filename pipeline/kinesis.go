@@ -47,18 +47,7 @@ func (d *dec) kinesisRecord(c *Change) (seq, id string) {
 			c.Region = d.optString()
 		case "kinesis":
 			d.member(k)
-			if s.peek() != '{' {
-				d.semantic("want object, got %s", s.kind())
-				s.skip()
-				continue
-			}
-			s.pos++
-			var names ddbjson.Names
-			for m := 0; s.next('}', &m); {
-				k2 := s.key()
-				if d.dup(&names, k2, 1) {
-					continue
-				}
+			for k2 := range d.members(1) {
 				switch string(k2) {
 				case "sequenceNumber":
 					d.path = append(d.path[:1], pathElem{name: k2})

@@ -86,12 +86,7 @@ func newEngine(store driver.Store, cfg Config, ps ...Projection) *Engine {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 8
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Namespace == "" {
-		cfg.Namespace = "Tributary"
-	}
+	metrics.Defaults(&cfg.Logger, &cfg.Namespace)
 	if cfg.Function == "" {
 		cfg.Function = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/pathseg"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -72,23 +73,11 @@ func legacyEntitySegment(entityType string) (string, bool) {
 // length), which may stand for more than one type.
 func hashedSegment(seg string) bool { return objstore.IsHashed(seg) }
 
-// escapeEntity percent-encodes an entity type as EntitySegment describes.
+// escapeEntity percent-encodes an entity type as EntitySegment describes
+// (the repartitioner's layout escapes other bytes with the same encoder).
 func escapeEntity(entityType string) string {
-	var b strings.Builder
-	for i := 0; i < len(entityType); i++ {
-		c := entityType[i]
-		if isSafe(c) && !(i == 0 && (c == '_' || c == '.')) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(upperHex[c>>4])
-		b.WriteByte(upperHex[c&0xf])
-	}
-	return b.String()
+	return pathseg.Escape(entityType, func(c byte) bool { return !isSafe(c) })
 }
-
-const upperHex = "0123456789ABCDEF"
 
 func isSafe(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||

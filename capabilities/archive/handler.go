@@ -68,12 +68,7 @@ func New(store Putter, opts Options) *Handler {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = defaultConcurrency
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Namespace == "" {
-		opts.Namespace = "Tributary"
-	}
+	metrics.Defaults(&opts.Logger, &opts.Namespace)
 	if opts.Function == "" {
 		opts.Function = lambdacontext.FunctionName
 	}

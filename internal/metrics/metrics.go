@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -19,6 +20,19 @@ import (
 // Namespace is the default namespace of every metric listed here; the
 // template reads this one.
 const Namespace = "Tributary"
+
+// Defaults fills in what a consumer's config (pipeline.Config,
+// projections.Config, archive.Options) leaves empty of its reporting: the
+// logger, slog.Default(), and the metrics namespace, Namespace. It is the
+// one place these defaults are set.
+func Defaults(logger **slog.Logger, namespace *string) {
+	if *logger == nil {
+		*logger = slog.Default()
+	}
+	if *namespace == "" {
+		*namespace = Namespace
+	}
+}
 
 // A Metric is one metric's name and unit.
 type Metric struct {

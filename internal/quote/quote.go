@@ -12,6 +12,7 @@ package quote
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -247,4 +248,19 @@ func Named(w io.Writer, lines []string, more int64, max int) {
 	if more > 0 {
 		fmt.Fprintf(w, "  ... and %d more (--max-print 0 prints all)\n", more)
 	}
+}
+
+// Pairs renders named values (an aggregate's) for people: "name=value" for
+// each, the names sorted and Printable, separated by spaces.
+func Pairs[V fmt.Stringer](vs map[string]V) string {
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = Printable(n) + "=" + vs[n].String()
+	}
+	return strings.Join(parts, " ")
 }

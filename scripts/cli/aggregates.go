@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/projections"
@@ -68,17 +67,7 @@ func printView(out *bufio.Writer, v *projections.View) {
 		return keys[i].Key < keys[j].Key
 	})
 	for _, k := range keys {
-		vs := v.Aggregates[k]
-		names := make([]string, 0, len(vs))
-		for n := range vs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, n := range names {
-			parts[i] = quote.Printable(n) + "=" + vs[n].String()
-		}
-		fmt.Fprintf(out, "%-*s %s\n", width, quote.Printable(k.Projection)+"  "+quote.Printable(k.Key), strings.Join(parts, " "))
+		fmt.Fprintf(out, "%-*s %s\n", width, quote.Printable(k.Projection)+"  "+quote.Printable(k.Key), quote.Pairs(v.Aggregates[k]))
 	}
 	if len(v.Rows) > 0 {
 		fmt.Fprintf(out, "%d materialised rows (see --json, or rows --projection NAME --partition KEY)\n", len(v.Rows))

@@ -253,17 +253,7 @@ func showAggregates(w *bufio.Writer, v *projections.View) {
 			continue
 		}
 		shown[k.Projection]++
-		vs := v.Aggregates[k]
-		names := make([]string, 0, len(vs))
-		for n := range vs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, n := range names {
-			parts[i] = quote.Printable(n) + "=" + vs[n].String()
-		}
-		fmt.Fprintf(w, "  %-20s %-22s %s\n", quote.Printable(k.Projection), quote.Printable(k.Key), strings.Join(parts, " "))
+		fmt.Fprintf(w, "  %-20s %-22s %s\n", quote.Printable(k.Projection), quote.Printable(k.Key), quote.Pairs(v.Aggregates[k]))
 	}
 }
 

@@ -1,10 +1,8 @@
 package repartition
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/pathseg"
 )
 
 // UnknownEntity is the partition of items without an entity type (no type
@@ -27,17 +25,8 @@ func EntitySegment(entityType string) string {
 	if entityType == "" {
 		return "entity=" + UnknownEntity
 	}
-	var b strings.Builder
-	b.Grow(len(entityType) + 8)
-	for i := 0; i < len(entityType); i++ {
-		c := entityType[i]
-		if hiveEscape(c) || (i == 0 && (c == '_' || c == '.')) {
-			fmt.Fprintf(&b, "%%%02X", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return objstore.FitName("entity=", b.String(), "", objstore.MaxSegmentBytes)
+	// The archive's key layout escapes other bytes with the same encoder.
+	return objstore.FitName("entity=", pathseg.Escape(entityType, hiveEscape), "", objstore.MaxSegmentBytes)
 }
 
 func hiveEscape(c byte) bool {
