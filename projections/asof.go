@@ -75,7 +75,7 @@ type AsOfCheck struct {
 	Keep func(line string) bool
 	// KeyAttributes, when set, are the key attributes the export's items
 	// are read by: AddLedgers refuses a table whose ledger holds an item
-	// keyed by other attribute names (KeyAttributesError).
+	// keyed by other attribute names (a *keyAttributesError).
 	KeyAttributes []string
 	// Writes, when set, is what the incremental exports know of each
 	// item's writes, which judges the items in the export's own clock
@@ -455,7 +455,7 @@ func (a *AsOfCheck) addLedger() func(key string, e driver.LedgerEntry) error {
 	return func(key string, e driver.LedgerEntry) error {
 		switch {
 		case strings.HasPrefix(key, MixedPrefix):
-			a.Mixed = append(a.Mixed, DescribeMixed(key, e))
+			a.Mixed = append(a.Mixed, describeMixed(key, e))
 			return nil
 		case strings.HasPrefix(key, PartialPrefix):
 			open, err := unfolded(key, e)
@@ -665,7 +665,7 @@ func (a *AsOfCheck) Diff(ctx context.Context, r driver.Reader) (out []string, er
 	if err := a.withdraw(); err != nil {
 		return nil, err
 	}
-	if err := a.AddStored(ctx, r); err != nil {
+	if err := a.addStored(ctx, r); err != nil {
 		return nil, err
 	}
 	if err := a.parts.Flush(); err != nil {
@@ -686,10 +686,10 @@ func (a *AsOfCheck) Diff(ctx context.Context, r driver.Reader) (out []string, er
 	return out, nil
 }
 
-// AddStored reads the table's aggregate shards and rows (r: the table, or
+// addStored reads the table's aggregate shards and rows (r: the table, or
 // a parted check's segment of it) into the check: what Diff compares the
 // expected view with.
-func (a *AsOfCheck) AddStored(ctx context.Context, r driver.Reader) error {
+func (a *AsOfCheck) addStored(ctx context.Context, r driver.Reader) error {
 	if err := a.open(); err != nil {
 		return err
 	}
@@ -711,21 +711,27 @@ func (a *AsOfCheck) addStoredRow(row driver.StoredRow) error {
 	return a.spillRow(recStoredRow, rowHash(row.Ref), 0, row.Ref, string(pipeline.AppendItem(nil, row.Attrs)))
 }
 
-// A OnePass scan reads a table once and calls ledger, aggregate and row
-// for its ledger entries, aggregate items and rows
-// (dynamostore.Store.ScanAll).
-type OnePass func(ctx context.Context, ledger func(key string, e driver.LedgerEntry) error,
-	aggregate func(ref driver.AggregateRef, values map[string]decimal.Decimal) error, row func(row driver.StoredRow) error) error
-
-// AddScan is AddLedgers and AddStored of a table read once, by scan.
-func (a *AsOfCheck) AddScan(ctx context.Context, scan OnePass) error {
-	if err := a.open(); err != nil {
+// AddTable reads the table (r: the table, or a parted check's segment of
+// it) into the check: its ledger entries (AddLedgers) and its aggregate
+// shards and rows, what Diff compares the expected view with. A table that
+// can read all three in one scan (dynamostore.Store.ScanAll) is read once.
+func (a *AsOfCheck) AddTable(ctx context.Context, r driver.Reader) error {
+	if one, ok := r.(interface {
+		ScanAll(context.Context, func(string, driver.LedgerEntry) error, func(driver.AggregateRef, map[string]decimal.Decimal) error, func(driver.StoredRow) error) error
+	}); ok {
+		// One read of the table, not three.
+		if err := a.open(); err != nil {
+			return err
+		}
+		if err := one.ScanAll(ctx, a.addLedger(), a.addStoredAgg, a.addStoredRow); err != nil {
+			return fmt.Errorf("reading the table: %w", err)
+		}
+		return nil
+	}
+	if err := a.AddLedgers(ctx, r); err != nil {
 		return err
 	}
-	if err := scan(ctx, a.addLedger(), a.addStoredAgg, a.addStoredRow); err != nil {
-		return fmt.Errorf("reading the table: %w", err)
-	}
-	return nil
+	return a.addStored(ctx, r)
 }
 
 // namedLines keeps the first max lines, sorted, of those added, and

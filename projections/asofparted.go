@@ -21,9 +21,9 @@ import (
 // keys of the items changed since and of the export items by a hash of the
 // item key ("items"). One check, AsOfCheck's rule, in these steps:
 //
-//  1. scan, a segment of the table each: AddLedgers and AddStored of the
-//     segment; WriteInTick saves the ledger entries of the export's own
-//     clock tick.
+//  1. scan, a segment of the table each: AddTable of the segment;
+//     WriteInTick saves the ledger entries of the export's own clock
+//     tick.
 //  2. file, a data file each: ReadInTick of every scan step's, StartAt the
 //     file's first sequence number, AddExportItems of its items.
 //  3. join, an item partition each: ReadInTick of every scan step's, Load

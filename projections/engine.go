@@ -129,7 +129,9 @@ func newEngine(store driver.Store, cfg Config, ps ...Projection) *Engine {
 	return e
 }
 
-// EntityTypes returns the entity types some projection reads, sorted.
+// EntityTypes returns the entity types some projection reads, sorted: the
+// pipeline's Processor asks it (an interface of its own) to count the
+// records of other types as skipped.
 func (e *Engine) EntityTypes() []string { return e.mux.Types() }
 
 // ImageNeed says that the engine needs new images: a projection computes

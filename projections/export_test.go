@@ -1,6 +1,12 @@
 package projections
 
-import "github.com/tributary/tributary/projections/driver"
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/tributary/tributary/projections/driver"
+)
 
 // New makes an engine over a bare store, without Open's check of the
 // table's projection set: the engine's own tests drive stores that are not
@@ -8,3 +14,16 @@ import "github.com/tributary/tributary/projections/driver"
 func New(store driver.Store, cfg Config, ps ...Projection) *Engine {
 	return newEngine(store, cfg, ps...)
 }
+
+// MarkerKey is the ledger key of a table's projection-set marker.
+const MarkerKey = markerKey
+
+// CheckSet is checkSet at the time now: the tests of the marker drive it
+// on tables of their own.
+func CheckSet(ctx context.Context, t driver.Table, set *Set) error {
+	return checkSet(ctx, t, set, time.Now)
+}
+
+// Ignored returns the entity types that the set this one was selected from
+// reads and this one does not (see Select), sorted.
+func (s *Set) Ignored() []string { return slices.Clone(s.ignored) }

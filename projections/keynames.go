@@ -7,12 +7,12 @@ import (
 	"strings"
 )
 
-// KeyAttributesError is a gate's refusal of a table whose ledger holds a
+// keyAttributesError is a gate's refusal of a table whose ledger holds a
 // source item keyed by other attributes than those it reads the export's
 // items by: the same item would be two ledger entries, and a gate that
 // told them apart by key would expect both (a table doubled the same way
 // would agree).
-type KeyAttributesError struct {
+type keyAttributesError struct {
 	// Item is the source item, as its ledger key shows it.
 	Item string
 	// Held are the attribute names of its ledger key; Checked the key
@@ -20,7 +20,7 @@ type KeyAttributesError struct {
 	Held, Checked []string
 }
 
-func (e *KeyAttributesError) Error() string {
+func (e *keyAttributesError) Error() string {
 	return fmt.Sprintf("the table's ledger holds item %s keyed by %s, and the check reads the export's items by %s: "+
 		"a table whose items were written under other key attributes (a backfill given other key attributes than the table's?) cannot be checked by these; "+
 		"check with the key attributes it was written under, and if its ledger holds items under both, backfill into a new table with the table's own",
@@ -29,7 +29,7 @@ func (e *KeyAttributesError) Error() string {
 
 // KeyAttributesCheck returns a check of source items' ledger keys against
 // the key attributes a gate reads the export's items by: it returns a
-// *KeyAttributesError for a key whose attribute names are others. A key
+// *keyAttributesError for a key whose attribute names are others. A key
 // too long to be kept as it is (held as its hash) does not show its
 // names and passes. The check allocates nothing for a key of the
 // expected names.
@@ -60,7 +60,7 @@ func KeyAttributesCheck(attributes []string) func(ledgerKey string) error {
 				return nil
 			}
 		}
-		return &KeyAttributesError{Item: describeOwner(key), Held: names, Checked: want}
+		return &keyAttributesError{Item: describeOwner(key), Held: names, Checked: want}
 	}
 }
 

@@ -32,7 +32,7 @@ func TestKeyAttributesCheck(t *testing.T) {
 		{`{"PK":{"S":"a"}`, []string{"PK"}, ""}, // cut short: decoded whole, no names
 	} {
 		err := KeyAttributesCheck(tc.checked)(tc.key)
-		var ke *KeyAttributesError
+		var ke *keyAttributesError
 		switch {
 		case tc.key == `{"PK":{"S":"a"}`:
 			if !errors.As(err, &ke) || len(ke.Held) != 0 {

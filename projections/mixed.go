@@ -16,9 +16,9 @@ import (
 // naming the "file" and the "error" found.
 const MixedPrefix = "#tributary/backfill/mixed/"
 
-// DescribeMixed renders a record under MixedPrefix for people: the file,
+// describeMixed renders a record under MixedPrefix for people: the file,
 // the job and what was found, and what to do.
-func DescribeMixed(key string, e driver.LedgerEntry) string {
+func describeMixed(key string, e driver.LedgerEntry) string {
 	job := strings.TrimPrefix(key, MixedPrefix)
 	if i := strings.LastIndexByte(job, '/'); i >= 0 {
 		job = job[:i]

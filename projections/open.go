@@ -28,9 +28,9 @@ import (
 // (a ledger entry under a key no item can have), and every engine is made
 // by Open, which refuses a table another set built.
 
-// MarkerKey is the ledger key of a table's projection-set marker. Item
+// markerKey is the ledger key of a table's projection-set marker. Item
 // ledger keys are canonical key JSON ("{...}") or "sha256:...", never this.
-const MarkerKey = "#tributary/projection-set"
+const markerKey = "#tributary/projection-set"
 
 // ErrProjectionSet matches a *SetMismatchError: the table was built by
 // another projection set than the engine's.
@@ -57,11 +57,11 @@ type markerBody struct {
 // ReadMarker returns the table's projection-set marker, or nil when it has
 // none.
 func ReadMarker(ctx context.Context, st driver.Store) (*Marker, error) {
-	got, err := st.ReadLedgers(ctx, []string{MarkerKey})
+	got, err := st.ReadLedgers(ctx, []string{markerKey})
 	if err != nil {
 		return nil, fmt.Errorf("reading the projection-set marker: %w", err)
 	}
-	return decodeMarker(got[MarkerKey])
+	return decodeMarker(got[markerKey])
 }
 
 // decodeMarker decodes a marker's ledger entry; nil for no entry.
@@ -174,17 +174,12 @@ func describeDiff(table, engine []ProjectionID) string {
 	return strings.Join(parts, "; ")
 }
 
-// CheckSet makes sure that an engine of set may write to the table: the
+// checkSet makes sure that an engine of set may write to the table: the
 // table's marker records exactly set's IDs, or the table is empty and
-// unmarked, and CheckSet marks it for set. Anything else is a
-// *SetMismatchError (matching ErrProjectionSet). Two engines of one set
-// that start on an empty table at once both succeed; of two sets, one wins
-// and the other is refused.
-func CheckSet(ctx context.Context, t driver.Table, set *Set) error {
-	return checkSet(ctx, t, set, time.Now)
-}
-
-// checkSet is CheckSet, marking a table with the time now gives.
+// unmarked, and checkSet marks it for set, with the time now gives.
+// Anything else is a *SetMismatchError (matching ErrProjectionSet). Two
+// engines of one set that start on an empty table at once both succeed; of
+// two sets, one wins and the other is refused.
 func checkSet(ctx context.Context, t driver.Table, set *Set, now func() time.Time) error {
 	for range 3 {
 		m, err := ReadMarker(ctx, t)
@@ -221,11 +216,11 @@ func checkSet(ctx context.Context, t driver.Table, set *Set, now func() time.Tim
 // changing what it contributes. Adopting a table another set built leaves
 // its aggregates wrong; rebuild instead (docs/backfill.md).
 func Adopt(ctx context.Context, st driver.Store, set *Set) (*Marker, error) {
-	got, err := st.ReadLedgers(ctx, []string{MarkerKey})
+	got, err := st.ReadLedgers(ctx, []string{markerKey})
 	if err != nil {
 		return nil, fmt.Errorf("reading the projection-set marker: %w", err)
 	}
-	e := got[MarkerKey]
+	e := got[markerKey]
 	old, err := decodeMarker(e)
 	if err != nil {
 		old = nil // a corrupt marker is replaced like any other
@@ -241,7 +236,7 @@ func writeMarker(ctx context.Context, st driver.Store, set *Set, rev int64, sinc
 	if err != nil {
 		return fmt.Errorf("encoding the projection-set marker: %w", err)
 	}
-	err = st.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: MarkerKey, ExpectRev: rev, Body: body}}})
+	err = st.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: markerKey, ExpectRev: rev, Body: body}}})
 	if err != nil {
 		return fmt.Errorf("writing the projection-set marker: %w", err)
 	}
@@ -249,7 +244,7 @@ func writeMarker(ctx context.Context, st driver.Store, set *Set, rev int64, sinc
 }
 
 // Open is the one way Tributary's entry points make an engine: for set,
-// writing to t, after CheckSet made sure t is set's table (marking it when
+// writing to t, after checkSet made sure t is set's table (marking it when
 // it is new). The entity types that only the projections set was selected
 // from read are added to cfg.Ignore.
 func Open(ctx context.Context, t driver.Table, set *Set, cfg Config) (*Engine, error) {

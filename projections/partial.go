@@ -107,9 +107,6 @@ func (p *Partial) load(entry driver.LedgerEntry) error {
 	return nil
 }
 
-// Key returns the partial's ledger key.
-func (p *Partial) Key() string { return p.key }
-
 // Folded reports whether the partial has been folded: its worker is done.
 func (p *Partial) Folded() bool { return p.folded }
 

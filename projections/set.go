@@ -133,17 +133,13 @@ func (s *Set) EntityTypes() []string {
 	return slices.Compact(out)
 }
 
-// Ignored returns the entity types that the set this one was selected from
-// reads and this one does not (see Select), sorted.
-func (s *Set) Ignored() []string { return slices.Clone(s.ignored) }
-
 // String lists the set's IDs, e.g. "order-totals@1f0c…, season-standings@9a3e…".
 func (s *Set) String() string { return formatIDs(s.ids) }
 
 // Select returns the subset of the named projections, in s's order; no
 // names return s itself. An unknown name is an error that lists the known
 // ones. The subset ignores the entity types only the other projections
-// read (Ignored). A subset is a set of its own: it builds and writes its
+// read (its ignored types). A subset is a set of its own: it builds and writes its
 // own aggregate tables.
 func (s *Set) Select(names ...string) (*Set, error) {
 	if len(names) == 0 {

@@ -141,17 +141,18 @@ func TestHandoffGuard(t *testing.T) {
 func attachBefore(t *testing.T, st *boltstore.Store, since time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	got, err := st.ReadLedgers(ctx, []string{projections.MarkerKey})
+	const markerKey = "#tributary/projection-set" // the table layout's projection-set marker
+	got, err := st.ReadLedgers(ctx, []string{markerKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var body map[string]any
-	if err := json.Unmarshal(got[projections.MarkerKey].Body, &body); err != nil {
+	if err := json.Unmarshal(got[markerKey].Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	body["since"] = since.UTC().Format(time.RFC3339Nano)
 	b, _ := json.Marshal(body)
-	if err := st.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: projections.MarkerKey, ExpectRev: got[projections.MarkerKey].Rev, Body: b}}}); err != nil {
+	if err := st.Commit(ctx, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: markerKey, ExpectRev: got[markerKey].Rev, Body: b}}}); err != nil {
 		t.Fatal(err)
 	}
 }

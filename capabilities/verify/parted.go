@@ -22,7 +22,6 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
-	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -475,20 +474,9 @@ func (c *Parted) Scan(ctx context.Context, p *Plan, segment int) (_ *Step, err e
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, check.Close()) }()
-	if one, ok := table.(interface {
-		ScanAll(context.Context, func(string, driver.LedgerEntry) error, func(driver.AggregateRef, map[string]decimal.Decimal) error, func(driver.StoredRow) error) error
-	}); ok {
-		// One read of the segment, not three.
-		if err := check.AddScan(ctx, one.ScanAll); err != nil {
-			return nil, fmt.Errorf("verify step %s: %w", step, err)
-		}
-	} else {
-		if err := check.AddLedgers(ctx, table); err != nil {
-			return nil, fmt.Errorf("verify step %s: %w", step, err)
-		}
-		if err := check.AddStored(ctx, table); err != nil {
-			return nil, fmt.Errorf("verify step %s: %w", step, err)
-		}
+	// One read of the segment where the table can, not three.
+	if err := check.AddTable(ctx, table); err != nil {
+		return nil, fmt.Errorf("verify step %s: %w", step, err)
 	}
 	var tick bytes.Buffer
 	if err := check.WriteInTick(&tick); err != nil {

@@ -132,8 +132,8 @@ type Result struct {
 	// Spilled is how many bytes the check wrote to local disk.
 	Spilled int64
 	// Mixed names the data files a backfill of the table read in part
-	// from an object that is not the exported one
-	// (projections.DescribeMixed): items of that object are in the table
+	// from an object that is not the exported one (each as the projections
+	// package renders its record): items of that object are in the table
 	// under the export's tokens, and no check can tell them apart.
 	Mixed []string
 }
