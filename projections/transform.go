@@ -20,7 +20,7 @@ type TransformFunc func(item pipeline.Item) ([]pipeline.Item, error)
 // Transform is a named set of per-entity-type rewrites of a table's items,
 // for a new key design: a repartition of an export runs it, so that the
 // result can be imported into a table of that design, and a remodel
-// (capabilities/remodel) keeps a target table of that design equal to it,
+// (internal/capabilities/remodel) keeps a target table of that design equal to it,
 // live. In a repartition, types it does not name pass through unchanged
 // (and byte for byte); in a remodel, they are not part of the target
 // unless CopyOthers says so.

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tributary/tributary/capabilities/archive"
 	"github.com/tributary/tributary/functions/archiver"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/infra/objstore/objstoretest"
+	"github.com/tributary/tributary/internal/capabilities/archive"
 	"github.com/tributary/tributary/projections"
 )
 

@@ -2,7 +2,7 @@
 // aggregates from a DynamoDB export, one data file per invocation, for a
 // Step Functions Distributed Map (plan, file and finish steps;
 // docs/deploy.md). It does what `tributary backfill` does
-// (capabilities/backfill) in the aggregate table in DynamoDB, so either can
+// (internal/capabilities/backfill) in the aggregate table in DynamoDB, so either can
 // resume the other's job. A main is one call over the table's environment:
 //
 //	func main() { backfiller.Main(tickets.Environment()) }
@@ -33,12 +33,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/kinesisread"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/infra/streamsread"
+	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -197,7 +197,7 @@ type Event struct {
 // Response is what each action returns to the state machine.
 type Response struct {
 	Action string `json:"action"`
-	// Job identifies the job (capabilities/backfill.Job.ID); AsOf is the
+	// Job identifies the job (internal/capabilities/backfill.Job.ID); AsOf is the
 	// point in time its items are as of: the stream's changes from this
 	// time's second on must reach the table.
 	Job  string    `json:"job"`

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"

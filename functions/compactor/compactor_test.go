@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tributary/tributary/capabilities/archive"
-	"github.com/tributary/tributary/capabilities/archive/lake"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/archive"
+	"github.com/tributary/tributary/internal/capabilities/archive/lake"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )
@@ -46,7 +46,7 @@ func TestLoadConfig(t *testing.T) {
 func TestInvoke(t *testing.T) {
 	ctx := context.Background()
 	dir := objstore.NewDir(t.TempDir())
-	event, err := os.ReadFile("../../capabilities/archive/testdata/event.json")
+	event, err := os.ReadFile("../../internal/capabilities/archive/testdata/event.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/tributary/tributary/capabilities/remodel"
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/dynamostore"
+	"github.com/tributary/tributary/internal/capabilities/remodel"
 	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"

@@ -2,7 +2,7 @@
 // DynamoDB export by entity type, one data file per invocation, for a Step
 // Functions Distributed Map (plan, file, finish and release steps;
 // docs/exports.md), with the transforms of the table's environment. It does
-// exactly what `tributary repartition` does (capabilities/export/repartition),
+// exactly what `tributary repartition` does (internal/capabilities/export/repartition),
 // so either can resume the other's run. A main is one call:
 //
 //	func main() { repartitioner.Main(tickets.Environment()) }
@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 	"github.com/tributary/tributary/projections"
 )
 

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/functions/repartitioner"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 )

@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/capabilities/export/reimport"
-	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/functions/repartitioner"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/capabilities/export/reimport"
+	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 )

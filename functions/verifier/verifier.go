@@ -33,11 +33,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/capabilities/export"
-	"github.com/tributary/tributary/capabilities/verify"
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/capabilities/verify"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"

@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tributary/tributary/capabilities/export/reimport"
-	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export/reimport"
+	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 	"github.com/tributary/tributary/internal/seed"
 )
 

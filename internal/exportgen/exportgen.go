@@ -35,8 +35,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/tributary/tributary/capabilities/export"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 )

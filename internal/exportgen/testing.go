@@ -17,10 +17,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/capabilities/export"
-	"github.com/tributary/tributary/capabilities/export/reimport"
-	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/capabilities/export/reimport"
+	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
 )
@@ -31,10 +31,10 @@ import (
 // and actual lines of a repartition's output.
 
 // FixtureDir returns the checked-in fixture export's directory,
-// capabilities/export/testdata/export, wherever the test runs from.
+// internal/capabilities/export/testdata/export, wherever the test runs from.
 func FixtureDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "capabilities", "export", "testdata", "export")
+	return filepath.Join(filepath.Dir(file), "..", "..", "internal", "capabilities", "export", "testdata", "export")
 }
 
 // ReadTree returns every file below root, by slash-separated path.

@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/tributary/tributary/capabilities/archive"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/capabilities/archive"
 	"github.com/tributary/tributary/internal/limitio"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -26,7 +26,7 @@ import (
 
 // archiveEvent is the archive package's golden event: seven TTL removals in
 // five objects, and three other records.
-const archiveEvent = "../../capabilities/archive/testdata/event.json"
+const archiveEvent = "../../internal/capabilities/archive/testdata/event.json"
 
 // makeArchive archives the golden event into store under prefix.
 func makeArchive(t *testing.T, store archive.Putter, prefix string) []byte {
@@ -111,7 +111,7 @@ func TestArchiveLsCat(t *testing.T) {
 			t.Errorf("line %d: %+v", i, l.Archive)
 		}
 	}
-	golden, _ := os.ReadFile("../../capabilities/archive/testdata/layout.golden")
+	golden, _ := os.ReadFile("../../internal/capabilities/archive/testdata/layout.golden")
 	if !strings.Contains(string(golden), lines[0]+"\n") {
 		t.Errorf("cat's first line is not the golden one:\n%s", lines[0])
 	}

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/capabilities/backfill"
-	"github.com/tributary/tributary/capabilities/export"
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/backfill"
+	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"

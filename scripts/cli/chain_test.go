@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/capabilities/backfill"
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/capabilities/export/reimport"
-	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export/reimport"
+	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 	"github.com/tributary/tributary/internal/exportgen"
 )
 

@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/tributary/tributary/capabilities/export"
+	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/limitio"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"

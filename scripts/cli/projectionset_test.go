@@ -99,7 +99,7 @@ func TestEveryEntryPointRefusesAnotherSetsStore(t *testing.T) {
 	entries := []entry{
 		{"process", cli("process", "--events", events)},
 		{"replay", cli("replay", "--from", "kinesis://app-changes", "--checkpoint-dir", t.TempDir())},
-		{"redrive", cli("redrive", "--from", "../../capabilities/redrive/testdata/destination")},
+		{"redrive", cli("redrive", "--from", "../../internal/capabilities/redrive/testdata/destination")},
 		{"verify", cli("verify", "--export", fullExport)},
 		{"projector function", function(false)},
 		{"kinesis-projector function", function(true)},
@@ -184,7 +184,7 @@ func TestTypeAttribute(t *testing.T) {
 	opts := Options{Environment: &projections.Environment{Projections: set, Schema: pipeline.Schema{TypeAttribute: "kind"}}}
 	for _, cmd := range [][]string{
 		{"process", "--events", events, "--store", t.TempDir()},
-		{"redrive", "--from", "../../capabilities/redrive/testdata/destination", "--store", t.TempDir()},
+		{"redrive", "--from", "../../internal/capabilities/redrive/testdata/destination", "--store", t.TempDir()},
 		{"replay", "--from", "kinesis://app-changes", "--store", t.TempDir()},
 	} {
 		code, _, stderr := runWith(t, opts, append(cmd, "--type-attribute", "EntityType")...)

@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/tributary/tributary/capabilities/redrive"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/redrive"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"

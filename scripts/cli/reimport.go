@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/capabilities/export/reimport"
-	"github.com/tributary/tributary/capabilities/export/repartition"
 	"github.com/tributary/tributary/infra/batchwrite"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export/reimport"
+	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 )
 
 // runReimport is `tributary reimport`: load a repartition's output back

@@ -12,10 +12,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary/tributary/capabilities/export"
-	"github.com/tributary/tributary/capabilities/remodel"
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/capabilities/remodel"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/internal/sim"

@@ -24,7 +24,7 @@ import (
 )
 
 const (
-	exportFixture = "../../capabilities/export/testdata/export"
+	exportFixture = "../../internal/capabilities/export/testdata/export"
 	fullExport    = exportFixture + "/AWSDynamoDB/01796032802314-fa5ad9a8"
 	incExport     = exportFixture + "/AWSDynamoDB/01796032804099-e675cc21"
 )

@@ -24,7 +24,7 @@ import (
 	"github.com/tributary/tributary/projections"
 )
 
-const redriveFixtures = "../../capabilities/redrive/testdata/destination"
+const redriveFixtures = "../../internal/capabilities/redrive/testdata/destination"
 
 func TestReplayUsage(t *testing.T) {
 	tests := []struct {

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tributary/tributary/capabilities/backfill"
+	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/projections"
 )
 

@@ -24,11 +24,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tributary/tributary/capabilities/archive"
-	"github.com/tributary/tributary/capabilities/archive/lake"
-	"github.com/tributary/tributary/capabilities/verify"
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/functions/verifier"
+	"github.com/tributary/tributary/internal/capabilities/archive"
+	"github.com/tributary/tributary/internal/capabilities/archive/lake"
+	"github.com/tributary/tributary/internal/capabilities/verify"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline/filter"
 	"github.com/tributary/tributary/projections"
@@ -1345,7 +1345,7 @@ func checkRefusedNotRetried(t *testing.T, name string, s obj) {
 
 // TestTemplateArchiveTables holds the archive's Glue tables to the layout:
 // the Parquet table declares exactly the columns compaction writes
-// (lake.Columns, which capabilities/archive holds to the written
+// (lake.Columns, which internal/capabilities/archive holds to the written
 // file), both tables project entity and date onto the archiver's and the
 // compactor's key layouts, and the compactor may write only under
 // compacted/ and remove only JSON-lines objects.

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/capabilities/export"
-	"github.com/tributary/tributary/capabilities/verify"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/capabilities/verify"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"

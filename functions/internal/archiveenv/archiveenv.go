@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tributary/tributary/capabilities/archive"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/archive"
 )
 
 // Location is an archive's place: an S3 bucket or a local directory, the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tributary/tributary/capabilities/export"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/pipeline"
 )
 
