@@ -452,10 +452,14 @@ func TestExpiredShard(t *testing.T) {
 
 func TestUntilMarksShardsDone(t *testing.T) {
 	m := shardreadtest.NewMem("s", 2)
+	// The records' arrival times come from m's clock: versions 1 and 2
+	// arrive before until, 3 and 4 after it.
+	clock := time.Now()
+	m.Now = func() time.Time { return clock }
 	put(m, pks, 1, 2)
-	time.Sleep(5 * time.Millisecond)
-	until := time.Now()
-	time.Sleep(5 * time.Millisecond)
+	clock = clock.Add(5 * time.Millisecond)
+	until := clock
+	clock = clock.Add(5 * time.Millisecond)
 	put(m, pks, 3, 4)
 	var saved map[string]shardread.Position
 	cfg := fast()

@@ -262,7 +262,7 @@ func TestConcurrentWritesBounded(t *testing.T) {
 	ctx := context.Background()
 	w := genWorkload(workloadConfig{seed: 7, shards: 1, records: 2000, startItems: 500, meanGap: 2e9})
 	ttl := w.ttlRecords()
-	cp := &countingPutter{inner: newTestStore(t)}
+	cp := newCountingPutter(newTestStore(t), 3)
 	h := New(cp, Options{Logger: quiet, Concurrency: 3})
 	if _, err := pipeline.NewStreamsProcessor(h, pipeline.Config{Logger: quiet}).Invoke(ctx, eventJSON(ttl)); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -123,11 +124,24 @@ func (f *faultStore) Put(ctx context.Context, key string, body []byte) error {
 	return f.inner.Put(ctx, key, body)
 }
 
-// countingPutter records the most writes in flight at once.
+// countingPutter records the most writes in flight at once. Its first
+// writes wait until wave of them are in flight, so that writes the
+// handler lets run at once do overlap, however fast each one is; should
+// the handler never have wave in flight (it writes one by one), they go on
+// after a while, and max tells. Every write is then held a moment, which a
+// handler within its bound cannot notice, so that one letting more writes
+// run at once shows it.
 type countingPutter struct {
 	inner    Putter
+	wave     int64
 	inFlight atomic.Int64
 	max      atomic.Int64
+	full     chan struct{} // closed once wave writes are in flight
+	open     sync.Once
+}
+
+func newCountingPutter(inner Putter, wave int64) *countingPutter {
+	return &countingPutter{inner: inner, wave: wave, full: make(chan struct{})}
 }
 
 func (c *countingPutter) Put(ctx context.Context, key string, body []byte) error {
@@ -138,6 +152,16 @@ func (c *countingPutter) Put(ctx context.Context, key string, body []byte) error
 		if n <= m || c.max.CompareAndSwap(m, n) {
 			break
 		}
+	}
+	if n >= c.wave {
+		c.open.Do(func() { close(c.full) })
+	}
+	select {
+	case <-c.full:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(10 * time.Second):
+		c.open.Do(func() { close(c.full) })
 	}
 	time.Sleep(2 * time.Millisecond)
 	return c.inner.Put(ctx, key, body)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,12 +96,7 @@ func TestIntegrationReplayKinesis(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stream := awstest.CreateStream(ctx, t, kc, "changes", 2)
-			half := len(tc.recs) / 2
-			putRecords(ctx, t, kc, stream, tc.recs[:half])
-			time.Sleep(100 * time.Millisecond)
-			mid := time.Now()
-			time.Sleep(100 * time.Millisecond)
-			putRecords(ctx, t, kc, stream, tc.recs[half:])
+			putRecords(ctx, t, kc, stream, tc.recs)
 
 			var (
 				st interface {
@@ -119,6 +115,7 @@ func TestIntegrationReplayKinesis(t *testing.T) {
 			cs := &counting{Table: st}
 			e := newEngine(cs)
 			src := kinesisread.New(kc, stream, pipeline.Options{})
+			mid := midStamp(ctx, t, src)
 			cfg := replay.Config{Source: src, Handler: serial(e), Checkpoints: cps, Job: checkpoint.JobID(stream, "TRIM_HORIZON"),
 				Reader: shardread.Config{BatchSize: 200, MaxRecords: 300}}
 
@@ -164,14 +161,7 @@ func TestIntegrationReplayStreams(t *testing.T) {
 	table := awstest.UniqueName(t, "app")
 	awstest.CreateTable(ctx, t, ddb, table, true)
 
-	var mid time.Time
-	n := applyWorkload(ctx, t, ddb, table, sim.Workload{Seed: 22, Changes: 800, Skew: 1.0}, func(i int) {
-		if i == 400 {
-			time.Sleep(50 * time.Millisecond)
-			mid = time.Now()
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
+	n := applyWorkload(ctx, t, ddb, table, sim.Workload{Seed: 22, Changes: 800, Skew: 1.0})
 	items := scan(ctx, t, ddb, table)
 	want, err := projections.Recompute(items, "", seed.All()...)
 	if err != nil {
@@ -186,6 +176,7 @@ func TestIntegrationReplayStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := streamsread.New(awstest.Streams(t), arn, pipeline.Options{})
+	mid := midStamp(ctx, t, src)
 	st := boltstoretest.Open(t)
 	cs := &counting{Table: st}
 	e := newEngine(cs)
@@ -234,9 +225,8 @@ func TestIntegrationReplayStreams(t *testing.T) {
 // applyWorkload makes a workload's changes to a real table, as an
 // application with optimistic locking does: PutItem to create (only if
 // absent), UpdateItem or PutItem to change (only at the version read),
-// DeleteItem. It returns how many changes it made; between calls it calls
-// tick with the change's index.
-func applyWorkload(ctx context.Context, t testing.TB, c *dynamodb.Client, table string, w sim.Workload, tick func(i int)) int {
+// DeleteItem. It returns how many changes it made.
+func applyWorkload(ctx context.Context, t testing.TB, c *dynamodb.Client, table string, w sim.Workload) int {
 	t.Helper()
 	model := sim.NewTable()
 	n := 0
@@ -245,7 +235,6 @@ func applyWorkload(ctx context.Context, t testing.TB, c *dynamodb.Client, table 
 		if err != nil || !ok {
 			return err
 		}
-		tick(n)
 		n++
 		ver := func(item pipeline.Item) *types.AttributeValueMemberN {
 			return item["version"].(*types.AttributeValueMemberN)
@@ -285,6 +274,48 @@ func applyWorkload(ctx context.Context, t testing.TB, c *dynamodb.Client, table 
 		t.Fatal(err)
 	}
 	return n
+}
+
+// midStamp reads every record of src and returns a time on the stream (the
+// server's stamp, which windows are cut on) with records before it and at
+// or after it: the middle record's, or the first later one when the first
+// half of the records share one stamp. The stamps come from the server's
+// clock, read back, so nothing waits for this host's clock to move past
+// them. The test server returns no empty page before a shard's tip.
+func midStamp(ctx context.Context, t testing.TB, src shardread.Source) time.Time {
+	t.Helper()
+	shards, err := src.Shards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stamps []time.Time
+	for _, sh := range shards {
+		it, err := src.Iterator(ctx, sh.ID, shardread.Start{Type: shardread.TrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it != "" {
+			page, err := src.Read(ctx, sh.ID, it, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Records) == 0 {
+				break
+			}
+			for _, r := range page.Records {
+				stamps = append(stamps, r.Time)
+			}
+			it = page.Next
+		}
+	}
+	slices.SortFunc(stamps, time.Time.Compare)
+	for i := len(stamps) / 2; i < len(stamps); i++ {
+		if stamps[0].Before(stamps[i]) {
+			return stamps[i]
+		}
+	}
+	t.Fatalf("the %d records of the stream have no two stamps apart: no window starts among them", len(stamps))
+	return time.Time{}
 }
 
 // applied reports whether err is a failed condition that leaves the item as
