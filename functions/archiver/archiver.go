@@ -106,7 +106,7 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		var store archive.Putter = objstore.NewDir(cfg.Dir)
+		var store Putter = objstore.NewDir(cfg.Dir)
 		if cfg.Bucket != "" {
 			aws, err := entry.AWSConfig(ctx)
 			if err != nil {
@@ -118,10 +118,16 @@ func Main(env *projections.Environment) {
 	})
 }
 
+// Putter writes one archive object whole: an objstore store (a directory,
+// an S3 prefix) is one.
+type Putter interface {
+	Put(ctx context.Context, key string, body []byte) error
+}
+
 // New returns the archiver's handler over store: the archive handler
 // behind the DynamoDB Streams processor, reading the attributes of env's
 // schema, or those cfg gives where env declares none.
-func New(cfg Config, env *projections.Environment, store archive.Putter, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
+func New(cfg Config, env *projections.Environment, store Putter, log *slog.Logger, metrics io.Writer) (*pipeline.Processor, error) {
 	schema, err := entry.Schema(env, cfg.Schema)
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ type Config struct {
 	Bucket, Dir, Prefix, KMSKeyID string
 	OlderThan                     time.Duration
 	Keep                          bool
-	Typed                         []lake.TypedColumn
+	Typed                         []Column
 	// Schema holds the attributes the variables give; empty ones are the
 	// environment's.
 	Schema pipeline.Schema
@@ -74,7 +74,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("KEEP_OBJECTS: %q is not true or false", v))
 	}
-	typed, err := lake.ParseTypedColumns(getenv("COLUMNS"))
+	typed, err := parseColumns(getenv("COLUMNS"))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("COLUMNS: %w", err))
 	}
@@ -93,7 +93,7 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		var store lake.Store = objstore.NewDir(cfg.Dir)
+		var store objstore.Store = objstore.NewDir(cfg.Dir)
 		if cfg.Bucket != "" {
 			aws, err := entry.AWSConfig(ctx)
 			if err != nil {
@@ -115,14 +115,39 @@ type Handler struct {
 
 // New returns the compactor's handler over store, building rows by env's
 // schema, or the attributes cfg gives where env declares none.
-func New(cfg Config, env *projections.Environment, store lake.Store, log *slog.Logger) (*Handler, error) {
+func New(cfg Config, env *projections.Environment, store objstore.Store, log *slog.Logger) (*Handler, error) {
 	schema, err := entry.Schema(env, cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
+	typed := make([]lake.TypedColumn, len(cfg.Typed))
+	for i, c := range cfg.Typed {
+		typed[i] = lake.TypedColumn(c)
+	}
 	return &Handler{store: store, log: log, opts: lake.Options{
-		Prefix: cfg.Prefix, OlderThan: cfg.OlderThan, Keep: cfg.Keep, Schema: schema, Typed: cfg.Typed, Logger: log,
+		Prefix: cfg.Prefix, OlderThan: cfg.OlderThan, Keep: cfg.Keep, Schema: schema, Typed: typed, Logger: log,
 	}}, nil
+}
+
+// Column is a typed column of the compacted rows (COLUMNS): an item's
+// attribute, in a column named after it, lower-cased, of Type "string"
+// (S), "double" (N) or "boolean" (BOOL).
+type Column struct {
+	Attribute string
+	Type      string
+}
+
+// parseColumns reads COLUMNS, attribute:type,… (lake's own reading).
+func parseColumns(s string) ([]Column, error) {
+	typed, err := lake.ParseTypedColumns(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Column, len(typed))
+	for i, c := range typed {
+		out[i] = Column(c)
+	}
+	return out, nil
 }
 
 // Invoke implements lambda.Handler.

@@ -147,7 +147,7 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, fmt.Errorf("TARGET_TABLE: %w", err)
 		}
-		r, err := Remodel(cfg, env, key)
+		r, err := NewRemodel(cfg, env, key)
 		if err != nil {
 			return nil, err
 		}
@@ -155,11 +155,24 @@ func Main(env *projections.Environment) {
 	})
 }
 
-// Remodel returns the remodel cfg names in env: its transform, into a
+// Remodel is the remodel a remodeler runs: a transform of the
+// environment's into a target of a key design, as NewRemodel resolves it.
+type Remodel struct {
+	r *remodel.Remodel
+}
+
+// Name is the remodel's name: its transform's, under which the target
+// table is marked.
+func (r *Remodel) Name() string { return r.r.Name() }
+
+// Key is the target's key design the remodel writes.
+func (r *Remodel) Key() target.Key { return r.r.Key() }
+
+// NewRemodel returns the remodel cfg names in env: its transform, into a
 // target keyed tableKey (the target table's key schema; zero when not
 // known: the transform's, or the source's key attributes), reading items
 // by the schema env and cfg name.
-func Remodel(cfg Config, env *projections.Environment, tableKey target.Key) (*remodel.Remodel, error) {
+func NewRemodel(cfg Config, env *projections.Environment, tableKey target.Key) (*Remodel, error) {
 	schema, err := entry.Schema(env, cfg.Schema)
 	if err != nil {
 		return nil, err
@@ -177,7 +190,11 @@ func Remodel(cfg Config, env *projections.Environment, tableKey target.Key) (*re
 	if err != nil {
 		return nil, fmt.Errorf("TARGET_TABLE %s: %w", cfg.Table, err)
 	}
-	return remodel.New(t, key, schema)
+	r, err := remodel.New(t, key, schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Remodel{r: r}, nil
 }
 
 // checkFilter refuses a mapping filter that would drop records the
@@ -210,10 +227,11 @@ type Handler struct {
 var _ lambda.Handler = (*Handler)(nil)
 
 // New returns the remodeler's handler: the engine of r over target (made
-// by remodel.Remodel.Open, which marks an empty target for r and refuses
+// by the remodel's Open, which marks an empty target for r and refuses
 // another's), behind the processor of cfg.Source, emitting its metrics
 // (and CatchUpLag) to metrics.
-func New(ctx context.Context, cfg Config, r *remodel.Remodel, target driver.Table, log *slog.Logger, metrics io.Writer) (*Handler, error) {
+func New(ctx context.Context, cfg Config, rm *Remodel, target driver.Table, log *slog.Logger, metrics io.Writer) (*Handler, error) {
+	r := rm.r
 	schema := pipeline.Schema{TypeAttribute: r.TypeAttribute(), VersionAttribute: cfg.Schema.VersionAttribute, KeyAttributes: cfg.Schema.KeyAttributes, TTLAttribute: cfg.Schema.TTLAttribute}
 	e, err := r.Open(ctx, target, projections.Config{Logger: log, Metrics: metrics, TombstoneTTL: cfg.TombstoneTTL, ClaimWait: cfg.ClaimWait})
 	if err != nil {

@@ -118,7 +118,7 @@ func TestLoadConfig(t *testing.T) {
 func newHandler(t *testing.T, dir string, metrics io.Writer) (*remodeler.Handler, *boltstore.TargetStore) {
 	t.Helper()
 	cfg := remodeler.Config{Table: "comments", LedgerTable: "comments-ledger", Transform: "comments-table", Source: pipeline.SourceKinesis}
-	r, err := remodeler.Remodel(cfg, seed.Environment(), target.Key{})
+	r, err := remodeler.NewRemodel(cfg, seed.Environment(), target.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,14 +206,14 @@ func TestRefusesAnotherTarget(t *testing.T) {
 	moved.Version = "2"
 	other.Transforms = []*projections.Transform{&moved}
 	cfg := remodeler.Config{Table: "comments", Transform: "comments-table"}
-	r, err := remodeler.Remodel(cfg, other, ts.Key)
+	r, err := remodeler.NewRemodel(cfg, other, ts.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := remodeler.New(context.Background(), cfg, r, ts, quiet(), nil); !errors.Is(err, projections.ErrProjectionSet) || !strings.Contains(err.Error(), "TARGET_TABLE comments:") {
 		t.Errorf("another version of the transform on the target: %v", err)
 	}
-	if _, err := remodeler.Remodel(remodeler.Config{Table: "t", Transform: "nope"}, seed.Environment(), target.Key{}); err == nil || !strings.Contains(err.Error(), `TRANSFORM: no transform "nope" (known: comments-table)`) {
+	if _, err := remodeler.NewRemodel(remodeler.Config{Table: "t", Transform: "nope"}, seed.Environment(), target.Key{}); err == nil || !strings.Contains(err.Error(), `TRANSFORM: no transform "nope" (known: comments-table)`) {
 		t.Errorf("an unknown transform: %v", err)
 	}
 }
@@ -235,7 +235,7 @@ func TestFilterChecked(t *testing.T) {
 		{"a type missing", seed.Environment(), []string{"Document"}, "transform comments-table also rewrites Comment, whose records it would drop"},
 		{"a transform that copies the others", copying, []string{"Comment"}, "copies every other type too"},
 	} {
-		_, err := remodeler.Remodel(remodeler.Config{Table: "t", Transform: "comments-table", FilterTypes: tt.filter}, tt.env, target.Key{})
+		_, err := remodeler.NewRemodel(remodeler.Config{Table: "t", Transform: "comments-table", FilterTypes: tt.filter}, tt.env, target.Key{})
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)

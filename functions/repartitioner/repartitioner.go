@@ -23,6 +23,7 @@ import (
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/export/repartition"
+	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )
 
@@ -32,7 +33,7 @@ import (
 // KEY_ATTRIBUTES) are by default the table's environment's; New refuses a
 // value that differs from one the environment declares.
 type Config struct {
-	Job repartition.JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, VERSION_ATTRIBUTE, KEY_ATTRIBUTES, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
+	Job JobConfig // EXPORT_LOCATION, OUTPUT_LOCATION, TYPE_ATTRIBUTE, VERSION_ATTRIBUTE, KEY_ATTRIBUTES, TRANSFORM, COMPRESSION, COMPRESSION_LEVEL, MAX_PART_MB
 	// KMSKeyID encrypts output with SSE-KMS (KMS_KEY_ID); default SSE-S3.
 	KMSKeyID string
 	// TempDir spools output parts before upload (TMPDIR; Lambda: /tmp,
@@ -48,11 +49,11 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	given := entry.GivenSchema(getenv)
 	given.TTLAttribute = ""
 	c := Config{
-		Job: repartition.JobConfig{
+		Job: JobConfig{
 			Export:      getenv("EXPORT_LOCATION"),
 			Out:         getenv("OUTPUT_LOCATION"),
 			Transform:   getenv("TRANSFORM"),
-			Compression: repartition.Compression(getenv("COMPRESSION")),
+			Compression: getenv("COMPRESSION"),
 		},
 		KMSKeyID: getenv("KMS_KEY_ID"),
 		TempDir:  getenv("TMPDIR"),
@@ -60,7 +61,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	var errs []error
 	c.Job.Schema = given
 	if c.Job.Compression != "" {
-		if _, err := repartition.ParseCompression(string(c.Job.Compression)); err != nil {
+		if _, err := repartition.ParseCompression(c.Job.Compression); err != nil {
 			errs = append(errs, fmt.Errorf("COMPRESSION: %w", err))
 		}
 	}
@@ -124,7 +125,7 @@ func Main(env *projections.Environment) {
 // state machine's Catch) gives it up when an execution fails.
 type Event struct {
 	Action string `json:"action"`
-	repartition.JobConfig
+	JobConfig
 	DataFileS3Key string `json:"dataFileS3Key,omitempty"`
 	// Force (plan) redoes a complete output.
 	Force bool `json:"force,omitempty"`
@@ -135,8 +136,8 @@ type Response struct {
 	Action      string `json:"action"`
 	Fingerprint string `json:"fingerprint"`
 	// plan: the data files to map over (empty when Complete).
-	Files    []repartition.PlanFile `json:"files,omitempty"`
-	Complete bool                   `json:"complete,omitempty"`
+	Files    []PlanFile `json:"files,omitempty"`
+	Complete bool       `json:"complete,omitempty"`
 	// file: what was written (Resumed: it had been done already).
 	Source  string `json:"source,omitempty"`
 	Items   int64  `json:"items,omitempty"`
@@ -145,6 +146,48 @@ type Response struct {
 	// finish: the output's totals.
 	Entities    int   `json:"entities,omitempty"`
 	OutputItems int64 `json:"outputItems,omitempty"`
+}
+
+// JobConfig is a repartition's settings: the variables' (Config.Job), and
+// those an event gives over them, under the event's JSON names.
+type JobConfig struct {
+	Export       string   `json:"export"`
+	Incrementals []string `json:"incrementals,omitempty"`
+	Out          string   `json:"out"`
+
+	// Schema names the items' attributes: the entity type's, the version's
+	// and the table's keys (typeAttribute, versionAttribute, keyAttributes).
+	pipeline.Schema
+	Transform string `json:"transform,omitempty"`
+	// Compression of the output parts: gzip, zstd or none (default gzip).
+	Compression          string `json:"compression,omitempty"`
+	Level                int    `json:"level,omitempty"`
+	MaxPartBytes         int64  `json:"maxPartBytes,omitempty"`
+	SkipMD5              bool   `json:"skipMd5,omitempty"`
+	AllowMissingManifest bool   `json:"allowMissingManifest,omitempty"`
+
+	// ExecutionID names the run the step belongs to (the Step Functions
+	// execution's ARN): the steps of one execution share the output's
+	// claim, and a second execution is refused while it holds it.
+	ExecutionID string `json:"executionId,omitempty"`
+	// Takeover takes the output's claim from whatever run holds it (the
+	// caller asserts that it is gone).
+	Takeover bool `json:"takeover,omitempty"`
+}
+
+// job is the repartition's own form of j.
+func (j JobConfig) job() repartition.JobConfig {
+	return repartition.JobConfig{
+		Export: j.Export, Incrementals: j.Incrementals, Out: j.Out, Schema: j.Schema, Transform: j.Transform,
+		Compression: repartition.Compression(j.Compression), Level: j.Level, MaxPartBytes: j.MaxPartBytes,
+		SkipMD5: j.SkipMD5, AllowMissingManifest: j.AllowMissingManifest, ExecutionID: j.ExecutionID, Takeover: j.Takeover,
+	}
+}
+
+// PlanFile is a data file of the plan, one item of the state machine's map.
+type PlanFile struct {
+	DataFileS3Key string `json:"dataFileS3Key"`
+	ItemCount     int64  `json:"itemCount"`
 }
 
 // Handler is the repartitioner's handler.
@@ -199,7 +242,7 @@ func (h *Handler) job(ev Event) (repartition.JobConfig, error) {
 	if _, err := h.env.Schema.Configure(e.Schema, map[string]string{
 		"type": "the event's typeAttribute", "version": "the event's versionAttribute", "keys": "the event's keyAttributes", "ttl": "the event's ttlAttribute",
 	}); err != nil {
-		return j, err
+		return j.job(), err
 	}
 	j.Schema = j.Schema.Override(e.Schema)
 	set(&j.Transform, e.Transform)
@@ -218,7 +261,7 @@ func (h *Handler) job(ev Event) (repartition.JobConfig, error) {
 	j.SkipMD5 = j.SkipMD5 || e.SkipMD5
 	j.AllowMissingManifest = j.AllowMissingManifest || e.AllowMissingManifest
 	j.ExecutionID, j.Takeover = e.ExecutionID, e.Takeover
-	return j, nil
+	return j.job(), nil
 }
 
 // Handle runs one step. An error fails the invocation (the state machine's
@@ -243,7 +286,10 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Response, error) {
 		if err != nil {
 			return resp, err
 		}
-		resp.Files, resp.Complete = files, complete
+		for _, f := range files {
+			resp.Files = append(resp.Files, PlanFile(f))
+		}
+		resp.Complete = complete
 		h.log.Info("plan", "export", job.Export.String(), "out", jc.Out, "files", len(files), "complete", complete)
 	case "file":
 		if ev.DataFileS3Key == "" {

@@ -11,7 +11,6 @@ import (
 	"github.com/tributary/tributary/functions/repartitioner"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
-	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 )
@@ -37,8 +36,8 @@ func TestStoppedExecutionRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := func(name string) repartition.JobConfig {
-		return repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:" + name}
+	exec := func(name string) repartitioner.JobConfig {
+		return repartitioner.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:" + name}
 	}
 	stopped, next, after := exec("stopped"), exec("next"), exec("after")
 

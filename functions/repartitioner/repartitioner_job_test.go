@@ -15,11 +15,11 @@ import (
 // carry, by their JSON names, over the function's configuration; fields the
 // event leaves out keep the configured values.
 func TestRepartitionEventJob(t *testing.T) {
-	h := &Handler{env: &projections.Environment{}, cfg: Config{Job: repartition.JobConfig{
+	h := &Handler{env: &projections.Environment{}, cfg: Config{Job: JobConfig{
 		Export: "s3://b/configured", Out: "s3://b/out", Schema: pipeline.Schema{TypeAttribute: "EntityType", VersionAttribute: "version",
-			KeyAttributes: []string{"PK", "SK"}}, Compression: repartition.Gzip, Level: 5, MaxPartBytes: 1 << 20,
+			KeyAttributes: []string{"PK", "SK"}}, Compression: string(repartition.Gzip), Level: 5, MaxPartBytes: 1 << 20,
 	}}}
-	if got, err := h.job(Event{Action: "plan"}); err != nil || !reflect.DeepEqual(got, h.cfg.Job) {
+	if got, err := h.job(Event{Action: "plan"}); err != nil || !reflect.DeepEqual(got, h.cfg.Job.job()) {
 		t.Errorf("an event without job fields: %+v, %v; want the configuration %+v", got, err, h.cfg.Job)
 	}
 	var ev Event

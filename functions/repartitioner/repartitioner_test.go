@@ -51,7 +51,7 @@ func TestStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := repartition.JobConfig{ExecutionID: ev.ExecutionID}
+	run := repartitioner.JobConfig{ExecutionID: ev.ExecutionID}
 
 	plan, err := h.Handle(ctx, repartitioner.Event{Action: "plan", JobConfig: run})
 	if err != nil {
@@ -93,7 +93,7 @@ func TestStateMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Job.Export = filepath.Join(exportgen.FixtureDir(), "AWSDynamoDB", "01796032802314-fa5ad9a8")
-	if err := exportgen.SameAsLocal(ctx, cfg.Job, t.TempDir(), so); err != nil {
+	if err := exportgen.SameAsLocal(ctx, cfg.Job.Own(), t.TempDir(), so); err != nil {
 		t.Error(err)
 	}
 
@@ -116,7 +116,7 @@ func TestLoadRepartitionerConfig(t *testing.T) {
 	}
 	c, err := repartitioner.LoadConfig(vars(map[string]string{"COMPRESSION": "zstd", "MAX_PART_MB": "64", "COMPRESSION_LEVEL": "3",
 		"TYPE_ATTRIBUTE": "kind", "VERSION_ATTRIBUTE": "rev", "KEY_ATTRIBUTES": "Id"}))
-	if err != nil || c.Job.Compression != repartition.Zstd || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 ||
+	if err != nil || c.Job.Compression != string(repartition.Zstd) || c.Job.MaxPartBytes != 64<<20 || c.Job.Level != 3 ||
 		c.Job.TypeAttribute != "kind" || c.Job.VersionAttribute != "rev" || strings.Join(c.Job.KeyAttributes, ",") != "Id" {
 		t.Errorf("config %+v, %v", c, err)
 	}
@@ -159,8 +159,8 @@ func TestSecondExecutionRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:first"}
-	second := repartition.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:second"}
+	first := repartitioner.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:first"}
+	second := repartitioner.JobConfig{ExecutionID: "arn:aws:states:eu-west-1:111122223333:execution:tributary-repartition:second"}
 
 	plan, err := h.Handle(ctx, repartitioner.Event{Action: "plan", JobConfig: first})
 	if err != nil {

@@ -78,7 +78,7 @@ func entryShape(pkg *types.Package) []string {
 		}
 		env := "*projections.Environment"
 		if pkg.Name() == "remodeler" {
-			env = "*remodel.Remodel" // the remodel takes the environment's place
+			env = "*remodeler.Remodel" // the remodel takes the environment's place
 		}
 		ok := len(ps) >= 3 && isConfig(ps[0], config) && ps[1] == env && ps[len(ps)-1] == "*slog.Logger" &&
 			len(res) == 2 && res[1] == "error"

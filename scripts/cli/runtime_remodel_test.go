@@ -181,7 +181,7 @@ func TestRuntimeEmulatorRemodelerRoleCoversCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := remodeler.Remodel(rcfg, seed.Environment(), tableKey)
+	r, err := remodeler.NewRemodel(rcfg, seed.Environment(), tableKey)
 	if err != nil {
 		t.Fatal(err)
 	}
