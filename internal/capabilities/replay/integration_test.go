@@ -396,7 +396,7 @@ func scan(ctx context.Context, t testing.TB, c *dynamodb.Client, table string) [
 // TRIBUTARY_REPLAY_DDB_RECORDS=2000:
 //
 //	TRIBUTARY_REPLAY_RECORDS=20000 TRIBUTARY_REPLAY_DDB_RECORDS=2000 \
-//	  bash .ci/servers.sh run -- go test -count=1 -run IntegrationReplayThroughput -v ./capabilities/replay/
+//	  bash .ci/servers.sh run -- go test -count=1 -run IntegrationReplayThroughput -v ./internal/capabilities/replay/
 func TestIntegrationReplayThroughput(t *testing.T) {
 	ctx := context.Background()
 	kc := awstest.Kinesis(t)

@@ -30,7 +30,7 @@ import (
 // peaks are what is live rather than garbage awaiting collection (at the
 // default 100 the gate's peak is about twice its live heap).
 //
-//	go test -run '^$' -bench GateHeap -benchtime 1x ./capabilities/verify/
+//	go test -run '^$' -bench GateHeap -benchtime 1x ./internal/capabilities/verify/
 func BenchmarkGateHeap(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	sizes := []int{20_000, 200_000}

@@ -99,7 +99,7 @@ func TestDeleteIfIntegration(t *testing.T) {
 // about 40 KB gzipped), with reading every object (what `archive cat`
 // does) as the baseline in the same run.
 //
-//	bash .ci/servers.sh run -- go test -run '^$' -bench BenchmarkCompactS3Integration -benchtime 1x ./capabilities/archive/lake/
+//	bash .ci/servers.sh run -- go test -run '^$' -bench BenchmarkCompactS3Integration -benchtime 1x ./internal/capabilities/archive/lake/
 func BenchmarkCompactS3Integration(b *testing.B) {
 	ctx := context.Background()
 	objects := 2000
