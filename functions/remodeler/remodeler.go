@@ -27,7 +27,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary/tributary/capabilities/remodel"
 	"github.com/tributary/tributary/functions/internal/entry"
@@ -132,17 +131,12 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 
 // Main runs the remodeler of env. It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("remodeler", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.LookupEnv)
+	entry.Main("remodeler", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
+		client, err := in.DynamoDB()
 		if err != nil {
 			return nil, err
 		}
-		aws, err := entry.AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		client := dynamodb.NewFromConfig(aws)
-		key, err := dynamostore.TargetKeyOf(ctx, client, cfg.Table)
+		key, err := dynamostore.TargetKeyOf(in.Ctx, client, cfg.Table)
 		if err != nil {
 			return nil, fmt.Errorf("TARGET_TABLE: %w", err)
 		}
@@ -150,7 +144,7 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		return New(ctx, cfg, r, dynamostore.NewTarget(client, cfg.Table, cfg.LedgerTable, r.Name(), r.Key()), log, os.Stdout)
+		return New(in.Ctx, cfg, r, dynamostore.NewTarget(client, cfg.Table, cfg.LedgerTable, r.Name(), r.Key()), in.Log, os.Stdout)
 	})
 }
 
