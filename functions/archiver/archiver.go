@@ -92,7 +92,7 @@ func (c Config) S3Options() objstore.S3Options {
 // Main runs the TTL archiver of env's table. It does not return.
 func Main(env *projections.Environment) {
 	entry.Main("archiver", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
-		store, err := in.Store(objstore.Location{Bucket: cfg.Bucket, Dir: cfg.Dir}, cfg.S3Options())
+		store, err := entry.Store(in, objstore.Location{Bucket: cfg.Bucket, Dir: cfg.Dir}, cfg.S3Options())
 		if err != nil {
 			return nil, err
 		}

@@ -86,7 +86,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 // Main runs the archive compactor of env's table. It does not return.
 func Main(env *projections.Environment) {
 	entry.Main("compactor", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
-		store, err := in.Store(objstore.Location{Bucket: cfg.Bucket, Dir: cfg.Dir}, objstore.S3Options{KMSKeyID: cfg.KMSKeyID})
+		store, err := entry.Store(in, objstore.Location{Bucket: cfg.Bucket, Dir: cfg.Dir}, objstore.S3Options{KMSKeyID: cfg.KMSKeyID})
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary/tributary/capabilities/remodel"
 	"github.com/tributary/tributary/functions/internal/entry"
@@ -132,10 +133,11 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 // Main runs the remodeler of env. It does not return.
 func Main(env *projections.Environment) {
 	entry.Main("remodeler", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
-		client, err := in.DynamoDB()
+		conf, err := in.AWS()
 		if err != nil {
 			return nil, err
 		}
+		client := dynamodb.NewFromConfig(conf)
 		key, err := dynamostore.TargetKeyOf(in.Ctx, client, cfg.Table)
 		if err != nil {
 			return nil, fmt.Errorf("TARGET_TABLE: %w", err)

@@ -94,7 +94,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 // TRANSFORM (and an event's transform) to name. It does not return.
 func Main(env *projections.Environment) {
 	entry.Main("repartitioner", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
-		client, err := in.S3()
+		client, err := entry.S3(in)
 		if err != nil {
 			return nil, err
 		}

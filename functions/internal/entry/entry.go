@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tributary/tributary/infra/objstore"
@@ -60,8 +59,14 @@ func (in *Init) AWS() (aws.Config, error) {
 	return *in.aws, nil
 }
 
+// The S3 client and the store are functions rather than methods of Init:
+// a method is linked into every function's binary (the SDK reflects on
+// methods), and an SDK client is megabytes a function that does not call
+// it would carry. For the same reason this package does not import the
+// DynamoDB client: the functions that need one make it of AWS's config.
+
 // S3 returns an S3 client of the function's AWS configuration.
-func (in *Init) S3() (*s3.Client, error) {
+func S3(in *Init) (*s3.Client, error) {
 	cfg, err := in.AWS()
 	if err != nil {
 		return nil, err
@@ -69,22 +74,13 @@ func (in *Init) S3() (*s3.Client, error) {
 	return s3.NewFromConfig(cfg), nil
 }
 
-// DynamoDB returns a DynamoDB client of the function's AWS configuration.
-func (in *Init) DynamoDB() (*dynamodb.Client, error) {
-	cfg, err := in.AWS()
-	if err != nil {
-		return nil, err
-	}
-	return dynamodb.NewFromConfig(cfg), nil
-}
-
 // Store opens the object store at loc (objstore.Location.Open): a
 // directory, or S3 through the function's client with opts (only an S3
 // location loads the AWS configuration).
-func (in *Init) Store(loc objstore.Location, opts objstore.S3Options) (objstore.Store, error) {
+func Store(in *Init, loc objstore.Location, opts objstore.S3Options) (objstore.Store, error) {
 	var client objstore.S3API
 	if loc.IsS3() {
-		c, err := in.S3()
+		c, err := S3(in)
 		if err != nil {
 			return nil, err
 		}
