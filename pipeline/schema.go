@@ -168,3 +168,16 @@ func (s Schema) Configure(given Schema, names map[string]string) (Schema, error)
 	}
 	return s, errors.Join(errs...)
 }
+
+// Resolve returns the schema an entry point runs with, in the one order
+// every entry point resolves it: s (its environment's, a spec's in place
+// of a main's), the attributes given where s names none (Configure), the
+// defaults for the rest (WithDefaults), then Validate.
+func (s Schema) Resolve(given Schema, names map[string]string) (Schema, error) {
+	s, err := s.Configure(given, names)
+	if err != nil {
+		return s, err
+	}
+	s = s.WithDefaults()
+	return s, s.Validate()
+}

@@ -17,8 +17,6 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/tributary/tributary/functions/internal/archiveenv"
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
@@ -101,20 +99,12 @@ func (c Config) S3Options() objstore.S3Options {
 
 // Main runs the TTL archiver of env's table. It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("archiver", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.LookupEnv)
+	entry.Main("archiver", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
+		store, err := entry.Store(in, objstore.Location{Bucket: cfg.Bucket, Dir: cfg.Dir}, cfg.S3Options())
 		if err != nil {
 			return nil, err
 		}
-		var store Putter = objstore.NewDir(cfg.Dir)
-		if cfg.Bucket != "" {
-			aws, err := entry.AWSConfig(ctx)
-			if err != nil {
-				return nil, err
-			}
-			store = objstore.NewS3(s3.NewFromConfig(aws), cfg.Bucket, "", cfg.S3Options())
-		}
-		return New(cfg, env, store, log, os.Stdout)
+		return New(cfg, env, store, in.Log, os.Stdout)
 	})
 }
 

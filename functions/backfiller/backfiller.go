@@ -147,22 +147,17 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 // subset PROJECTIONS names) from exports, into the aggregate table in
 // DynamoDB. It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("backfiller", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.LookupEnv)
+	entry.Main("backfiller", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
+		aws, err := in.AWS()
 		if err != nil {
 			return nil, err
 		}
-		aws, err := entry.AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		table := dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table)
 		if stream, ok := strings.CutPrefix(cfg.ReplayFrom, "kinesis://"); ok {
 			client := kinesis.NewFromConfig(aws)
 			cfg.Retention = func(ctx context.Context) (time.Duration, error) { return kinesisread.Retention(ctx, client, stream) }
 		}
 		cfg.Metrics = os.Stdout
-		h, err := New(cfg, env, s3.NewFromConfig(aws), table, log)
+		h, err := New(cfg, env, s3.NewFromConfig(aws), dynamostore.New(dynamodb.NewFromConfig(aws), cfg.Table), in.Log)
 		if err != nil {
 			return nil, err
 		}

@@ -13,12 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/tributary/tributary/functions/internal/archiveenv"
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
@@ -88,20 +85,12 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 
 // Main runs the archive compactor of env's table. It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("compactor", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.LookupEnv)
+	entry.Main("compactor", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
+		store, err := entry.Store(in, objstore.Location{Bucket: cfg.Bucket, Dir: cfg.Dir}, objstore.S3Options{KMSKeyID: cfg.KMSKeyID})
 		if err != nil {
 			return nil, err
 		}
-		var store objstore.Store = objstore.NewDir(cfg.Dir)
-		if cfg.Bucket != "" {
-			aws, err := entry.AWSConfig(ctx)
-			if err != nil {
-				return nil, err
-			}
-			store = objstore.NewS3(s3.NewFromConfig(aws), cfg.Bucket, "", objstore.S3Options{KMSKeyID: cfg.KMSKeyID})
-		}
-		return New(cfg, env, store, log)
+		return New(cfg, env, store, in.Log)
 	})
 }
 

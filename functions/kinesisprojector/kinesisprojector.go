@@ -39,12 +39,16 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 
 // Main runs the Kinesis projector of env. It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("kinesis-projector", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, t, opts, err := projector.Load(ctx)
+	entry.Main("kinesis-projector", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
+		conf, err := in.AWS()
 		if err != nil {
 			return nil, err
 		}
-		return New(ctx, cfg, env, t, log, os.Stdout, opts...)
+		t, opts, err := projector.Open(conf, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return New(in.Ctx, cfg, env, t, in.Log, os.Stdout, opts...)
 	})
 }
 

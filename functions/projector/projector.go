@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -158,42 +159,34 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 // stream to env's projections, exactly once, in the aggregate table (and
 // to a shadow set, with SHADOW_TABLE). It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("projector", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, t, opts, err := Load(ctx)
+	entry.Main("projector", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
+		conf, err := in.AWS()
 		if err != nil {
 			return nil, err
 		}
-		return New(ctx, cfg, env, t, log, os.Stdout, opts...)
+		t, opts, err := Open(conf, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return New(in.Ctx, cfg, env, t, in.Log, os.Stdout, opts...)
 	})
 }
 
-// Load reads a projector's configuration from the process's environment
-// and opens its aggregate table in DynamoDB, and its shadow's table and
-// failure location when it keeps one: what Main and the Kinesis
-// projector's Main do at init.
-func Load(ctx context.Context) (Config, driver.Table, []Option, error) {
-	cfg, err := LoadConfig(os.LookupEnv)
-	if err != nil {
-		return cfg, nil, nil, err
-	}
-	aws, err := entry.AWSConfig(ctx)
-	if err != nil {
-		return cfg, nil, nil, err
-	}
-	client := dynamodb.NewFromConfig(aws)
+// Open opens what cfg names for a projector at init: its aggregate table
+// in DynamoDB, and its shadow's table and failure location when it keeps
+// one (WithShadow), with the function's AWS configuration. Main and the
+// Kinesis projector's Main call it.
+func Open(conf aws.Config, cfg Config) (driver.Table, []Option, error) {
+	client := dynamodb.NewFromConfig(conf)
 	var opts []Option
 	if cfg.ShadowTable != "" {
 		loc, err := objstore.Parse(cfg.ShadowFailures)
 		if err != nil {
-			return cfg, nil, nil, fmt.Errorf("SHADOW_FAILURES: %w", err)
+			return nil, nil, fmt.Errorf("SHADOW_FAILURES: %w", err)
 		}
-		var keep Keeper = objstore.NewDir(loc.Dir)
-		if loc.IsS3() {
-			keep = objstore.NewS3(s3.NewFromConfig(aws), loc.Bucket, loc.Prefix, objstore.S3Options{})
-		}
-		opts = append(opts, WithShadow(dynamostore.New(client, cfg.ShadowTable), keep))
+		opts = append(opts, WithShadow(dynamostore.New(client, cfg.ShadowTable), loc.Open(s3.NewFromConfig(conf), objstore.S3Options{})))
 	}
-	return cfg, dynamostore.New(client, cfg.Table), opts, nil
+	return dynamostore.New(client, cfg.Table), opts, nil
 }
 
 // streamsFilterNeed is what the Streams projector's event source mapping

@@ -133,17 +133,13 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 
 // Main runs the remodeler of env. It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("remodeler", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.LookupEnv)
+	entry.Main("remodeler", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
+		conf, err := in.AWS()
 		if err != nil {
 			return nil, err
 		}
-		aws, err := entry.AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		client := dynamodb.NewFromConfig(aws)
-		key, err := dynamostore.TargetKeyOf(ctx, client, cfg.Table)
+		client := dynamodb.NewFromConfig(conf)
+		key, err := dynamostore.TargetKeyOf(in.Ctx, client, cfg.Table)
 		if err != nil {
 			return nil, fmt.Errorf("TARGET_TABLE: %w", err)
 		}
@@ -151,7 +147,7 @@ func Main(env *projections.Environment) {
 		if err != nil {
 			return nil, err
 		}
-		return New(ctx, cfg, r, dynamostore.NewTarget(client, cfg.Table, cfg.LedgerTable, r.Name(), r.Key()), log, os.Stdout)
+		return New(in.Ctx, cfg, r, dynamostore.NewTarget(client, cfg.Table, cfg.LedgerTable, r.Name(), r.Key()), in.Log, os.Stdout)
 	})
 }
 

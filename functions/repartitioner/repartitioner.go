@@ -13,13 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/export/repartition"
@@ -97,16 +94,12 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 // one data file per invocation (Event), with env's transforms for
 // TRANSFORM (and an event's transform) to name. It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("repartitioner", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.LookupEnv)
+	entry.Main("repartitioner", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
+		client, err := entry.S3(in)
 		if err != nil {
 			return nil, err
 		}
-		aws, err := entry.AWSConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		h, err := New(cfg, env, s3.NewFromConfig(aws), log)
+		h, err := New(cfg, env, client, in.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -221,10 +214,7 @@ func New(cfg Config, env *projections.Environment, client objstore.S3API, log *s
 }
 
 func (h *Handler) store(l objstore.Location) (objstore.Store, error) {
-	if !l.IsS3() {
-		return objstore.NewDir(l.Dir), nil
-	}
-	return objstore.NewS3(h.s3, l.Bucket, l.Prefix, objstore.S3Options{KMSKeyID: h.cfg.KMSKeyID, TempDir: h.cfg.TempDir}), nil
+	return l.Open(h.s3, objstore.S3Options{KMSKeyID: h.cfg.KMSKeyID, TempDir: h.cfg.TempDir}), nil
 }
 
 // job merges the event's job over the configured one. The attributes an

@@ -148,16 +148,12 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 // Main runs the verifier of env: it checks the aggregate table in DynamoDB
 // against exports, a step an invocation. It does not return.
 func Main(env *projections.Environment) {
-	entry.Start("verifier", env, func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error) {
-		cfg, err := LoadConfig(os.LookupEnv)
-		if err != nil {
-			return nil, err
-		}
+	entry.Main("verifier", env, LoadConfig, func(in *entry.Init, cfg Config, env *projections.Environment) (lambda.Handler, error) {
 		cfg.Dir = filepath.Join(os.TempDir(), "verifier")
 		if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 			return nil, err
 		}
-		aws, err := entry.AWSConfig(ctx)
+		aws, err := in.AWS()
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +172,7 @@ func Main(env *projections.Environment) {
 				return *out.Table.TableSizeBytes, nil
 			}
 		}
-		h, err := New(cfg, env, s3.NewFromConfig(aws), table, segment, log)
+		h, err := New(cfg, env, s3.NewFromConfig(aws), table, segment, in.Log)
 		if err != nil {
 			return nil, err
 		}

@@ -256,7 +256,7 @@ func runBackfillJob(ctx context.Context, e *Env, w io.Writer, r backfillRun) err
 		sum.Items, took.Seconds(), rate, s.Items, r.words[0], s.Transactions, s.WriteUnits, s.Repeated, s.Stale-s.Repeated, r.words[1], s.Unprojected, r.words[2])
 	if sum.Items > 0 && s.Items == 0 && s.Stale == 0 && sum.Failed == 0 {
 		fmt.Fprintf(w, "warning:  none of the %d items is of a type %s (%s), by the attribute %s: is that the table's type attribute (--type-attribute)?\n",
-			sum.Items, r.reads, printableList(r.set.EntityTypes(), ", "), quote.Printable(r.opts.Decode.Schema.WithDefaults().TypeAttribute))
+			sum.Items, r.reads, printableList(r.set.EntityTypes(), ", "), quote.Printable(r.opts.Decode.Schema.TypeAttribute))
 	}
 	for _, f := range sum.Failures {
 		fmt.Fprintf(w, "failed:   %s\n", quote.Printable(f.Error()))

@@ -343,13 +343,9 @@ func (f *schemaFlags) keyList() []string {
 func (e *Env) schema(f schemaFlags) (pipeline.Schema, error) {
 	given := f.given
 	given.KeyAttributes = f.keyList()
-	s, err := e.Environment.Schema.Configure(given, map[string]string{
+	s, err := e.Environment.Schema.Resolve(given, map[string]string{
 		"type": "--type-attribute", "version": "--version-attribute", "keys": "--key-attributes", "ttl": "--ttl-attribute",
 	})
-	if err == nil {
-		s = s.WithDefaults()
-		err = s.Validate()
-	}
 	if err != nil {
 		return s, fmt.Errorf("%w: %w", errUsage, err)
 	}

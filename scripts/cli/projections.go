@@ -172,7 +172,8 @@ func checkSpec(e *Env, file string) (err error) {
 	for _, id := range set.IDs() {
 		ids[id.Name] = id
 	}
-	keys := sp.Schema().WithDefaults().KeyAttributes
+	schema := sp.Schema().WithDefaults() // the spec's attributes, the defaults for those it leaves out
+	keys := schema.KeyAttributes
 	if len(ts) > 0 {
 		fmt.Fprintf(out, "%s: %d projections, %d transforms, valid\n", quote.Printable(file), len(ps), len(ts))
 	} else {
@@ -214,7 +215,7 @@ func checkSpec(e *Env, file string) (err error) {
 			return err
 		}
 	}
-	fmt.Fprintf(out, "SAM template parameters: %s\n", templateParameters(types, sp.Schema()))
+	fmt.Fprintf(out, "SAM template parameters: %s\n", templateParameters(types, schema))
 	return nil
 }
 
@@ -272,9 +273,9 @@ func printTransforms(out *bufio.Writer, ts []spec.TransformInfo) {
 
 // templateParameters are the SAM template's parameters a table's entity
 // types and attributes imply (the defaults for those not declared), in the
-// form sam deploy --parameter-overrides takes, escaped for the terminal.
+// form sam deploy --parameter-overrides takes, escaped for the terminal; s
+// has its defaults filled in.
 func templateParameters(types []string, s pipeline.Schema) string {
-	s = s.WithDefaults()
 	return fmt.Sprintf("ProjectedEntityTypes=%s TypeAttribute=%s VersionAttribute=%s KeyAttributes=%s TTLAttribute=%s",
 		printableList(types, ","), quote.Printable(s.TypeAttribute), quote.Printable(s.VersionAttribute), printableList(s.KeyAttributes, ","), quote.Printable(s.TTLAttribute))
 }

@@ -128,18 +128,19 @@ func (s *storeFlags) open(ctx context.Context, create bool) (store, func() error
 // is the S3 endpoint to use; see s3Client). noSync skips fsync in a
 // directory.
 func openLocation(ctx context.Context, loc objstore.Location, endpoint string, opts objstore.S3Options, noSync bool) (objstore.Store, error) {
-	if !loc.IsS3() {
-		d := objstore.NewDir(loc.Dir)
-		if noSync {
-			d = d.WithoutSync()
+	var client objstore.S3API
+	if loc.IsS3() {
+		c, err := s3Client(ctx, endpoint)
+		if err != nil {
+			return nil, err
 		}
-		return d, nil
+		client = c
 	}
-	client, err := s3Client(ctx, endpoint)
-	if err != nil {
-		return nil, err
+	st := loc.Open(client, opts)
+	if d, ok := st.(*objstore.Dir); ok && noSync {
+		return d.WithoutSync(), nil
 	}
-	return objstore.NewS3(client, loc.Bucket, loc.Prefix, opts), nil
+	return st, nil
 }
 
 // s3Client builds an S3 client from the default AWS configuration. A custom

@@ -16,7 +16,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 )
@@ -34,14 +36,70 @@ const MainEnv = "TRIBUTARY_MAIN"
 // attributes the spec declares) with a spec file's: PROJECTIONS_FILE.
 const SpecEnv = "PROJECTIONS_FILE"
 
-// Build makes a function's handler from the resolved environment.
-type Build func(ctx context.Context, env *projections.Environment, log *slog.Logger) (lambda.Handler, error)
+// Init is what a function's Main builds its handler with at init: the
+// context, the function's logger, and its AWS clients, made from the AWS
+// configuration (its role's credentials and region), which is loaded once,
+// when a client is first asked for.
+type Init struct {
+	Ctx context.Context
+	Log *slog.Logger
+	aws *aws.Config
+}
 
-// Start runs the function name: it hands over when MainEnv says so,
-// resolves env (Resolve), builds the handler and hands it to the Lambda
-// runtime. A failure is logged as a JSON line and ends the process, so
-// that Lambda reports the init error. It does not return.
-func Start(name string, env *projections.Environment, build Build) {
+// AWS returns the function's AWS configuration (AWSConfig), loaded on
+// the first call.
+func (in *Init) AWS() (aws.Config, error) {
+	if in.aws == nil {
+		cfg, err := AWSConfig(in.Ctx)
+		if err != nil {
+			return cfg, err
+		}
+		in.aws = &cfg
+	}
+	return *in.aws, nil
+}
+
+// The S3 client and the store are functions rather than methods of Init:
+// a method is linked into every function's binary (the SDK reflects on
+// methods), and an SDK client is megabytes a function that does not call
+// it would carry. For the same reason this package does not import the
+// DynamoDB client: the functions that need one make it of AWS's config.
+
+// S3 returns an S3 client of the function's AWS configuration.
+func S3(in *Init) (*s3.Client, error) {
+	cfg, err := in.AWS()
+	if err != nil {
+		return nil, err
+	}
+	return s3.NewFromConfig(cfg), nil
+}
+
+// Store opens the object store at loc (objstore.Location.Open): a
+// directory, or S3 through the function's client with opts (only an S3
+// location loads the AWS configuration).
+func Store(in *Init, loc objstore.Location, opts objstore.S3Options) (objstore.Store, error) {
+	var client objstore.S3API
+	if loc.IsS3() {
+		c, err := S3(in)
+		if err != nil {
+			return nil, err
+		}
+		client = c
+	}
+	return loc.Open(client, opts), nil
+}
+
+// Main runs the function name, the one init of every function's Main:
+// it hands over when MainEnv says so, resolves the table's environment
+// (Resolve: env, or the spec PROJECTIONS_FILE makes of it), reads the
+// function's configuration from the process's variables (load, the
+// function's LoadConfig), and builds the handler with build (which opens
+// the clients it needs with in and calls the function's New; New resolves
+// the attributes the configuration gives against the environment's, then
+// the defaults, then Validate: Schema). It hands the handler to the
+// Lambda runtime. A failure is logged as a JSON line and ends the process,
+// so that Lambda reports the init error. It does not return.
+func Main[C any](name string, env *projections.Environment, load func(func(string) (string, bool)) (C, error), build func(in *Init, cfg C, env *projections.Environment) (lambda.Handler, error)) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", name)
 	fail := func(err error) {
 		log.Error("init failed", "error", err.Error())
@@ -57,12 +115,17 @@ func Start(name string, env *projections.Environment, build Build) {
 		err := handOver(exe) // returns only on failure
 		fail(fmt.Errorf("%s %s: %w", MainEnv, exe, err))
 	}
-	ctx := context.Background()
 	resolved, err := Resolve(env, os.LookupEnv)
 	if err != nil {
 		fail(err)
 	}
-	h, err := build(ctx, resolved, log)
+	h, err := func() (lambda.Handler, error) {
+		cfg, err := load(os.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		return build(&Init{Ctx: context.Background(), Log: log}, cfg, resolved)
+	}()
 	if err != nil {
 		fail(err)
 	}
@@ -155,17 +218,13 @@ func GivenSchema(getenv func(string) string) pipeline.Schema {
 
 // Schema returns the schema a function runs with: env's, with the
 // attributes given names where env declares none (see GivenSchema), and
-// the defaults for the rest. A given attribute that differs from one env
-// declares is an error naming its variable (pipeline.Schema.Configure).
+// the defaults for the rest, validated (pipeline.Schema.Resolve). A given
+// attribute that differs from one env declares is an error naming its
+// variable.
 func Schema(env *projections.Environment, given pipeline.Schema) (pipeline.Schema, error) {
-	s, err := env.Schema.Configure(given, map[string]string{
+	return env.Schema.Resolve(given, map[string]string{
 		"type": "TYPE_ATTRIBUTE", "version": "VERSION_ATTRIBUTE", "keys": "KEY_ATTRIBUTES", "ttl": "TTL_ATTRIBUTE",
 	})
-	if err != nil {
-		return s, err
-	}
-	s = s.WithDefaults()
-	return s, s.Validate()
 }
 
 // Projections returns what a function that runs env's projections runs
