@@ -168,14 +168,9 @@ type JobConfig struct {
 	Takeover bool `json:"takeover,omitempty"`
 }
 
-// job is the repartition's own form of j.
-func (j JobConfig) job() repartition.JobConfig {
-	return repartition.JobConfig{
-		Export: j.Export, Incrementals: j.Incrementals, Out: j.Out, Schema: j.Schema, Transform: j.Transform,
-		Compression: repartition.Compression(j.Compression), Level: j.Level, MaxPartBytes: j.MaxPartBytes,
-		SkipMD5: j.SkipMD5, AllowMissingManifest: j.AllowMissingManifest, ExecutionID: j.ExecutionID, Takeover: j.Takeover,
-	}
-}
+// job is the repartition's own form of j: the same fields, so that a
+// field added to one and not the other fails to compile here.
+func (j JobConfig) job() repartition.JobConfig { return repartition.JobConfig(j) }
 
 // PlanFile is a data file of the plan, one item of the state machine's map.
 type PlanFile struct {

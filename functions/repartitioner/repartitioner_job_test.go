@@ -31,7 +31,7 @@ func TestRepartitionEventJob(t *testing.T) {
 	want := repartition.JobConfig{
 		Export: "s3://b/e", Incrementals: []string{"s3://b/i"}, Out: "s3://b/o2",
 		Schema: pipeline.Schema{TypeAttribute: "kind", VersionAttribute: "rev", KeyAttributes: []string{"Id"}}, Transform: "t",
-		Compression: repartition.Zstd, Level: 3, MaxPartBytes: 2048, SkipMD5: true, AllowMissingManifest: true,
+		Compression: string(repartition.Zstd), Level: 3, MaxPartBytes: 2048, SkipMD5: true, AllowMissingManifest: true,
 		ExecutionID: "arn:x", Takeover: true,
 	}
 	if got, err := h.job(ev); err != nil || !reflect.DeepEqual(got, want) {

@@ -22,12 +22,13 @@ type JobConfig struct {
 	// Schema names the items' attributes: the entity type's, the version's
 	// and the table's keys (typeAttribute, versionAttribute, keyAttributes).
 	pipeline.Schema
-	Transform            string      `json:"transform,omitempty"`
-	Compression          Compression `json:"compression,omitempty"`
-	Level                int         `json:"level,omitempty"`
-	MaxPartBytes         int64       `json:"maxPartBytes,omitempty"`
-	SkipMD5              bool        `json:"skipMd5,omitempty"`
-	AllowMissingManifest bool        `json:"allowMissingManifest,omitempty"`
+	Transform string `json:"transform,omitempty"`
+	// Compression is a Compression's name (gzip, zstd, none; empty: gzip).
+	Compression          string `json:"compression,omitempty"`
+	Level                int    `json:"level,omitempty"`
+	MaxPartBytes         int64  `json:"maxPartBytes,omitempty"`
+	SkipMD5              bool   `json:"skipMd5,omitempty"`
+	AllowMissingManifest bool   `json:"allowMissingManifest,omitempty"`
 
 	// ExecutionID names the run the step belongs to (the Step Functions
 	// execution's ARN): the steps of one execution share the output's
@@ -93,7 +94,7 @@ func OpenJob(ctx context.Context, cfg JobConfig, newStore func(objstore.Location
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{Decode: pipeline.Options{Schema: cfg.Schema}, Compression: cfg.Compression, Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover,
+	opts := Options{Decode: pipeline.Options{Schema: cfg.Schema}, Compression: Compression(cfg.Compression), Level: cfg.Level, MaxPartBytes: cfg.MaxPartBytes, SkipMD5: cfg.SkipMD5, Takeover: cfg.Takeover,
 		TakeoverAdvice: `invoke the function with {"action":"release","executionId":"<that run's ID>"}, or start the next execution with "takeover": true in its input`}
 	if cfg.ExecutionID != "" {
 		opts.Owner = objstore.Owner{ID: cfg.ExecutionID, Started: time.Now().UTC(), What: "repartition of " + cfg.Export}
