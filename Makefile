@@ -52,7 +52,7 @@ lint:
 ## exactly-once simulations (100,000 changes per source) without it
 test-unit:
 	$(GO) test -race -short -shuffle=on -count=1 ./...
-	$(GO) test -count=1 -run 'TestExactlyOnce' ./projections/
+	$(GO) test -count=1 -run 'TestExactlyOnce' ./internal/engine/
 
 ## example: the worked examples (EXAMPLES: examples/tickets, a support desk
 ## on the default attribute names; examples/ledger, a payments ledger whose

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -344,11 +343,7 @@ type entityTyper interface{ EntityTypes() []string }
 // handle calls the batch handler, turning a panic into a failure of the
 // batch's first change.
 func (p *Processor) handle(ctx context.Context, changes []Change) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
+	defer Recover(&err)
 	return p.h.HandleBatch(ctx, changes)
 }
 

@@ -125,7 +125,7 @@ type Position struct {
 	// the source that holds the item and its place there, wherever the
 	// source is stored, as "SOURCE/PLACE": one export and a line of it.
 	// A source holds an item once, so the engine refuses an item that one
-	// source gives at two places (projections.DuplicateItemError).
+	// source gives at two places (the engine's DuplicateItemError).
 	Origin string
 }
 

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/tributary/tributary/internal/quote"
 )
@@ -73,6 +74,16 @@ func (e *UnknownTypeError) Is(target error) bool { return target == ErrPermanent
 type PanicError struct {
 	Value any
 	Stack []byte
+}
+
+// Recover turns a panic of the function that defers it, one with a named
+// error result, into a *PanicError in that result, with its stack:
+//
+//	defer pipeline.Recover(&err)
+func Recover(err *error) {
+	if r := recover(); r != nil {
+		*err = &PanicError{Value: r, Stack: debug.Stack()}
+	}
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }

@@ -1,24 +1,28 @@
-// Package projections is Tributary's projection engine: it keeps aggregate
-// tables exactly right under the at-least-once delivery of every change source.
+// Package projections is the API of a projection's author: what one item
+// contributes to aggregate tables, and how to check a table against its
+// items.
 //
 // A Projection is a small, pure function from one item image to its
 // contributions: additive deltas on aggregate items (counts, exact decimal sums)
-// and materialised rows (a leaderboard index row). The Engine applies, for each
-// item, contributions(newest image) − contributions(last applied image), with a
-// per-item ledger written in the same transaction as the aggregate deltas, so
-// retries, duplicates, reordering and replays change nothing twice.
+// and materialised rows (a leaderboard index row). A Set is the projections
+// one aggregate table is built from; an Environment is a table's set, schema
+// and transforms, what the functions' Main(env) and cli.Main take.
+// Recompute, ReadView and Diff check a table against its items.
 //
+// Tributary's engine applies a Set to a table: for each item,
+// contributions(newest image) − contributions(last applied image), with a
+// per-item ledger written in the same transaction as the aggregate deltas,
+// so retries, duplicates, reordering and replays change nothing twice. A
+// team runs it through the functions and the command line (docs/engine.md).
 // Stores persist the ledger, the aggregates and the rows behind the small
-// driver.Store interface (projections/driver, the contract between the
-// engine and its stores); infra/boltstore (embedded, on disk) and
-// infra/dynamostore (DynamoDB) implement it and pass the same conformance
-// suite (projections/driver/drivertest).
+// driver.Store interface (projections/driver); infra/boltstore (embedded,
+// on disk) and infra/dynamostore (DynamoDB) implement it and pass the same
+// conformance suite (projections/driver/drivertest).
 package projections
 
 import (
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections/decimal"
-	"github.com/tributary/tributary/projections/driver"
 )
 
 // Projection derives contributions from one item image.
@@ -50,7 +54,7 @@ type Counter struct {
 	Key string
 	// Values are added to the aggregate's values of the same names. A value
 	// name must be a plain attribute name, not one a Store may use for its
-	// own bookkeeping (see ReservedNames).
+	// own bookkeeping (see driver.ReservedNames).
 	Values map[string]decimal.Decimal
 	// Shards write-shards an aggregate that many items touch: the engine adds
 	// each item's contribution to one of Shards physical items, chosen by a
@@ -67,27 +71,10 @@ type Row struct {
 	// Sort orders rows within the partition, e.g. "RATING#0000001842#PLAYER#u8231".
 	Sort string
 	// Attrs are the row's attributes. Names must not be reserved (see
-	// ReservedNames).
+	// driver.ReservedNames).
 	Attrs pipeline.Item
 	// Expires, when not 0, is when (epoch seconds) the row's store may
 	// remove it on its own (its time to live): a check of the table
 	// leaves a row out whose time has passed. The ledger keeps it.
 	Expires int64
-}
-
-// An OthersReader is a projection that may read items of entity types it
-// does not list, and items without one: one whose ReadsOtherTypes is true
-// is handed them too (a remodel that copies the types its transform does
-// not name).
-type OthersReader interface {
-	ReadsOtherTypes() bool
-}
-
-// A ClaimDescriber is a projection that names its rows itself in a
-// collision: two source items that claim one row. A remodel's rows are
-// target items, and two source items the transform maps to one key are
-// said so. DescribeClaim returns what the row is ("target item
-// PK=DOC#1 SK=CMT#2 of comments-table") and what to do about it.
-type ClaimDescriber interface {
-	DescribeClaim(ref driver.RowRef) (row, hint string)
 }

@@ -34,8 +34,8 @@ func (id ProjectionID) String() string { return id.Name + "@" + id.Fingerprint }
 
 // A Set is the projections one aggregate table is built from. Its identity,
 // the IDs of its projections, is what the table's projection-set marker
-// records (see Open): every engine that writes to a table must run exactly
-// the set that built it.
+// records: every engine that writes to a table must run exactly the set
+// that built it.
 //
 // A Set is immutable and safe for concurrent use.
 type Set struct {
@@ -136,6 +136,11 @@ func (s *Set) EntityTypes() []string {
 // String lists the set's IDs, e.g. "order-totals@1f0c…, season-standings@9a3e…".
 func (s *Set) String() string { return formatIDs(s.ids) }
 
+// Ignored returns the entity types that the set this one was selected
+// from reads and this one does not (see Select), sorted: an engine of this
+// set skips their items without a line each.
+func (s *Set) Ignored() []string { return slices.Clone(s.ignored) }
+
 // Select returns the subset of the named projections, in s's order; no
 // names return s itself. An unknown name is an error that lists the known
 // ones. The subset ignores the entity types only the other projections
@@ -179,9 +184,6 @@ func (s *Set) Select(names ...string) (*Set, error) {
 	sub.ignored = slices.Compact(sub.ignored)
 	return sub, nil
 }
-
-// sameIDs reports whether two sorted ID lists are equal.
-func sameIDs(a, b []ProjectionID) bool { return slices.Equal(a, b) }
 
 func formatIDs(ids []ProjectionID) string {
 	parts := make([]string, len(ids))

@@ -34,7 +34,8 @@ func NewView() *View {
 	return &View{Aggregates: map[AggregateKey]map[string]decimal.Decimal{}, Rows: map[driver.RowRef]pipeline.Item{}}
 }
 
-func (v *View) add(k AggregateKey, values map[string]decimal.Decimal) {
+// Add adds values to the aggregate k's values of the same names.
+func (v *View) Add(k AggregateKey, values map[string]decimal.Decimal) {
 	cur := v.Aggregates[k]
 	if cur == nil {
 		cur = map[string]decimal.Decimal{}
@@ -66,7 +67,7 @@ func (v *View) Prune() {
 func ReadView(ctx context.Context, r driver.Reader) (*View, error) {
 	v := NewView()
 	err := r.ScanAggregates(ctx, func(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
-		v.add(AggregateKey{ref.Projection, ref.Key}, values)
+		v.Add(AggregateKey{ref.Projection, ref.Key}, values)
 		return nil
 	})
 	if err != nil {
@@ -108,8 +109,8 @@ func Recompute(items []pipeline.Item, typeAttribute string, ps ...Projection) (*
 // default EntityType): its counters' values add up, its rows are set. Items
 // added one by one make the view Recompute makes of them all; call Prune at
 // the end. An item a projection refuses adds nothing to any projection (as
-// the engine applies nothing of a record it fails), and the error names
-// the projection.
+// the engine applies nothing of a record it fails), and the error is a
+// *RefusedError that names the projection.
 func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.Item) error {
 	add := v.adder(typeAttribute, ps...)
 	return func(item pipeline.Item) error {
@@ -117,12 +118,30 @@ func (v *View) Adder(typeAttribute string, ps ...Projection) func(item pipeline.
 		if err == nil {
 			return nil
 		}
-		if ie, ok := errors.AsType[*ItemError](err); ok && ie.Projection == p {
-			return fmt.Errorf("recompute: %w", err) // it names the projection and the item already
-		}
-		return fmt.Errorf("recompute: projection %s: %w", p, err)
+		return &RefusedError{Projection: p, Err: err}
 	}
 }
+
+// A RefusedError is an item a projection refused while a view was
+// recomputed (Recompute, View.Adder): Err is what its Contribute returned
+// (a *pipeline.PanicError if it panicked).
+type RefusedError struct {
+	Projection string
+	Err        error
+}
+
+// Error returns e.g. "recompute: projection order-totals: <Err>", or
+// "recompute: <Err>" when Err is an *ItemError that names the projection
+// already.
+func (e *RefusedError) Error() string {
+	if ie, ok := errors.AsType[*ItemError](e.Err); ok && ie.Projection == e.Projection {
+		return "recompute: " + e.Err.Error()
+	}
+	return "recompute: projection " + e.Projection + ": " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 // adder is Adder's function, whose error comes with the name of the
 // projection that refused the item, unwrapped.
@@ -131,12 +150,12 @@ func (v *View) adder(typeAttribute string, ps ...Projection) func(item pipeline.
 		typeAttribute = pipeline.DefaultTypeAttribute
 	}
 	byType := map[string][]Projection{}
-	var others []Projection // OthersReaders: for every other type
+	var others []Projection // othersReaders: for every other type
 	for _, p := range ps {
 		for _, t := range p.EntityTypes() {
 			byType[t] = append(byType[t], p)
 		}
-		if o, ok := p.(OthersReader); ok && o.ReadsOtherTypes() {
+		if o, ok := p.(othersReader); ok && o.ReadsOtherTypes() {
 			others = append(others, p)
 		}
 	}
@@ -160,7 +179,7 @@ func (v *View) adder(typeAttribute string, ps ...Projection) func(item pipeline.
 		}
 		for i, p := range read {
 			for _, c := range cons[i].Counters {
-				v.add(AggregateKey{p.Name(), c.Key}, c.Values)
+				v.Add(AggregateKey{p.Name(), c.Key}, c.Values)
 			}
 			for _, r := range cons[i].Rows {
 				v.Rows[driver.RowRef{Projection: p.Name(), Partition: r.Partition, Sort: r.Sort}] = r.Attrs
@@ -168,6 +187,20 @@ func (v *View) adder(typeAttribute string, ps ...Projection) func(item pipeline.
 		}
 		return "", nil
 	}
+}
+
+// othersReader is a projection that may read items of entity types it
+// does not list, and items without one, as the engine's OthersReader (a
+// remodel that copies the types its transform does not name): the view
+// hands it those items too.
+type othersReader interface {
+	ReadsOtherTypes() bool
+}
+
+// contribute calls a projection, turning a panic into an error.
+func contribute(p Projection, img pipeline.Item) (c Contribution, err error) {
+	defer pipeline.Recover(&err)
+	return p.Contribute(img)
 }
 
 // Diff lists the differences between two views, "want" being the reference,
@@ -279,7 +312,7 @@ func (v *View) AppendJSONLines(buf []byte) []byte {
 	for r := range v.Rows {
 		rows = append(rows, r)
 	}
-	sort.Slice(rows, func(i, j int) bool { return rowLess(rows[i], rows[j]) })
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Compare(rows[j]) < 0 })
 	for _, r := range rows {
 		buf = append(buf, `{"projection":`...)
 		buf = quote.AppendJSON(buf, r.Projection)

@@ -39,6 +39,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/infra/streamsread"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -236,7 +237,7 @@ type Handler struct {
 	log    *slog.Logger
 
 	mu     sync.Mutex
-	engine *projections.Engine
+	engine *engine.Engine
 	job    *backfill.Job
 	jobKey string
 
@@ -255,7 +256,7 @@ const retentionTTL = 5 * time.Minute
 // New returns the backfiller's handler: env's projections (or the subset
 // cfg.Projections names) into the aggregate table t, the exports read from
 // S3 through client. It checks the configuration against env; the table is
-// opened (projections.Open) by the first invocation.
+// opened (engine.Open) by the first invocation.
 func New(cfg Config, env *projections.Environment, client objstore.S3API, t driver.Table, log *slog.Logger) (*Handler, error) {
 	schema, set, err := entry.Projections(env, cfg.Schema, cfg.Projections)
 	if err != nil {
@@ -389,7 +390,7 @@ func (h *Handler) open(ctx context.Context, ev Event) (*backfill.Job, error) {
 		return h.job, nil
 	}
 	if h.engine == nil {
-		e, err := projections.Open(ctx, h.table, h.set, projections.Config{Logger: errorsOnly(h.log)})
+		e, err := engine.Open(ctx, h.table, h.set, engine.Config{Logger: errorsOnly(h.log)})
 		if err != nil {
 			return nil, fmt.Errorf("backfiller: aggregate table %s: %w", h.tableName(), err)
 		}

@@ -17,10 +17,10 @@ import (
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -107,7 +107,7 @@ func TestHandoffSteps(t *testing.T) {
 
 		attached := boltstoretest.Open(t)
 		before := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) // the export is 10:00:02
-		if _, err := projections.Open(ctx, attached, seed.Set(), projections.Config{Now: func() time.Time { return before }}); err != nil {
+		if _, err := engine.Open(ctx, attached, seed.Set(), engine.Config{Now: func() time.Time { return before }}); err != nil {
 			t.Fatal(err)
 		}
 		h, err = backfiller.New(cfg, seed.Environment(), client, attached, quiet())

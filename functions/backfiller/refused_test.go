@@ -11,9 +11,9 @@ import (
 	"github.com/tributary/tributary/functions/backfiller"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 )
 
 // lambdaErrorType is the errorType the Lambda runtime (aws-lambda-go)
@@ -48,7 +48,7 @@ func TestRefusedNotRetried(t *testing.T) {
 	}
 
 	st = boltstoretest.Open(t)
-	eng, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet()})
+	eng, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

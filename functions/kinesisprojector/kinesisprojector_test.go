@@ -18,6 +18,7 @@ import (
 	"github.com/tributary/tributary/functions/kinesisprojector"
 	"github.com/tributary/tributary/functions/projector"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -127,7 +128,7 @@ func TestProjectionsSubset(t *testing.T) {
 		}
 	}
 	for _, names := range [][]string{nil, {"cart-contents"}} {
-		if _, err := newKinesis(ctx, projector.Config{Table: "t", Projections: names}, st, nil); !errors.Is(err, projections.ErrProjectionSet) || !strings.Contains(err.Error(), "table t:") {
+		if _, err := newKinesis(ctx, projector.Config{Table: "t", Projections: names}, st, nil); !errors.Is(err, engine.ErrProjectionSet) || !strings.Contains(err.Error(), "table t:") {
 			t.Errorf("PROJECTIONS=%v on a season-standings table: %v, want ErrProjectionSet naming the table", names, err)
 		}
 	}
@@ -139,11 +140,11 @@ func TestProjectionsSubset(t *testing.T) {
 	if out, err := fp.Invoke(ctx, event); err != nil || string(out) != `{"batchItemFailures":[]}` {
 		t.Fatalf("%s %v", out, err)
 	}
-	if _, err := newKinesis(ctx, projector.Config{Table: "f", Projections: []string{"season-standings"}}, full, nil); !errors.Is(err, projections.ErrProjectionSet) {
+	if _, err := newKinesis(ctx, projector.Config{Table: "f", Projections: []string{"season-standings"}}, full, nil); !errors.Is(err, engine.ErrProjectionSet) {
 		t.Errorf("a subset on a full table: %v", err)
 	}
 	// The Streams projector refuses it too.
-	if _, err := projector.New(ctx, projector.Config{Table: "t"}, seed.Environment(), st, quiet(), nil); !errors.Is(err, projections.ErrProjectionSet) {
+	if _, err := projector.New(ctx, projector.Config{Table: "t"}, seed.Environment(), st, quiet(), nil); !errors.Is(err, engine.ErrProjectionSet) {
 		t.Errorf("the Streams projector on a season-standings table: %v", err)
 	}
 }

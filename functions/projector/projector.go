@@ -8,7 +8,7 @@
 // LoadConfig); the table's attributes and projections from the main's
 // projections.Environment, or a spec file's (PROJECTIONS_FILE). A bad
 // configuration, or an aggregate table that another projection set built
-// (projections.Open), stops the function at init, before it takes a
+// (engine.Open), stops the function at init, before it takes a
 // record. The function logs JSON to standard output, beside its
 // embedded-metric lines. New builds the same handler over any store, for
 // tests and for mains that add to it; functions/kinesisprojector is the
@@ -34,6 +34,7 @@ import (
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -199,7 +200,7 @@ var streamsFilterNeed = pipeline.ImageNeed{Images: pipeline.OldImages,
 // New returns a projector's handler for events of cfg.Source (DynamoDB
 // Streams unless it says Kinesis): the engine of env's projections (or the
 // subset cfg.Projections names) over the aggregate table t, checked
-// against the mapping's filter and opened with projections.Open, behind
+// against the mapping's filter and opened with engine.Open, behind
 // the source's processor (the decoders read the attributes env and cfg
 // name; partial batch responses name the source's sequence numbers); with
 // WithShadow, the shadow set's engine over its table behind a processor
@@ -242,8 +243,8 @@ func New(ctx context.Context, cfg Config, env *projections.Environment, t driver
 				strings.Join(cfg.FilterTypes, ", "), strings.Join(missing, ", "))
 		}
 	}
-	ecfg := projections.Config{Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: metrics}
-	e, err := projections.Open(ctx, t, sub, ecfg)
+	ecfg := engine.Config{Policy: cfg.Unknown, Ignore: cfg.Ignore, TombstoneTTL: cfg.TombstoneTTL, Logger: log, Metrics: metrics}
+	e, err := engine.Open(ctx, t, sub, ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", cfg.Table, err)
 	}
@@ -256,7 +257,7 @@ func New(ctx context.Context, cfg Config, env *projections.Environment, t driver
 		scfg.Logger = slog
 		scfg.Component = "shadow"
 		s.start = func(ctx context.Context) (*pipeline.Processor, error) {
-			se, err := projections.Open(ctx, o.shadow, shadowSet, scfg)
+			se, err := engine.Open(ctx, o.shadow, shadowSet, scfg)
 			if err != nil {
 				return nil, fmt.Errorf("the shadow cannot start: table %s: %w", cfg.ShadowTable, err)
 			}
@@ -277,7 +278,7 @@ func New(ctx context.Context, cfg Config, env *projections.Environment, t driver
 	return h, nil
 }
 
-func newProcessor(source pipeline.Source, e *projections.Engine, pc pipeline.Config) *pipeline.Processor {
+func newProcessor(source pipeline.Source, e *engine.Engine, pc pipeline.Config) *pipeline.Processor {
 	if source == pipeline.SourceKinesis {
 		return pipeline.NewKinesisProcessor(e, pc)
 	}

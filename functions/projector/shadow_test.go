@@ -18,6 +18,7 @@ import (
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/redrive"
 	"github.com/tributary/tributary/internal/capabilities/verify"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
@@ -125,7 +126,7 @@ func shadowRoad(t *testing.T, kinesis bool) {
 	}
 	redriveKept := func(st sim.FaultyTable, set *projections.Set) {
 		t.Helper()
-		e, err := st.Open(ctx, set, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+		e, err := st.Open(ctx, set, engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +155,7 @@ func shadowRoad(t *testing.T, kinesis bool) {
 	// simulated time it is attached (the projector marks it with the
 	// clock's time: the backfill refuses an export older than that).
 	attached := h.Records[attach-1].Time
-	if _, err := projections.Open(ctx, shadowStore, newSet, projections.Config{Now: func() time.Time { return attached }}); err != nil {
+	if _, err := engine.Open(ctx, shadowStore, newSet, engine.Config{Now: func() time.Time { return attached }}); err != nil {
 		t.Fatal(err)
 	}
 	withShadow := build(cfg, faultyLive, faultyShadow)
@@ -175,7 +176,7 @@ func shadowRoad(t *testing.T, kinesis bool) {
 	}
 	done := make(chan sim.Stats)
 	go func() { done <- deliver(withShadow, h.Records[exportAt:gateAt], 3) }()
-	be, err := faultyShadow.Open(ctx, newSet, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+	be, err := faultyShadow.Open(ctx, newSet, engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestShadowNeverFailsLive(t *testing.T) {
 	}{
 		{"another set's table", func(t *testing.T) driver.Table {
 			st := boltstoretest.Open(t)
-			if _, err := projections.Open(ctx, st, other, projections.Config{}); err != nil {
+			if _, err := engine.Open(ctx, st, other, engine.Config{}); err != nil {
 				t.Fatal(err)
 			}
 			return st

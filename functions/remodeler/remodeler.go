@@ -32,6 +32,7 @@ import (
 	"github.com/tributary/tributary/functions/internal/entry"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/capabilities/remodel"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -229,7 +230,7 @@ var _ lambda.Handler = (*Handler)(nil)
 func New(ctx context.Context, cfg Config, rm *Remodel, target driver.Table, log *slog.Logger, metrics io.Writer) (*Handler, error) {
 	r := rm.r
 	schema := pipeline.Schema{TypeAttribute: r.TypeAttribute(), VersionAttribute: cfg.Schema.VersionAttribute, KeyAttributes: cfg.Schema.KeyAttributes, TTLAttribute: cfg.Schema.TTLAttribute}
-	e, err := r.Open(ctx, target, projections.Config{Logger: log, Metrics: metrics, TombstoneTTL: cfg.TombstoneTTL, ClaimWait: cfg.ClaimWait})
+	e, err := r.Open(ctx, target, engine.Config{Logger: log, Metrics: metrics, TombstoneTTL: cfg.TombstoneTTL, ClaimWait: cfg.ClaimWait})
 	if err != nil {
 		return nil, fmt.Errorf("TARGET_TABLE %s: %w", cfg.Table, err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary/tributary/functions/remodeler"
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -210,7 +211,7 @@ func TestRefusesAnotherTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := remodeler.New(context.Background(), cfg, r, ts, quiet(), nil); !errors.Is(err, projections.ErrProjectionSet) || !strings.Contains(err.Error(), "TARGET_TABLE comments:") {
+	if _, err := remodeler.New(context.Background(), cfg, r, ts, quiet(), nil); !errors.Is(err, engine.ErrProjectionSet) || !strings.Contains(err.Error(), "TARGET_TABLE comments:") {
 		t.Errorf("another version of the transform on the target: %v", err)
 	}
 	if _, err := remodeler.NewRemodel(remodeler.Config{Table: "t", Transform: "nope"}, seed.Environment(), target.Key{}); err == nil || !strings.Contains(err.Error(), `TRANSFORM: no transform "nope" (known: comments-table)`) {

@@ -38,6 +38,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/verify"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -134,9 +135,9 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		*dst = n
 	}
 	number("SCAN_SEGMENTS", 1, 1_000_000, &c.Segments, "a whole number from 1 to 1000000 (DynamoDB's limit)")
-	number("PARTS", 1, projections.MaxParts, &c.Parts, fmt.Sprintf("a power of two from 1 to %d", projections.MaxParts))
+	number("PARTS", 1, engine.MaxParts, &c.Parts, fmt.Sprintf("a power of two from 1 to %d", engine.MaxParts))
 	if c.Parts&(c.Parts-1) != 0 {
-		errs = append(errs, fmt.Errorf("PARTS %d: want a power of two from 1 to %d", c.Parts, projections.MaxParts))
+		errs = append(errs, fmt.Errorf("PARTS %d: want a power of two from 1 to %d", c.Parts, engine.MaxParts))
 	}
 	number("MAX_PRINT", 0, maxPrintLimit, &c.MaxPrint, fmt.Sprintf("a whole number from 0 (all) to %d", maxPrintLimit))
 	if err := errors.Join(errs...); err != nil {
@@ -404,12 +405,12 @@ func (h *Handler) checkMarker(ctx context.Context) error {
 	if h.checked {
 		return nil
 	}
-	m, err := projections.ReadMarker(ctx, h.table)
+	m, err := engine.ReadMarker(ctx, h.table)
 	if err != nil {
 		return fmt.Errorf("verifier: aggregate table %s: %w", h.cfg.Table, err)
 	}
 	if m == nil || !slices.Equal(m.Set, h.whole.IDs()) && !slices.Equal(m.Set, h.set.IDs()) {
-		return &Refused{fmt.Errorf("verifier: aggregate table %s: %w", h.cfg.Table, &projections.SetMismatchError{Table: m, Engine: h.set.IDs()})}
+		return &Refused{fmt.Errorf("verifier: aggregate table %s: %w", h.cfg.Table, &engine.SetMismatchError{Table: m, Engine: h.set.IDs()})}
 	}
 	h.checked = true
 	return nil

@@ -13,9 +13,9 @@ import (
 
 	"github.com/tributary/tributary/functions/verifier"
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -47,7 +47,7 @@ func TestRefused(t *testing.T) {
 	ctx := context.Background()
 	full := filepath.Join(exportgen.FixtureDir(), exportgen.FixtureItems(t).Full.Dir)
 	st := boltstoretest.Open(t)
-	if _, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet()}); err != nil {
+	if _, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := verifier.New(verifier.Config{Table: "aggs", Work: t.TempDir(), Export: full, Parts: 2}, seed.Environment(), nil, st, nil, quiet())
@@ -86,7 +86,7 @@ func TestRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := projections.Open(ctx, other, sub, projections.Config{Logger: quiet()}); err != nil {
+	if _, err := engine.Open(ctx, other, sub, engine.Config{Logger: quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	h, err = verifier.New(verifier.Config{Table: "aggs", Work: t.TempDir(), Export: full}, seed.Environment(), nil, other, nil, quiet())
@@ -104,7 +104,7 @@ func TestPlanSegments(t *testing.T) {
 	ctx := context.Background()
 	full := filepath.Join(exportgen.FixtureDir(), exportgen.FixtureItems(t).Full.Dir)
 	st := boltstoretest.Open(t)
-	if _, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet()}); err != nil {
+	if _, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	whole := func(int, int) (driver.Reader, error) { return st, nil }
@@ -133,7 +133,7 @@ func TestSweep(t *testing.T) {
 	ctx := context.Background()
 	full := filepath.Join(exportgen.FixtureDir(), exportgen.FixtureItems(t).Full.Dir)
 	st := boltstoretest.Open(t)
-	if _, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet()}); err != nil {
+	if _, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -17,8 +17,11 @@ const (
 	// layerPipeline: the change model, the decoders of every source,
 	// dispatch, the partial-batch semantics, the shard reader's contract.
 	layerPipeline = iota
-	// layerProjections: the engine, the projection author's API (sets,
-	// environments, transforms, decimal, spec) and the store contract.
+	// layerProjections: the projection author's API (sets, environments,
+	// transforms, views, decimal, spec), the store contract, and the
+	// engine that applies them (internal/engine, closed: above the
+	// author's API it imports, under internal/ so that only the module's
+	// own floors reach it).
 	layerProjections
 	// layerInfra: the AWS services and the embedded store behind the
 	// interfaces of the two floors below.
@@ -31,11 +34,12 @@ const (
 )
 
 // floors maps each top-level folder of importable code to its layer.
-// The capabilities live under internal/: the functions and the command
-// line reach them, a team's module does not (docs/api.md).
+// The engine and the capabilities live under internal/: the functions and
+// the command line reach them, a team's module does not (docs/api.md).
 var floors = map[string]int{
 	"pipeline":              layerPipeline,
 	"projections":           layerProjections,
+	"internal/engine":       layerProjections,
 	"infra":                 layerInfra,
 	"internal/capabilities": layerCapabilities,
 	"functions":             layerTop,
@@ -57,7 +61,7 @@ func unit(rel string) string {
 
 // layerOf returns the layer of a package of the module, read from its
 // folder, and false for a package under the top-level internal/ other
-// than internal/capabilities: a helper or a fixture has no floor, it
+// than internal/engine and internal/capabilities: a helper or a fixture has no floor, it
 // serves whoever imports it, and TestFolders keeps it from reaching back.
 func layerOf(rel string) (int, bool) {
 	l, ok := floors[unit(rel)]
@@ -200,7 +204,7 @@ var coreThirdParty = []string{
 	"go.yaml.in/yaml/v3",
 }
 
-// TestCoreImports: the imports of pipeline/ and projections/ outside the
+// TestCoreImports: the imports of pipeline/, projections/ and the engine outside the
 // module and the standard library are those coreThirdParty allows (a
 // package of expr's among them): no AWS service client, so that the
 // change model and the engine run anywhere.
@@ -236,6 +240,7 @@ func TestLayerOf(t *testing.T) {
 		"pipeline/shardread/shardreadtest":      layerPipeline,
 		"projections/spec":                      layerProjections,
 		"projections/driver":                    layerProjections,
+		"internal/engine":                       layerProjections,
 		"infra/dynamostore":                     layerInfra,
 		"infra/objstore/objstoretest":           layerInfra,
 		"infra/internal/streamerr":              layerInfra,

@@ -22,7 +22,7 @@ import (
 const Namespace = "Tributary"
 
 // Defaults fills in what a consumer's config (pipeline.Config,
-// projections.Config, archive.Options) leaves empty of its reporting: the
+// engine.Config, archive.Options) leaves empty of its reporting: the
 // logger, slog.Default(), and the metrics namespace, Namespace. It is the
 // one place these defaults are set.
 func Defaults(logger **slog.Logger, namespace *string) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
@@ -94,7 +95,7 @@ var (
 	_ driver.KeyLimiter         = (*FaultyStore)(nil)
 )
 
-// FaultyTable is a FaultyStore over a table, what projections.Open takes:
+// FaultyTable is a FaultyStore over a table, what engine.Open takes:
 // ledger reads and commits go through the faults, scans and row queries
 // straight to the table (Reader).
 type FaultyTable struct {
@@ -105,12 +106,12 @@ type FaultyTable struct {
 // Table returns f over t, which must be the table f wraps.
 func (f *FaultyStore) Table(t driver.Reader) FaultyTable { return FaultyTable{f, t} }
 
-// Open opens an engine of set over f (projections.Open), again while its
+// Open opens an engine of set over f (engine.Open), again while its
 // read of the table's marker meets an injected fault: as a function's init
 // would be retried.
-func (f FaultyTable) Open(ctx context.Context, set *projections.Set, cfg projections.Config) (*projections.Engine, error) {
+func (f FaultyTable) Open(ctx context.Context, set *projections.Set, cfg engine.Config) (*engine.Engine, error) {
 	for {
-		e, err := projections.Open(ctx, f, set, cfg)
+		e, err := engine.Open(ctx, f, set, cfg)
 		if !errors.Is(err, ErrInjected) {
 			return e, err
 		}

@@ -18,6 +18,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -223,6 +224,16 @@ type RowRef struct {
 	Projection string
 	Partition  string
 	Sort       string
+}
+
+// Compare orders row references by projection, then partition, then sort
+// key (the order a Query of one partition reads them in): -1 when r sorts
+// before o, +1 after, 0 when they are the same row.
+func (r RowRef) Compare(o RowRef) int {
+	return cmp.Or(
+		strings.Compare(r.Projection, o.Projection),
+		strings.Compare(r.Partition, o.Partition),
+		strings.Compare(r.Sort, o.Sort))
 }
 
 // RowPut creates or replaces a row.

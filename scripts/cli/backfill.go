@@ -17,6 +17,7 @@ import (
 
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -101,7 +102,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	engine, err := openEngine(ctx, st, sf.String(), set, projections.Config{Logger: log})
+	engine, err := openEngine(ctx, st, sf.String(), set, engine.Config{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ type backfillRun struct {
 	verb    string // the progress line's
 	src     *export.Export
 	overlay *export.Overlay
-	engine  *projections.Engine
+	engine  *engine.Engine
 	store   driver.Store
 	set     *projections.Set
 	workers int

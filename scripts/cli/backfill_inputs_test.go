@@ -19,10 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 )
 
 // fixtureCopy copies the fixture export and returns its directory
@@ -304,7 +304,7 @@ func TestBackfillCoverageRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := projections.Open(ctx, st, seed.Set(), projections.Config{})
+	eng, err := engine.Open(ctx, st, seed.Set(), engine.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

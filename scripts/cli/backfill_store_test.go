@@ -19,9 +19,9 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -81,7 +81,7 @@ func TestBackfillKeyAttributesOfTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	attached := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	eng, err := projections.Open(ctx, st, sub, projections.Config{Now: func() time.Time { return attached }})
+	eng, err := engine.Open(ctx, st, sub, engine.Config{Now: func() time.Time { return attached }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestBackfillMixedFileNamed(t *testing.T) {
 	if full, err = export.OpenExport(ctx, src, id, export.OpenOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	eng, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

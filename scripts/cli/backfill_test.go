@@ -21,6 +21,7 @@ import (
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/capabilities/redrive"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
@@ -233,7 +234,7 @@ func TestRedriveShadowSubset(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub, _ := seed.Set().Select("order-totals")
-	if _, err := projections.Open(ctx, st, sub, projections.Config{}); err != nil {
+	if _, err := engine.Open(ctx, st, sub, engine.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

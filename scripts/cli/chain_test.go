@@ -10,9 +10,9 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
-	"github.com/tributary/tributary/projections"
 )
 
 // chainFixture copies the fixture exports (a full export, as of
@@ -279,7 +279,7 @@ func TestBackfillOverOlderExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	attached := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	if _, err := projections.Open(ctx, st, seed.Set(), projections.Config{Now: func() time.Time { return attached }}); err != nil {
+	if _, err := engine.Open(ctx, st, seed.Set(), engine.Config{Now: func() time.Time { return attached }}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

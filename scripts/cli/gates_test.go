@@ -15,10 +15,10 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 	"github.com/tributary/tributary/projections/driver/target"
@@ -529,7 +529,7 @@ func TestVerifyNamesMixedFiles(t *testing.T) {
 	store := fixtureStore(t)
 	const file = "AWSDynamoDB/01796032802314-fa5ad9a8/data/f1.json.gz"
 	body := `{"file":"` + file + `","error":"its MD5 is not the manifest's"}`
-	commitStore(t, store, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: projections.MixedPrefix + "job-1/0123456789abcdef", Body: []byte(body)}}})
+	commitStore(t, store, &driver.Tx{Ledgers: []driver.LedgerPut{{Key: engine.MixedPrefix + "job-1/0123456789abcdef", Body: []byte(body)}}})
 	code, out, stderr := runCLI(t, "verify", "--export", fullExport, "--store", store)
 	if code != 1 || strings.Contains(out, "AGREE") ||
 		!strings.Contains(out, "NOT READY: a backfill read 1 data files in part from an object that is not the exported one: items of it are in the store under the export's tokens, which no check or rerun can tell from the export's own; backfill into a new store") ||

@@ -15,10 +15,10 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
-	"github.com/tributary/tributary/projections"
 )
 
 // streamARN is a DynamoDB stream's ARN: DynamoDB Streams keep 24 hours,
@@ -43,7 +43,7 @@ func TestBackfillHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) // the export is 10:00:02
-	if _, err := projections.Open(ctx, st, seed.Set(), projections.Config{Now: func() time.Time { return before }}); err != nil {
+	if _, err := engine.Open(ctx, st, seed.Set(), engine.Config{Now: func() time.Time { return before }}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/tributary/tributary/internal/capabilities/archive"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 )
 
 // multiFlag collects a repeated flag.
@@ -52,7 +52,7 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 	log := e.engineLog(*verbose)
-	engine, err := openEngine(ctx, st, sf.String(), set, projections.Config{Logger: log})
+	engine, err := openEngine(ctx, st, sf.String(), set, engine.Config{Logger: log})
 	if err != nil {
 		return err
 	}

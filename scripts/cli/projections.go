@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/filter"
@@ -81,12 +82,12 @@ func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 			return err
 		}
 		defer func() { err = errors.Join(err, closeStore()) }()
-		m, err := projections.ReadMarker(ctx, st)
+		m, err := engine.ReadMarker(ctx, st)
 		if err != nil {
 			return err
 		}
 		if m == nil {
-			empty, err := projections.Empty(ctx, st)
+			empty, err := engine.Empty(ctx, st)
 			if err != nil {
 				return err
 			}
@@ -105,7 +106,7 @@ func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 			fmt.Fprintln(out, "this set: an engine of it may write to the store")
 			return nil
 		}
-		fmt.Fprintf(out, "another set: %s\n", quote.Printable((&projections.SetMismatchError{Table: m, Engine: e.set().IDs()}).Error()))
+		fmt.Fprintf(out, "another set: %s\n", quote.Printable((&engine.SetMismatchError{Table: m, Engine: e.set().IDs()}).Error()))
 		return errFailed
 	case "adopt":
 		set, err := e.set().Select(only...)
@@ -117,7 +118,7 @@ func runProjections(ctx context.Context, e *Env, args []string) (err error) {
 			return err
 		}
 		defer func() { err = errors.Join(err, closeStore()) }()
-		old, err := projections.Adopt(ctx, st, set)
+		old, err := engine.Adopt(ctx, st, set)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sf.String(), err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/redrive"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -81,9 +82,9 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	defer func() { err = errors.Join(err, closeStore()) }()
 	log := e.engineLog(*verbose)
 	var writeTo driver.Table = st
-	var dry *projections.DryRun
+	var dry *engine.DryRun
 	if *dryRun {
-		dry = projections.NewDryRun(st)
+		dry = engine.NewDryRun(st)
 		writeTo = dry
 	}
 	// The projector's engine: the binary's projection set (or the subset
@@ -92,7 +93,7 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	engine, err := openEngine(ctx, writeTo, sf.String(), set, projections.Config{Logger: log})
+	engine, err := openEngine(ctx, writeTo, sf.String(), set, engine.Config{Logger: log})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
@@ -246,7 +247,7 @@ func TestVerifyDynamoDBIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := projections.Open(ctx, dynamostore.New(ddb, aggs), seed.Set(), projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	e, err := engine.Open(ctx, dynamostore.New(ddb, aggs), seed.Set(), engine.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		t.Fatal(err)
 	}

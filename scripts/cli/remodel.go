@@ -25,6 +25,7 @@ import (
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/remodel"
 	"github.com/tributary/tributary/internal/capabilities/verify"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -317,7 +318,7 @@ func remodelBackfill(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeTarget()) }()
-	engine, err := r.Open(ctx, target, projections.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	engine, err := r.Open(ctx, target, engine.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		return fmt.Errorf("%s: %w", rf.target.String(), err)
 	}
@@ -368,7 +369,7 @@ func remodelApply(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeTarget()) }()
 	log := e.engineLog(*verbose)
-	engine, err := r.Open(ctx, target, projections.Config{Logger: log})
+	engine, err := r.Open(ctx, target, engine.Config{Logger: log})
 	if err != nil {
 		return fmt.Errorf("%s: %w", rf.target.String(), err)
 	}
@@ -441,12 +442,12 @@ func remodelVerify(ctx context.Context, e *Env, args []string) (err error) {
 	defer func() { err = errors.Join(err, closeTarget()) }()
 	// The target must be this remodel's: another transform's would differ
 	// everywhere.
-	m, err := projections.ReadMarker(ctx, target)
+	m, err := engine.ReadMarker(ctx, target)
 	if err != nil {
 		return err
 	}
 	if m == nil || !sameIDs(m.Set, r.Set().IDs()) {
-		return fmt.Errorf("%s: %w", rf.target.String(), &projections.SetMismatchError{Table: m, Engine: r.Set().IDs()})
+		return fmt.Errorf("%s: %w", rf.target.String(), &engine.SetMismatchError{Table: m, Engine: r.Set().IDs()})
 	}
 	bm, _, err := backfill.ReadMarker(ctx, target)
 	if err != nil {

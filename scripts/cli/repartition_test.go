@@ -16,11 +16,11 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 )
 
 const (
@@ -162,7 +162,7 @@ func simulatedStore(t *testing.T, dir string, changes int) *sim.History {
 		}
 	}()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	engine, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	engine, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ import (
 	"github.com/tributary/tributary/infra/streamsread"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/replay"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/shardread"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -128,13 +128,13 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	var (
 		writeTo driver.Table = st
-		dry     *projections.DryRun
+		dry     *engine.DryRun
 	)
 	if f.dryRun {
-		dry = projections.NewDryRun(st)
+		dry = engine.NewDryRun(st)
 		writeTo = dry
 	}
-	engine, err := openEngine(ctx, writeTo, target, selected, projections.Config{Logger: log})
+	engine, err := openEngine(ctx, writeTo, target, selected, engine.Config{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -394,7 +394,7 @@ func freshRebuild(ctx context.Context, st store, cps checkpoint.Store, job, tabl
 	} else if !errors.Is(err, checkpoint.ErrNotFound) {
 		return err
 	}
-	empty, err := projections.Empty(ctx, st)
+	empty, err := engine.Empty(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -404,7 +404,7 @@ func freshRebuild(ctx context.Context, st store, cps checkpoint.Store, job, tabl
 	return nil
 }
 
-func printReplaySummary(e *Env, sum replay.Summary, s projections.Stats, dry *projections.DryRun, took time.Duration) {
+func printReplaySummary(e *Env, sum replay.Summary, s engine.Stats, dry *engine.DryRun, took time.Duration) {
 	out := e.Stdout
 	r := sum.Read
 	resumed := ""

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -38,7 +39,7 @@ func runRows(ctx context.Context, e *Env, args []string) (err error) {
 	defer func() { err = errors.Join(err, closeStore()) }()
 	// A projection the store's set does not hold has no rows to show: a
 	// misspelt name is an error, not an empty answer.
-	if m, err := projections.ReadMarker(ctx, st); err != nil {
+	if m, err := engine.ReadMarker(ctx, st); err != nil {
 		return err
 	} else if m != nil && !slices.ContainsFunc(m.Set, func(id projections.ProjectionID) bool { return id.Name == *projection }) {
 		names := make([]string, len(m.Set))

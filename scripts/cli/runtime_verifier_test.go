@@ -21,6 +21,7 @@ import (
 	"github.com/tributary/tributary/functions/verifier"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -186,11 +187,11 @@ func TestRuntimeEmulatorVerifier(t *testing.T) {
 	}
 
 	// A backfill's partial, not folded.
-	e, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	partial, err := e.OpenPartial(ctx, projections.PartialPrefix+"test/unfolded")
+	partial, err := e.OpenPartial(ctx, engine.PartialPrefix+"test/unfolded")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestRuntimeEmulatorVerifier(t *testing.T) {
 	}
 	res = verifyExecution(t, "unfolded", invoke)
 	if res.Verdict != "NOT READY" || res.Agree ||
-		!strings.Contains(res.Report, "NOT READY: a backfill has 1 data files whose deferred sums are not folded yet (e.g. "+projections.PartialPrefix+"test/unfolded): run it to the end (the Backfill state machine again, or `tributary backfill`) and verify again\n") {
+		!strings.Contains(res.Report, "NOT READY: a backfill has 1 data files whose deferred sums are not folded yet (e.g. "+engine.PartialPrefix+"test/unfolded): run it to the end (the Backfill state machine again, or `tributary backfill`) and verify again\n") {
 		t.Fatalf("a table with a partial not folded: %+v\n%s", res, res.Report)
 	}
 

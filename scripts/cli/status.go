@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/capabilities/backfill"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/projections"
 )
 
@@ -27,7 +28,7 @@ type storeStatus struct {
 	Missing []string          `json:"missingFromStore,omitempty"`
 	// Backfill is the backfill that built the store, if one did.
 	Backfill *backfill.Marker `json:"backfill,omitempty"`
-	projections.LedgerStatus
+	engine.LedgerStatus
 }
 
 func runStatus(ctx context.Context, e *Env, args []string) (err error) {
@@ -54,7 +55,7 @@ func runStatus(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 	s := storeStatus{Store: sf.String()}
-	m, err := projections.ReadMarker(ctx, st)
+	m, err := engine.ReadMarker(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func runStatus(ctx context.Context, e *Env, args []string) (err error) {
 	if s.Backfill, _, err = backfill.ReadMarker(ctx, st); err != nil {
 		return err
 	}
-	ls, err := projections.ReadLedgerStatus(ctx, st)
+	ls, err := engine.ReadLedgerStatus(ctx, st)
 	if err != nil {
 		return err
 	}

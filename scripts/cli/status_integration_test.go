@@ -12,9 +12,9 @@ import (
 
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 )
 
 // TestStatusTableIntegration: `status --table` of a DynamoDB aggregate
@@ -49,11 +49,11 @@ func TestStatusTableIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := projections.Open(ctx, dynamostore.New(ddb, aggs), sub, projections.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	eng, err := engine.Open(ctx, dynamostore.New(ddb, aggs), sub, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	partial := projections.PartialPrefix + "stopped-job/0123456789abcdef"
+	partial := engine.PartialPrefix + "stopped-job/0123456789abcdef"
 	p, err := eng.OpenPartial(ctx, partial)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/infra/objstore"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
@@ -46,11 +47,11 @@ func (s *storeFlags) String() string {
 	return "store " + s.dir
 }
 
-// openEngine makes an engine of set over t with projections.Open (which
+// openEngine makes an engine of set over t with engine.Open (which
 // refuses a store another projection set built), naming the store in its
 // error.
-func openEngine(ctx context.Context, t driver.Table, where string, set *projections.Set, cfg projections.Config) (*projections.Engine, error) {
-	e, err := projections.Open(ctx, t, set, cfg)
+func openEngine(ctx context.Context, t driver.Table, where string, set *projections.Set, cfg engine.Config) (*engine.Engine, error) {
+	e, err := engine.Open(ctx, t, set, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/verify"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -32,13 +33,13 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	var only subsetFlag
 	fs.Var(&only.names, "projection", "check only this projection (repeat for several): of a store of the whole set, or of one whose set is this subset (a projector's PROJECTIONS or SHADOW_PROJECTIONS)")
 	maxPrint := fs.Int("max-print", 100, fmt.Sprintf("print at most this many mismatches, at most %d: the gate holds the ones it names (0: all, every difference held in memory until it is printed)", maxPrintLimit))
-	parts := fs.Int("parts", 0, fmt.Sprintf("cut the check into this many parts (a power of two, at most %d) and run it as the Verify state machine does, one step after the other here, the steps handing each other their parts through a temporary directory: a rehearsal of the state machine with the same verdict (0: one process's check)", projections.MaxParts))
+	parts := fs.Int("parts", 0, fmt.Sprintf("cut the check into this many parts (a power of two, at most %d) and run it as the Verify state machine does, one step after the other here, the steps handing each other their parts through a temporary directory: a rehearsal of the state machine with the same verdict (0: one process's check)", engine.MaxParts))
 	specFile := specFlag(fs)
 	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
-	if n := *parts; n < 0 || n > projections.MaxParts || n&(n-1) != 0 {
-		return fmt.Errorf("%w: --parts %d: want a power of two from 1 to %d, or 0", errUsage, n, projections.MaxParts)
+	if n := *parts; n < 0 || n > engine.MaxParts || n&(n-1) != 0 {
+		return fmt.Errorf("%w: --parts %d: want a power of two from 1 to %d, or 0", errUsage, n, engine.MaxParts)
 	}
 	e, err = e.withSpec(*specFile)
 	if err != nil {
@@ -73,12 +74,12 @@ func runVerify(ctx context.Context, e *Env, args []string) (err error) {
 	// The store must be this set's, or the subset's: a recomputation of
 	// other definitions would report every difference between the two as
 	// drift.
-	m, err := projections.ReadMarker(ctx, st)
+	m, err := engine.ReadMarker(ctx, st)
 	if err != nil {
 		return err
 	}
 	if m == nil || !sameIDs(m.Set, e.set().IDs()) && !sameIDs(m.Set, sub.IDs()) {
-		return fmt.Errorf("%s: %w", sf.String(), &projections.SetMismatchError{Table: m, Engine: sub.IDs()})
+		return fmt.Errorf("%s: %w", sf.String(), &engine.SetMismatchError{Table: m, Engine: sub.IDs()})
 	}
 	reads := xf.countReads(e, "verify")
 	src, overlay, err := xf.open(ctx, e)

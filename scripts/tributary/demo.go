@@ -19,6 +19,7 @@ import (
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/archive"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/quote"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
@@ -125,7 +126,7 @@ func runDemo(ctx context.Context, e *cli.Env, args []string) (err error) {
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	faulty := &sim.FaultyStore{Store: st, Seed: *seedFlag + 1, CommitFailBefore: *faultRate, CommitFailAfter: *faultRate, ReadFail: *faultRate / 2}
-	engine, err := projections.Open(ctx, faulty.Table(st), set, projections.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	engine, err := engine.Open(ctx, faulty.Table(st), set, engine.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		return fmt.Errorf("store %s: %w", *dir, err)
 	}

@@ -5,7 +5,7 @@
 //
 // Every item of the export goes through the engine like a change of its
 // own, ordered by the export's point in time and the item's version
-// (projections.Token): an item's state that the store holds already, newer
+// (engine.Token): an item's state that the store holds already, newer
 // than the export's (a shadow projector filling the store from the stream
 // meanwhile), is kept, and a stream change older than the export's state
 // is skipped. So a backfill may run into an empty store or one the stream
@@ -18,7 +18,7 @@
 // are streamed in batches through the engine (memory stays flat whatever
 // the table's size), with the additions to aggregates that many items
 // touch deferred to the file's partial and folded when the file is done
-// (projections.Partial), so that thousands of files in parallel do not
+// (engine.Partial), so that thousands of files in parallel do not
 // write one hot aggregate thousands of times. A file whose partial is
 // folded is done; a file that stopped half-way (a crash, a killed
 // process, a retried Lambda invocation) is redone, its applied items
@@ -45,6 +45,7 @@ import (
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -266,7 +267,7 @@ type Summary struct {
 	Items            int64
 	Failed           int64
 	Failures         []Failure // the first MaxFailures
-	Stats            projections.Stats
+	Stats            engine.Stats
 	Complete         bool
 }
 
@@ -274,7 +275,7 @@ type Summary struct {
 type Job struct {
 	full    *export.Export
 	overlay *export.Overlay
-	engine  *projections.Engine
+	engine  *engine.Engine
 	store   driver.Store
 	opts    Options
 	id      string
@@ -292,9 +293,9 @@ type Job struct {
 
 // Open prepares the backfill of full (with the incremental exports of
 // overlay on top, or nil) through engine, an engine of the store's set
-// (projections.Open), writing to store. The export's point in time must be
+// (engine.Open), writing to store. The export's point in time must be
 // known (its manifest's exportTime, or Options.AsOf).
-func Open(full *export.Export, overlay *export.Overlay, engine *projections.Engine, store driver.Store, set *projections.Set, opts Options) (*Job, error) {
+func Open(full *export.Export, overlay *export.Overlay, engine *engine.Engine, store driver.Store, set *projections.Set, opts Options) (*Job, error) {
 	if full.Summary.Incremental() {
 		return nil, fmt.Errorf("backfill: %s is an incremental export; give the full export, and this one as an incremental", full)
 	}
@@ -475,7 +476,7 @@ func (j *Job) Begin(ctx context.Context) error {
 // A rerun of the same job is not checked here (Begin): it is the same
 // export over its own state.
 func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
-	set, err := projections.ReadMarker(ctx, j.store)
+	set, err := engine.ReadMarker(ctx, j.store)
 	if err != nil {
 		return err
 	}
@@ -506,7 +507,7 @@ func (j *Job) checkCoverage(ctx context.Context, prior *Marker) error {
 			since.UTC().Format(time.RFC3339), j.asOf.Format(time.RFC3339Nano), since.UTC().Format(time.RFC3339), j.asOf.Truncate(time.Second).Format(time.RFC3339))
 	}
 	if r, ok := j.store.(driver.Reader); ok {
-		empty, err := projections.Empty(ctx, r)
+		empty, err := engine.Empty(ctx, r)
 		if err != nil || empty {
 			return err
 		}
@@ -563,7 +564,7 @@ var errProbed = errors.New("probed")
 
 // checkKeys refuses a store whose item ledger entries are keyed by other
 // attributes than the job's: a ledger key names its item's key
-// attributes (projections.LedgerKey), and those the stream writes are the
+// attributes (engine.LedgerKey), and those the stream writes are the
 // table's. A job given key attributes that are not the table's would lay
 // its items beside the stream's under other keys, and an item of a type no
 // projection reads never meets another in the ledger to show it. It reads
@@ -599,7 +600,7 @@ func (j *Job) checkKeys(ctx context.Context) error {
 		return nil
 	}
 	return refuse(fmt.Errorf("backfill: the store holds items keyed by %s (e.g. %s), and this job keys the export's items by %s (--key-attributes, KEY_ATTRIBUTES, or the environment's): a store holds one table's items under the table's key attributes, which its stream's records carry, and an item under two keys would count twice. Give the table's own key attributes; if the store's entries are those of a backfill given others, backfill into a new, empty store",
-		strings.Join(other, ","), projections.DescribeOwner(example), strings.Join(want, ",")))
+		strings.Join(other, ","), engine.DescribeOwner(example), strings.Join(want, ",")))
 }
 
 // keyNames returns the key attribute names of the item whose ledger key
@@ -729,7 +730,7 @@ const mixedAdvice = "items read from it before the end of the file are in the st
 // applied from an object that is not the exported one.
 func (j *Job) mixedKey(file string) string {
 	sum := sha256.Sum256([]byte(file))
-	return projections.MixedPrefix + j.id + "/" + hex.EncodeToString(sum[:8])
+	return engine.MixedPrefix + j.id + "/" + hex.EncodeToString(sum[:8])
 }
 
 // recordMixed records in the store that items of file were applied from
@@ -814,7 +815,7 @@ func (j *Job) checkMixed(ctx context.Context, file string) error {
 // partialKey is the ledger key of a data file's partial.
 func (j *Job) partialKey(file string) string {
 	sum := sha256.Sum256([]byte(file))
-	return projections.PartialPrefix + j.id + "/" + hex.EncodeToString(sum[:8])
+	return engine.PartialPrefix + j.id + "/" + hex.EncodeToString(sum[:8])
 }
 
 // File backfills one data file (or OverlayFile): its items through the
@@ -959,7 +960,7 @@ func keysOf(item pipeline.Item, names []string) pipeline.Item {
 // apply runs a batch through the engine into p; an item the projections
 // reject is recorded as a failure and the rest of the batch goes on. An
 // item the export holds twice refuses the job.
-func (j *Job) apply(ctx context.Context, batch []pipeline.Change, p *projections.Partial, res *FileResult) error {
+func (j *Job) apply(ctx context.Context, batch []pipeline.Change, p *engine.Partial, res *FileResult) error {
 	for len(batch) > 0 {
 		err := j.engine.HandleBatchInto(ctx, batch, p)
 		if err == nil {
@@ -969,7 +970,7 @@ func (j *Job) apply(ctx context.Context, batch []pipeline.Change, p *projections
 		if !errors.As(err, &be) {
 			return err
 		}
-		var held *projections.HeldError
+		var held *engine.HeldError
 		if errors.As(be.Err, &held) {
 			// Every change of the batch but the held ones is applied.
 			for _, h := range held.Held {
@@ -1004,7 +1005,7 @@ func (j *Job) failAt(c pipeline.Change, err error, res *FileResult) {
 // refusal is err, or, for an item the export holds twice, the job's
 // refusal naming both places.
 func (j *Job) refusal(err error) error {
-	var dup *projections.DuplicateItemError
+	var dup *engine.DuplicateItemError
 	if !errors.As(err, &dup) {
 		return err
 	}
@@ -1176,7 +1177,7 @@ func failedErr(fe *FailedItemsError) error {
 func (j *Job) Pending(ctx context.Context) ([]string, error) {
 	var pending []string
 	err := j.readRecords(ctx, "partials", j.partialKey, func(file string, e driver.LedgerEntry) error {
-		if e.Rev == 0 || !projections.PartialFolded(e) {
+		if e.Rev == 0 || !engine.PartialFolded(e) {
 			pending = append(pending, file)
 		}
 		return nil

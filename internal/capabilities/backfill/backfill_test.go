@@ -15,6 +15,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
@@ -140,7 +141,7 @@ func (d delivery) shards(hs *history) [][]sim.Event {
 // stream delivers the tail into the engine through the event source
 // mapping's simulation: retries, bisection, redelivered batches, failed
 // invocations.
-func (d delivery) stream(ctx context.Context, t *testing.T, hs *history, e *projections.Engine) sim.Stats {
+func (d delivery) stream(ctx context.Context, t *testing.T, hs *history, e *engine.Engine) sim.Stats {
 	t.Helper()
 	cfg := pipeline.Config{Logger: quiet(), Options: d.decode()}
 	p := pipeline.NewStreamsProcessor(e, cfg)
@@ -173,7 +174,7 @@ func exercised(t *testing.T, stats ...sim.Stats) {
 // backfillUntilDone runs the backfill until it completes: store faults
 // fail some runs, and each rerun resumes (as a retried Lambda child, or
 // an operator running the command again, would).
-func backfillUntilDone(ctx context.Context, t *testing.T, hs *history, e *projections.Engine, st driver.Store, opts backfill.Options) backfill.Summary {
+func backfillUntilDone(ctx context.Context, t *testing.T, hs *history, e *engine.Engine, st driver.Store, opts backfill.Options) backfill.Summary {
 	t.Helper()
 	full, err := export.OpenExport(ctx, objstore.NewDir(filepath.Dir(filepath.Dir(hs.dir))), "AWSDynamoDB/"+filepath.Base(hs.dir), export.OpenOptions{})
 	if err != nil {
@@ -238,7 +239,7 @@ func TestBackfillThenStream(t *testing.T) {
 			ctx := context.Background()
 			st := boltstoretest.Open(t)
 			faulty := (&sim.FaultyStore{Store: st, Seed: 5, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}).Table(st)
-			e, err := faulty.Open(ctx, seed.Set(), projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+			e, err := faulty.Open(ctx, seed.Set(), engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,7 +275,7 @@ func TestBackfillBesideStream(t *testing.T) {
 			ctx := context.Background()
 			st := boltstoretest.Open(t)
 			faulty := (&sim.FaultyStore{Store: st, Seed: 9, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}).Table(st)
-			e, err := faulty.Open(ctx, seed.Set(), projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+			e, err := faulty.Open(ctx, seed.Set(), engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/verify"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
@@ -128,7 +129,7 @@ func benchBackfill(b *testing.B, full *export.Export, size int64, set *projectio
 		}
 		last = st
 		b.StartTimer()
-		e, err := projections.Open(ctx, st, set, projections.Config{Logger: quiet(), Ignore: ignore})
+		e, err := engine.Open(ctx, st, set, engine.Config{Logger: quiet(), Ignore: ignore})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/verify"
 	"github.com/tributary/tributary/internal/capabilities/verify/verifytest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -31,7 +32,7 @@ func TestGateWhileWritesGoOn(t *testing.T) {
 	ctx := context.Background()
 	hs := newHistory(t, 3000)
 	st := boltstoretest.Open(t)
-	e, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+	e, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestGateWhileWritesGoOn(t *testing.T) {
 	}
 
 	// Sums deferred to a partial, not folded: not ready.
-	partial, err := e.OpenPartial(ctx, projections.PartialPrefix+"test/unfolded")
+	partial, err := e.OpenPartial(ctx, engine.PartialPrefix+"test/unfolded")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 )
@@ -46,8 +46,8 @@ func (s *grouped) CommitGroup(ctx context.Context, txs []*driver.Tx) error {
 func TestBackfillGroupCommit(t *testing.T) {
 	ctx := context.Background()
 	full, set := paymentsExport(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), 6000, 3, 2)
-	run := func(st driver.Table) projections.Stats {
-		e, err := projections.Open(ctx, st, set, projections.Config{Logger: quiet(), Ignore: []string{"Audit"}})
+	run := func(st driver.Table) engine.Stats {
+		e, err := engine.Open(ctx, st, set, engine.Config{Logger: quiet(), Ignore: []string{"Audit"}})
 		if err != nil {
 			t.Fatal(err)
 		}

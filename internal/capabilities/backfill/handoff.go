@@ -8,8 +8,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/metrics"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -80,7 +80,7 @@ func (e *HandoffError) Unwrap() error { return ErrRefused }
 // store before the export's time: it has applied the stream since, and
 // the stream's trimming does not matter to the job.
 func (j *Job) Attached(ctx context.Context) (bool, error) {
-	set, err := projections.ReadMarker(ctx, j.store)
+	set, err := engine.ReadMarker(ctx, j.store)
 	if err != nil {
 		return false, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -94,7 +95,7 @@ func TestHandoffGuard(t *testing.T) {
 			if tt.slow {
 				st = slowStore{Store: bs}
 			}
-			e, err := projections.Open(ctx, st, set, projections.Config{Logger: quiet(), Ignore: []string{"Audit"}})
+			e, err := engine.Open(ctx, st, set, engine.Config{Logger: quiet(), Ignore: []string{"Audit"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +175,7 @@ func TestCheckHandoff(t *testing.T) {
 	// second until deadline.
 	open := func(t *testing.T, st *boltstore.Store, deadline time.Time, metrics *bytes.Buffer) *backfill.Job {
 		t.Helper()
-		e, err := projections.Open(ctx, st, set, projections.Config{Logger: quiet(), Ignore: []string{"Audit"}})
+		e, err := engine.Open(ctx, st, set, engine.Config{Logger: quiet(), Ignore: []string{"Audit"}})
 		if err != nil {
 			t.Fatal(err)
 		}

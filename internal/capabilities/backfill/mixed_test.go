@@ -14,9 +14,9 @@ import (
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/seed"
-	"github.com/tributary/tributary/projections"
 )
 
 // changingSource serves one data file as a stream that cannot seek: the
@@ -77,7 +77,7 @@ func TestFileChangedWhileRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := projections.Open(ctx, st, seed.Set(), projections.Config{Logger: quiet()})
+		e, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}

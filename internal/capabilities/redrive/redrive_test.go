@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/infra/objstore/objstoretest"
 	"github.com/tributary/tributary/internal/awstest"
 	"github.com/tributary/tributary/internal/capabilities/redrive"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -28,10 +29,10 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// engine opens an engine of the seed projections over st; a failure is
+// openEngine opens an engine of the seed projections over st; a failure is
 // a mistake in the test's wiring.
-func engine(st driver.Table) *projections.Engine {
-	e, err := projections.Open(context.Background(), st, seed.Set(), projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
+func openEngine(st driver.Table) *engine.Engine {
+	e, err := engine.Open(context.Background(), st, seed.Set(), engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		panic(err)
 	}
@@ -112,7 +113,7 @@ func TestParse(t *testing.T) {
 func TestRedriveDir(t *testing.T) {
 	ctx := context.Background()
 	st := boltstoretest.Open(t)
-	e := engine(st)
+	e := openEngine(st)
 	rep, err := redrive.Run(ctx, objstore.NewDir(destination), redrive.Config{Handler: e, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestRedriveDir(t *testing.T) {
 
 	// The same changes, through the projector's own processors, give the same aggregates.
 	ref := boltstoretest.Open(t)
-	re := engine(ref)
+	re := openEngine(ref)
 	for _, key := range []string{kinesisKey, streamsKey} {
 		data, _ := os.ReadFile(filepath.Join(destination, filepath.FromSlash(key)))
 		inv, _ := redrive.Parse(key, data)
@@ -185,7 +186,7 @@ func TestIntegrationRedriveS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := boltstoretest.Open(t)
-	rep, err := redrive.Run(ctx, dest, redrive.Config{Handler: engine(st), Logger: quiet()})
+	rep, err := redrive.Run(ctx, dest, redrive.Config{Handler: openEngine(st), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestRedriveSkipsHiddenFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := redrive.Run(ctx, objstore.NewDir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	rep, err := redrive.Run(ctx, objstore.NewDir(dir), redrive.Config{Handler: openEngine(boltstoretest.Open(t)), Logger: quiet()})
 	if err != nil || rep.Objects != 2 || rep.Unreadable != 0 {
 		t.Fatalf("report %+v, %v; want the 2 records and nothing unreadable", rep, err)
 	}
@@ -224,7 +225,7 @@ func TestRedriveSkipsHiddenFiles(t *testing.T) {
 func TestRedriveCloseError(t *testing.T) {
 	errClose := errors.New("connection reset while closing")
 	objs := objstoretest.Faulty(objstore.NewDir(destination), kinesisKey, objstoretest.Faults{Close: errClose})
-	rep, err := redrive.Run(context.Background(), objs, redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	rep, err := redrive.Run(context.Background(), objs, redrive.Config{Handler: openEngine(boltstoretest.Open(t)), Logger: quiet()})
 	if err != nil || rep.Objects != 2 || rep.Done != 1 {
 		t.Fatalf("report %+v, %v; want 2 objects, 1 done", rep, err)
 	}
@@ -248,7 +249,7 @@ func TestUnreadablePayload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := redrive.Run(context.Background(), objstore.NewDir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	rep, err := redrive.Run(context.Background(), objstore.NewDir(dir), redrive.Config{Handler: openEngine(boltstoretest.Open(t)), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestSkippedRecordsCounted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "obj"), record(t, "DDBStreamBatchInfo", info, event, "r-skip", 3, "2026-11-30T10:15:42.123Z"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := redrive.Run(context.Background(), objstore.NewDir(dir), redrive.Config{Handler: engine(boltstoretest.Open(t)), Logger: quiet()})
+	rep, err := redrive.Run(context.Background(), objstore.NewDir(dir), redrive.Config{Handler: openEngine(boltstoretest.Open(t)), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

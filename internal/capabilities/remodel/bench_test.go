@@ -18,10 +18,10 @@ import (
 	"github.com/tributary/tributary/internal/capabilities/export/reimport"
 	"github.com/tributary/tributary/internal/capabilities/export/repartition"
 	"github.com/tributary/tributary/internal/capabilities/remodel"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/spec"
 )
 
@@ -68,7 +68,7 @@ func BenchmarkRemodelBackfill(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e, err := r.Open(ctx, ts, projections.Config{Logger: quiet()})
+		e, err := r.Open(ctx, ts, engine.Config{Logger: quiet()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func BenchmarkRemodelCatchUp(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := r.Open(ctx, ts, projections.Config{Logger: quiet()})
+			e, err := r.Open(ctx, ts, engine.Config{Logger: quiet()})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/verify"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/spill"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -59,10 +60,10 @@ import (
 // again, like a differing one, to name the stray.
 //
 // A source item whose state in the ledger is in the export's own second
-// (projections.InTick) is judged when its export item is read: if the
+// (engine.InTick) is judged when its export item is read: if the
 // target items the ledger says it holds are what the transform makes of
 // the export's item, the same either way; otherwise as
-// projections.JudgeTick says, by the version. One the version cannot
+// engine.JudgeTick says, by the version. One the version cannot
 // judge is named in Unjudged and expected as its ledger entry says, so
 // that the rest is judged.
 
@@ -138,7 +139,7 @@ type CheckResult struct {
 	Unsettled int
 	// Unjudged names the source items whose state in the ledger, in the
 	// export's own second, neither time nor version orders against the
-	// export's (projections.JudgeTick), one a line, sorted.
+	// export's (engine.JudgeTick), one a line, sorted.
 	Unjudged []string
 	// Strays counts the target items whose TTL has passed that no
 	// expected item explains (matched by key hash) on the first reading:
@@ -190,7 +191,7 @@ type entry struct {
 type checker struct {
 	r      *Remodel
 	opts   CheckOptions
-	asOf   projections.Token
+	asOf   engine.Token
 	asOfT  time.Time
 	now    int64 // epoch seconds
 	newer  map[string]bool
@@ -201,11 +202,11 @@ type checker struct {
 	// checkKey refuses a ledger key of other attribute names than keys;
 	// writes is what the incremental exports know of the items' writes.
 	checkKey func(string) error
-	writes   *projections.ExportWrites
+	writes   *engine.ExportWrites
 	// inTick holds, on a pass, the ledger states in the export's own
 	// second until their export items are read; unjudge names those not
 	// judged (on the first pass).
-	inTick  map[string]projections.ItemState
+	inTick  map[string]engine.ItemState
 	unjudge []string
 	// On the second pass, only the partitions of only are collected.
 	only        map[int]bool
@@ -249,9 +250,9 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 	}
 	res := &CheckResult{AsOf: verify.Watermark(full, overlay), Partitions: opts.Partitions}
 	asOf := verify.Effective(res.AsOf)
-	c := &checker{r: r, opts: opts, asOf: projections.AsOfToken(asOf), asOfT: asOf, now: opts.Now.Unix(), newer: map[string]bool{}, res: res, parts: opts.Partitions,
+	c := &checker{r: r, opts: opts, asOf: engine.AsOfToken(asOf), asOfT: asOf, now: opts.Now.Unix(), newer: map[string]bool{}, res: res, parts: opts.Partitions,
 		keys: verify.KeyAttributes(opts.Decode, overlay), writes: verify.Writes(overlay)}
-	c.checkKey = projections.KeyAttributesCheck(c.keys)
+	c.checkKey = engine.KeyAttributesCheck(c.keys)
 	c.wantB, c.gotB = make([]bucket, c.parts), make([]bucket, c.parts)
 	c.wantX, c.gotX = make([]bucket, c.parts), make([]bucket, c.parts)
 	defer func() {
@@ -352,9 +353,9 @@ func (r *Remodel) Check(ctx context.Context, full *export.Export, overlay *expor
 
 // pass reads the ledger, the export and the target once.
 func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export.Overlay, target Reader) error {
-	c.inTick, c.newer = map[string]projections.ItemState{}, map[string]bool{}
+	c.inTick, c.newer = map[string]engine.ItemState{}, map[string]bool{}
 	err := target.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
-		s, ok, err := projections.DecodeItemState(key, e)
+		s, ok, err := engine.DecodeItemState(key, e)
 		if err != nil || !ok {
 			return err
 		}
@@ -364,7 +365,7 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		if t := time.UnixMicro(s.Token.Micros); s.Token.Micros != 0 && t.After(c.res.Newest) {
 			c.res.Newest = t.UTC()
 		}
-		if projections.InTick(s.Token, c.asOfT) {
+		if engine.InTick(s.Token, c.asOfT) {
 			c.inTick[key] = s
 			return nil
 		}
@@ -391,7 +392,7 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 				keys[k] = v
 			}
 		}
-		key := projections.LedgerKey(keys)
+		key := engine.LedgerKey(keys)
 		if c.newer[key] {
 			return nil
 		}
@@ -415,7 +416,7 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		}
 		for _, row := range rows {
 			ref := driver.RowRef{Projection: c.r.Name(), Partition: row.Partition, Sort: row.Sort}
-			c.expect(ref, projections.RowHash(row.Attrs), row.Expires, row.Attrs, pipeline.KeyString(keys))
+			c.expect(ref, engine.RowHash(row.Attrs), row.Expires, row.Attrs, pipeline.KeyString(keys))
 		}
 		if spilling && len(rows) > 0 {
 			return c.spillExport(key, "", rows)
@@ -446,7 +447,7 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 		p := c.partition(row.Ref)
 		if c.collecting {
 			if c.only[p] {
-				c.got[row.Ref] = entry{hash: projections.RowHash(row.Attrs), attrs: row.Attrs, expired: expired}
+				c.got[row.Ref] = entry{hash: engine.RowHash(row.Attrs), attrs: row.Attrs, expired: expired}
 			}
 			return nil
 		}
@@ -455,7 +456,7 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 			c.gotX[p].add(h)
 			return c.spillExpired(recFoundX, p, h)
 		}
-		c.gotB[p].add(itemHash(row.Ref, projections.RowHash(row.Attrs)))
+		c.gotB[p].add(itemHash(row.Ref, engine.RowHash(row.Attrs)))
 		return nil
 	})
 	if err != nil {
@@ -466,13 +467,13 @@ func (c *checker) pass(ctx context.Context, full *export.Export, overlay *export
 
 // expectLedger adds the target items a source item's ledger entry says
 // it holds.
-func (c *checker) expectLedger(key string, s projections.ItemState) {
+func (c *checker) expectLedger(key string, s engine.ItemState) {
 	c.newer[key] = true
 	for _, row := range s.Rows {
 		if row.Ref.Projection != c.r.Name() {
 			continue
 		}
-		c.expect(row.Ref, row.Hash, row.Expires, nil, projections.DescribeOwner(key)+" (changed since the export: as its ledger entry says)")
+		c.expect(row.Ref, row.Hash, row.Expires, nil, engine.DescribeOwner(key)+" (changed since the export: as its ledger entry says)")
 	}
 }
 
@@ -481,20 +482,20 @@ func (c *checker) expectLedger(key string, s projections.ItemState) {
 // target items the transform makes of it (rows; made false: the transform
 // refuses it), and reports whether the export item is to be expected.
 // itemKey is the item's pipeline.ItemKey ("": the ledger key's).
-func (c *checker) judgeInTick(key, itemKey string, s projections.ItemState, it pipeline.Item, rows []projections.Row, made bool) bool {
+func (c *checker) judgeInTick(key, itemKey string, s engine.ItemState, it pipeline.Item, rows []projections.Row, made bool) bool {
 	if made && c.sameRows(s, rows) {
 		return it != nil // the same either way: judged against the export
 	}
-	x := projections.ExportState{}
+	x := engine.ExportState{}
 	if it != nil {
-		x = projections.ExportStateOf(it, c.opts.Decode.WithDefaults().VersionAttribute)
+		x = engine.ExportStateOf(it, c.opts.Decode.WithDefaults().VersionAttribute)
 	}
-	x.LastWrite, x.WritesFrom = c.writes.Of(projections.ItemKeyOf(key, itemKey))
-	since, why := projections.JudgeTick(s.Token, s.Removed, x)
+	x.LastWrite, x.WritesFrom = c.writes.Of(engine.ItemKeyOf(key, itemKey))
+	since, why := engine.JudgeTick(s.Token, s.Removed, x)
 	if since {
 		c.res.Changed++
 	} else if !c.collecting {
-		c.unjudge = append(c.unjudge, fmt.Sprintf("source item %s: %s", projections.DescribeOwner(key), why))
+		c.unjudge = append(c.unjudge, fmt.Sprintf("source item %s: %s", engine.DescribeOwner(key), why))
 	}
 	c.expectLedger(key, s)
 	return false
@@ -502,7 +503,7 @@ func (c *checker) judgeInTick(key, itemKey string, s projections.ItemState, it p
 
 // sameRows reports whether the target items a ledger state says its
 // source item holds are those the transform makes of the export's item.
-func (c *checker) sameRows(s projections.ItemState, rows []projections.Row) bool {
+func (c *checker) sameRows(s engine.ItemState, rows []projections.Row) bool {
 	type held struct {
 		hash    string
 		expires int64
@@ -518,7 +519,7 @@ func (c *checker) sameRows(s projections.ItemState, rows []projections.Row) bool
 	}
 	for _, row := range rows {
 		ref := driver.RowRef{Projection: c.r.Name(), Partition: row.Partition, Sort: row.Sort}
-		if led[ref] != (held{projections.RowHash(row.Attrs), row.Expires}) {
+		if led[ref] != (held{engine.RowHash(row.Attrs), row.Expires}) {
 			return false
 		}
 	}
@@ -777,7 +778,7 @@ func (c *checker) spillExport(key, refused string, rows []projections.Row) error
 		expired := row.Expires != 0 && row.Expires <= c.now
 		h := itemHash(ref, "")
 		if !expired {
-			h = itemHash(ref, projections.RowHash(row.Attrs))
+			h = itemHash(ref, engine.RowHash(row.Attrs))
 		}
 		c.enc.Uint(uint64(c.partition(ref)))
 		c.enc.Text(string(h[:]))

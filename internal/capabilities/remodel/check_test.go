@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/internal/capabilities/remodel"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -26,7 +26,7 @@ func built(t *testing.T) (*live, *remodel.Remodel, driver.Table) {
 	l := newLive(t, 61, 2500, 300)
 	r := mustRemodel(t, newDesign())
 	ts := openTarget(t, r)
-	e, err := r.Open(ctx, ts, projections.Config{Logger: quiet()})
+	e, err := r.Open(ctx, ts, engine.Config{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +71,8 @@ func TestCheckNamesEveryDifference(t *testing.T) {
 	var fromLedger, fromExport driver.StoredRow
 	changed := map[string]bool{}
 	if err := ts.ScanLedgers(ctx, func(key string, e driver.LedgerEntry) error {
-		st, ok, err := projections.DecodeItemState(key, e)
-		if ok && st.Token.Newer(projections.AsOfToken(l.full.Time())) {
+		st, ok, err := engine.DecodeItemState(key, e)
+		if ok && st.Token.Newer(engine.AsOfToken(l.full.Time())) {
 			for _, row := range st.Rows {
 				changed[row.Ref.Partition+"/"+row.Ref.Sort] = true
 			}

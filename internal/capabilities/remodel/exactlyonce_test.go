@@ -10,10 +10,10 @@ import (
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/remodel"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
-	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
@@ -101,7 +101,7 @@ type form struct {
 	kinesis bool
 }
 
-func (f form) deliver(ctx context.Context, t *testing.T, l *live, e *projections.Engine) sim.Stats {
+func (f form) deliver(ctx context.Context, t *testing.T, l *live, e *engine.Engine) sim.Stats {
 	t.Helper()
 	cfg := pipeline.Config{Logger: quiet()}
 	p := pipeline.NewStreamsProcessor(e, cfg)
@@ -121,7 +121,7 @@ func (f form) deliver(ctx context.Context, t *testing.T, l *live, e *projections
 
 // backfillUntilDone runs the remodel's backfill of the export until it
 // completes; store faults stop some runs, and each rerun resumes.
-func backfillUntilDone(ctx context.Context, t *testing.T, l *live, r *remodel.Remodel, e *projections.Engine, st driver.Store) backfill.Summary {
+func backfillUntilDone(ctx context.Context, t *testing.T, l *live, r *remodel.Remodel, e *engine.Engine, st driver.Store) backfill.Summary {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		job, err := backfill.Open(l.full, nil, e, st, r.Set(), backfill.Options{BatchSize: 200})
@@ -164,7 +164,7 @@ func TestRemodelThenStream(t *testing.T) {
 			ctx := context.Background()
 			ts := openTarget(t, r)
 			faulty := (&sim.FaultyStore{Store: ts, Seed: 31, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}).Table(ts)
-			e := openEngine(t, r, faulty, projections.Config{Logger: quiet()})
+			e := openEngine(t, r, faulty, engine.Config{Logger: quiet()})
 			sum := backfillUntilDone(ctx, t, l, r, e, faulty)
 			first := f.deliver(ctx, t, l, e)
 			sameTarget(t, "backfill, then the tail", ts, want)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tributary/tributary/infra/boltstore"
 	"github.com/tributary/tributary/internal/capabilities/remodel"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -110,7 +111,7 @@ func mustRemodel(t testing.TB, tr *projections.Transform) *remodel.Remodel {
 
 // openEngine opens r's engine over tab (Remodel.Open), again while an
 // injected fault (a sim.FaultyTable's) fails its read of the marker.
-func openEngine(t testing.TB, r *remodel.Remodel, tab driver.Table, cfg projections.Config) *projections.Engine {
+func openEngine(t testing.TB, r *remodel.Remodel, tab driver.Table, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	for {
 		e, err := r.Open(context.Background(), tab, cfg)

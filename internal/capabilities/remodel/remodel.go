@@ -32,6 +32,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
@@ -40,8 +41,8 @@ import (
 )
 
 // A Remodel is one transform of a table's items into a target table: a
-// projections.Projection (with projections.Definer, OthersReader and
-// ClaimDescriber) whose rows are the target items. It is immutable and
+// projections.Projection (with projections.Definer, and the engine's
+// OthersReader and ClaimDescriber) whose rows are the target items. It is immutable and
 // safe for concurrent use.
 type Remodel struct {
 	t        *projections.Transform
@@ -55,10 +56,10 @@ type Remodel struct {
 }
 
 var (
-	_ projections.Projection     = (*Remodel)(nil)
-	_ projections.Definer        = (*Remodel)(nil)
-	_ projections.OthersReader   = (*Remodel)(nil)
-	_ projections.ClaimDescriber = (*Remodel)(nil)
+	_ projections.Projection = (*Remodel)(nil)
+	_ projections.Definer    = (*Remodel)(nil)
+	_ engine.OthersReader    = (*Remodel)(nil)
+	_ engine.ClaimDescriber  = (*Remodel)(nil)
 )
 
 // New returns the remodel of t into a target table keyed by key, for a
@@ -143,13 +144,13 @@ func (r *Remodel) transform() *projections.Transform { return r.t }
 func (r *Remodel) Set() *projections.Set { return projections.MustSet(r) }
 
 // Open makes the engine that keeps target t equal to the remodel of the
-// changes it is given (projections.Open, which marks an empty target for
+// changes it is given (engine.Open, which marks an empty target for
 // the remodel and refuses one another remodel or transform built). Items
 // of the types the remodel does not take are skipped and counted without
 // a log line.
-func (r *Remodel) Open(ctx context.Context, t driver.Table, cfg projections.Config) (*projections.Engine, error) {
-	e, err := projections.Open(ctx, t, r.Set(), engineConfig(cfg))
-	if mismatch, ok := errors.AsType[*projections.SetMismatchError](err); ok {
+func (r *Remodel) Open(ctx context.Context, t driver.Table, cfg engine.Config) (*engine.Engine, error) {
+	e, err := engine.Open(ctx, t, r.Set(), engineConfig(cfg))
+	if mismatch, ok := errors.AsType[*engine.SetMismatchError](err); ok {
 		return nil, r.refusal(mismatch)
 	}
 	return e, err
@@ -157,7 +158,7 @@ func (r *Remodel) Open(ctx context.Context, t driver.Table, cfg projections.Conf
 
 // refusal says why a target is not this remodel's, in a remodel's terms
 // (the projection-set marker's advice is for aggregate tables).
-func (r *Remodel) refusal(m *projections.SetMismatchError) error {
+func (r *Remodel) refusal(m *engine.SetMismatchError) error {
 	var built string
 	switch {
 	case m.Table == nil:
@@ -174,12 +175,12 @@ func (r *Remodel) refusal(m *projections.SetMismatchError) error {
 			}
 		}
 	}
-	return fmt.Errorf("%w: not a target of transform %s: %s; remodel into a new, empty target (docs/remodel.md)", projections.ErrProjectionSet, r.Set().IDs()[0], built)
+	return fmt.Errorf("%w: not a target of transform %s: %s; remodel into a new, empty target (docs/remodel.md)", engine.ErrProjectionSet, r.Set().IDs()[0], built)
 }
 
 // engineConfig is cfg for a remodel's engine: the types the remodel does
 // not take are skipped without a log line each.
-func engineConfig(cfg projections.Config) projections.Config {
+func engineConfig(cfg engine.Config) engine.Config {
 	cfg.Policy = pipeline.IgnoreUnknown
 	return cfg
 }
@@ -188,7 +189,7 @@ func engineConfig(cfg projections.Config) projections.Config {
 // runs (pipeline.NewKinesisProcessor): one that says the entity types it
 // reads, so that records of the others are counted skipped; but a remodel
 // that copies the other types reads them all, and says none.
-func (r *Remodel) Handler(e *projections.Engine) pipeline.BatchHandler {
+func (r *Remodel) Handler(e *engine.Engine) pipeline.BatchHandler {
 	if r.t.CopyOthers {
 		return allTypes{e}
 	}
@@ -196,7 +197,7 @@ func (r *Remodel) Handler(e *projections.Engine) pipeline.BatchHandler {
 }
 
 // allTypes is an engine that does not say which entity types it reads.
-type allTypes struct{ e *projections.Engine }
+type allTypes struct{ e *engine.Engine }
 
 func (a allTypes) HandleBatch(ctx context.Context, changes []pipeline.Change) error {
 	return a.e.HandleBatch(ctx, changes)

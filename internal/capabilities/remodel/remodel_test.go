@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -68,7 +69,7 @@ func TestCollisionIsPermanentNamingBoth(t *testing.T) {
 	r := mustRemodel(t, byEmail())
 	ts := openTarget(t, r)
 	// Ten minutes after the changes: past the claim's wait.
-	e := openEngine(t, r, ts, projections.Config{Logger: quiet(), Now: func() time.Time { return t0.Add(10 * time.Minute) }})
+	e := openEngine(t, r, ts, engine.Config{Logger: quiet(), Now: func() time.Time { return t0.Add(10 * time.Minute) }})
 	a, b, c := user("a", "x@example.com"), user("b", "x@example.com"), user("c", "c@example.com")
 	if err := e.HandleBatch(ctx, []pipeline.Change{change("100", t0, nil, a)}); err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestTransientClaimIsRetried(t *testing.T) {
 
 	t.Run("across batches", func(t *testing.T) {
 		ts := openTarget(t, r)
-		e := openEngine(t, r, ts, projections.Config{Logger: quiet(), Now: func() time.Time { return t0.Add(3 * time.Second) }})
+		e := openEngine(t, r, ts, engine.Config{Logger: quiet(), Now: func() time.Time { return t0.Add(3 * time.Second) }})
 		if err := e.HandleBatch(ctx, created); err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +138,7 @@ func TestTransientClaimIsRetried(t *testing.T) {
 	})
 	t.Run("in one batch", func(t *testing.T) {
 		ts := openTarget(t, r)
-		e := openEngine(t, r, ts, projections.Config{Logger: quiet(), Now: func() time.Time { return t0.Add(3 * time.Second) }})
+		e := openEngine(t, r, ts, engine.Config{Logger: quiet(), Now: func() time.Time { return t0.Add(3 * time.Second) }})
 		if err := e.HandleBatch(ctx, created); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +149,7 @@ func TestTransientClaimIsRetried(t *testing.T) {
 	})
 	t.Run("past the claim's wait", func(t *testing.T) {
 		ts := openTarget(t, r)
-		e := openEngine(t, r, ts, projections.Config{Logger: quiet(), Now: func() time.Time { return t0.Add(time.Hour) }})
+		e := openEngine(t, r, ts, engine.Config{Logger: quiet(), Now: func() time.Time { return t0.Add(time.Hour) }})
 		if err := e.HandleBatch(ctx, created); err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +195,7 @@ func TestSameSecondSecondWins(t *testing.T) {
 		} {
 			t.Run(tt.name+", version "+strconv.FormatBool(versioned), func(t *testing.T) {
 				ts := openTarget(t, r)
-				e := openEngine(t, r, ts, projections.Config{Logger: quiet()})
+				e := openEngine(t, r, ts, engine.Config{Logger: quiet()})
 				for _, batch := range tt.batches {
 					if err := e.HandleBatch(ctx, batch); err != nil {
 						t.Fatal(err)
@@ -213,7 +214,7 @@ func TestRemovalRemovesEveryTargetItem(t *testing.T) {
 	ctx := context.Background()
 	r := mustRemodel(t, newDesign())
 	ts := openTarget(t, r)
-	e := openEngine(t, r, ts, projections.Config{Logger: quiet()})
+	e := openEngine(t, r, ts, engine.Config{Logger: quiet()})
 	m := pipeline.Item{"PK": s("PLAYER#p1"), "SK": s("MATCH#2026-11-30T10:00:00Z#m1"), "EntityType": s("Match"), "matchId": s("m1"), "result": s("WIN")}
 	m2 := clone(m)
 	m2["result"] = s("LOSS")
@@ -258,7 +259,7 @@ func TestCopyOthers(t *testing.T) {
 		tr.CopyOthers = copyOthers
 		r := mustRemodel(t, tr)
 		ts := openTarget(t, r)
-		e := openEngine(t, r, ts, projections.Config{Logger: quiet()})
+		e := openEngine(t, r, ts, engine.Config{Logger: quiet()})
 		if err := e.HandleBatch(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +292,7 @@ func TestTargetItemRefused(t *testing.T) {
 	}
 	r := mustRemodel(t, tr)
 	ts := openTarget(t, r)
-	e := openEngine(t, r, ts, projections.Config{Logger: quiet()})
+	e := openEngine(t, r, ts, engine.Config{Logger: quiet()})
 	for _, tt := range []struct{ what, want string }{
 		{"key", `key attribute "PK" is an N, but the target table's is S`},
 		{"set", `attribute "tags": an empty set`},
@@ -337,17 +338,17 @@ func TestStaleReadNeverTakesOver(t *testing.T) {
 	ts := openTarget(t, r)
 	a, b := user("a", "x@example.com"), user("b", "x@example.com")
 	now := func() time.Time { return t0.Add(10 * time.Minute) }
-	if err := openEngine(t, r, ts, projections.Config{Logger: quiet(), Now: now}).HandleBatch(ctx, []pipeline.Change{change("100", t0, nil, a)}); err != nil {
+	if err := openEngine(t, r, ts, engine.Config{Logger: quiet(), Now: now}).HandleBatch(ctx, []pipeline.Change{change("100", t0, nil, a)}); err != nil {
 		t.Fatal(err)
 	}
-	holder := projections.LedgerKey(pipeline.Item{"PK": a["PK"], "SK": a["SK"]})
-	stale := openEngine(t, r, staleReads{ts, map[string]bool{holder: true}}, projections.Config{Logger: quiet(), Now: now})
+	holder := engine.LedgerKey(pipeline.Item{"PK": a["PK"], "SK": a["SK"]})
+	stale := openEngine(t, r, staleReads{ts, map[string]bool{holder: true}}, engine.Config{Logger: quiet(), Now: now})
 	err := stale.HandleBatch(ctx, []pipeline.Change{change("200", t0.Add(time.Second), nil, b)})
 	if err == nil || !strings.Contains(err.Error(), "taking it over from item PK=USER#a SK=PROFILE was refused") || errors.Is(err, pipeline.ErrPermanent) {
 		t.Fatalf("b's change on a stale read of a's entry: %v, want a retryable refusal", err)
 	}
 	sameTarget(t, "after the refused takeover", ts, expected(t, r, []pipeline.Item{a}))
-	fresh := openEngine(t, r, ts, projections.Config{Logger: quiet(), Now: now})
+	fresh := openEngine(t, r, ts, engine.Config{Logger: quiet(), Now: now})
 	if err := fresh.HandleBatch(ctx, []pipeline.Change{change("200", t0.Add(time.Second), nil, b)}); !errors.Is(err, pipeline.ErrPermanent) {
 		t.Fatalf("b's change read afresh: %v, want the collision's permanent failure", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
 	"github.com/tributary/tributary/infra/checkpoint"
 	"github.com/tributary/tributary/internal/capabilities/replay"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -30,11 +31,11 @@ var ignored = []string{"User", "Workspace", "Cart"}
 
 // newEngine opens an engine of ps (default the seed projections) over st;
 // a failure is a mistake in the test's wiring.
-func newEngine(st driver.Table, ps ...projections.Projection) *projections.Engine {
+func newEngine(st driver.Table, ps ...projections.Projection) *engine.Engine {
 	if ps == nil {
 		ps = seed.All()
 	}
-	e, err := projections.Open(context.Background(), st, projections.MustSet(ps...), projections.Config{Logger: quiet(), Ignore: ignored})
+	e, err := engine.Open(context.Background(), st, projections.MustSet(ps...), engine.Config{Logger: quiet(), Ignore: ignored})
 	if err != nil {
 		panic(err)
 	}
@@ -257,7 +258,7 @@ func TestStoreFailuresStopAndResume(t *testing.T) {
 	st := boltstoretest.Open(t)
 	out := &outage{Table: st, after: 60}
 	faulty := &sim.FaultyStore{Store: out, Seed: 4, CommitFailBefore: 0.02, CommitFailAfter: 0.02}
-	e, err := projections.Open(context.Background(), faulty.Table(st), seed.Set(), projections.Config{Logger: quiet(), Ignore: ignored, MaxAttempts: 2})
+	e, err := engine.Open(context.Background(), faulty.Table(st), seed.Set(), engine.Config{Logger: quiet(), Ignore: ignored, MaxAttempts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	m := kinesisMem(sim.ToKinesis(h.Records, 0.05, 8, sim.NewKinesisRand(11)), 2)
 	st := boltstoretest.Open(t)
 	cps := checkpoint.NewDir(t.TempDir())
-	dry := projections.NewDryRun(st)
+	dry := engine.NewDryRun(st)
 	e := newEngine(dry)
 	sum := run(t, replay.Config{Source: m, Handler: e, Checkpoints: cps, Job: "replay-dry", ReadOnly: true})
 	if v := mustView(t, st); len(v.Aggregates) != 0 || len(v.Rows) != 0 {

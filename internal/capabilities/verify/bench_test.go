@@ -14,6 +14,7 @@ import (
 	"github.com/tributary/tributary/internal/capabilities/backfill"
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/verify"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -104,7 +105,7 @@ func paymentsStore(b *testing.B, n int) (*export.Export, *projections.Set, *bolt
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	e, err := projections.Open(ctx, st, set, projections.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, err := engine.Open(ctx, st, set, engine.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary/tributary/infra/objstore"
 	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -108,7 +109,7 @@ const itemsPerPart = 1_000_000
 // to it): it opens nothing of the table, reads the export's manifests
 // only, and records the plan under Prefix/<job>/plan.json. Without Parts,
 // the parts are the items counted over 1,000,000, rounded up to a power of
-// two, at most projections.MaxParts, then halved while files × parts is
+// two, at most engine.MaxParts, then halved while files × parts is
 // over 250,000 objects.
 func (c *Parted) Plan(ctx context.Context, run string) (*Plan, error) {
 	if run == "" {
@@ -173,7 +174,7 @@ func choosePartitions(items int64, files int) int {
 	if items > itemsPerPart {
 		n = 1 << bits.Len64(uint64((items-1)/itemsPerPart))
 	}
-	n = min(n, projections.MaxParts)
+	n = min(n, engine.MaxParts)
 	for n > 1 && files*n > maxObjects {
 		n /= 2
 	}
@@ -227,8 +228,8 @@ func (c *Parted) ReadPlan(ctx context.Context, job string) (*Plan, error) {
 	switch {
 	case p.Segments < 1 || c.Segment == nil && p.Segments != 1:
 		return nil, fmt.Errorf("verify job %s: its plan has %d scan segments", job, p.Segments)
-	case p.Parts < 1 || p.Parts > projections.MaxParts || p.Parts&(p.Parts-1) != 0:
-		return nil, fmt.Errorf("verify job %s: its plan has %d parts: want a power of two from 1 to %d", job, p.Parts, projections.MaxParts)
+	case p.Parts < 1 || p.Parts > engine.MaxParts || p.Parts&(p.Parts-1) != 0:
+		return nil, fmt.Errorf("verify job %s: its plan has %d parts: want a power of two from 1 to %d", job, p.Parts, engine.MaxParts)
 	case !slices.Equal(p.Files, files):
 		return nil, fmt.Errorf("verify job %s: its plan names %d data files, the export %d: not this export's plan", job, len(p.Files), len(files))
 	}
@@ -286,10 +287,10 @@ func stepName(kind string, i int) string {
 }
 
 // check returns a new check of plan, parted.
-func (c *Parted) check(p *Plan) (*projections.AsOfCheck, error) {
+func (c *Parted) check(p *Plan) (*engine.AsOfCheck, error) {
 	o := c.Options
 	opts := o.Decode
-	check := projections.NewAsOfCheck(Effective(p.AsOf), opts.TypeAttribute, c.Projections...)
+	check := engine.NewAsOfCheck(Effective(p.AsOf), opts.TypeAttribute, c.Projections...)
 	check.VersionAttribute = opts.WithDefaults().VersionAttribute
 	check.Dir, check.MaxNamed, check.Keep = o.Dir, o.MaxNamed, o.Keep
 	check.PartitionBytes = o.PartitionBytes
@@ -306,7 +307,7 @@ func (c *Parted) check(p *Plan) (*projections.AsOfCheck, error) {
 // after it read. An attempt run beside another of the same step (a retry
 // while the first still runs) writes objects of its own; the notes
 // written last name one attempt's, whole.
-func (c *Parted) handoff(ctx context.Context, p *Plan, step string, check *projections.AsOfCheck, extra map[string][]byte, n *notes) error {
+func (c *Parted) handoff(ctx context.Context, p *Plan, step string, check *engine.AsOfCheck, extra map[string][]byte, n *notes) error {
 	var nonce [6]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return err
@@ -491,7 +492,7 @@ func (c *Parted) Scan(ctx context.Context, p *Plan, segment int) (_ *Step, err e
 
 // readInTick adds the in-tick ledger entries of every scan step (their
 // notes) to check.
-func (c *Parted) readInTick(ctx context.Context, p *Plan, check *projections.AsOfCheck, scans []notes) error {
+func (c *Parted) readInTick(ctx context.Context, p *Plan, check *engine.AsOfCheck, scans []notes) error {
 	_, err := c.load(ctx, p, scans, setInTick, 0, func(r io.Reader, what string) error { return check.ReadInTick(r, what) })
 	return err
 }
@@ -669,8 +670,8 @@ func (c *Parted) Join(ctx context.Context, p *Plan, part int) (_ *Step, err erro
 	if err := c.readInTick(ctx, p, check, scans); err != nil {
 		return nil, err
 	}
-	load := func(r io.Reader, what string) error { return check.Load(projections.HandoffItems, part, r, what) }
-	if _, err := c.load(ctx, p, append(scans, files...), projections.HandoffItems, part, load); err != nil {
+	load := func(r io.Reader, what string) error { return check.Load(engine.HandoffItems, part, r, what) }
+	if _, err := c.load(ctx, p, append(scans, files...), engine.HandoffItems, part, load); err != nil {
 		return nil, err
 	}
 	if err := check.Join(part); err != nil {
@@ -698,8 +699,8 @@ func (c *Parted) Compare(ctx context.Context, p *Plan, part int) (_ *Step, err e
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, check.Close()) }()
-	load := func(r io.Reader, what string) error { return check.Load(projections.HandoffParts, part, r, what) }
-	read, err := c.load(ctx, p, steps, projections.HandoffParts, part, load)
+	load := func(r io.Reader, what string) error { return check.Load(engine.HandoffParts, part, r, what) }
+	read, err := c.load(ctx, p, steps, engine.HandoffParts, part, load)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tributary/tributary/internal/capabilities/export"
 	"github.com/tributary/tributary/internal/capabilities/verify"
 	"github.com/tributary/tributary/internal/capabilities/verify/verifytest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/exportgen"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -266,7 +267,7 @@ func gItem(pk, g string) pipeline.Item {
 func ledgerNewer(t *testing.T, pk, g string, at time.Time) (string, driver.LedgerEntry) {
 	keys := pipeline.Item{"PK": sv(pk), "SK": sv("S")}
 	body, err := json.Marshal(map[string]any{
-		"t": projections.Token{Micros: at.UnixMicro(), Precision: pipeline.Microsecond},
+		"t": engine.Token{Micros: at.UnixMicro(), Precision: pipeline.Microsecond},
 		"c": map[string]any{"a": []map[string]any{{"p": "count-group", "k": g, "v": map[string]decimal.Decimal{"n": decimal.FromInt(1)}}}},
 	})
 	if err != nil {

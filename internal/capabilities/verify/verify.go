@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/capabilities/export"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
@@ -66,11 +67,11 @@ func KeyAttributes(opts pipeline.Options, overlay *export.Overlay) []string {
 }
 
 // Writes is what the incremental exports of an overlay (nil: none) know
-// of the items' writes, for projections.JudgeTick: every write from the
+// of the items' writes, for engine.JudgeTick: every write from the
 // first one's start to the last one's end, each item's last at the
 // microsecond. Nil without incremental exports. An item whose last write
 // in them has no time, or one before their start, is not known.
-func Writes(overlay *export.Overlay) *projections.ExportWrites {
+func Writes(overlay *export.Overlay) *engine.ExportWrites {
 	if overlay == nil || len(overlay.Exports) == 0 {
 		return nil
 	}
@@ -78,7 +79,7 @@ func Writes(overlay *export.Overlay) *projections.ExportWrites {
 	if err != nil || from.IsZero() {
 		return nil
 	}
-	return &projections.ExportWrites{From: from, Last: func(key string) (time.Time, bool) {
+	return &engine.ExportWrites{From: from, Last: func(key string) (time.Time, bool) {
 		e, ok := overlay.Lookup(key)
 		switch {
 		case !ok:
@@ -118,7 +119,7 @@ type Result struct {
 	Refused []string
 	// Unjudged lists the items whose state in the table, from the
 	// export's own second, neither time nor version orders against the
-	// export's (projections.JudgeTick), one a line naming the item and
+	// export's (engine.JudgeTick), one a line naming the item and
 	// why: the table cannot be said to agree while there are any.
 	Unjudged []string
 	// AsOf is the export's point in time (the end of the last incremental
@@ -147,7 +148,7 @@ func (r *Result) agree() bool {
 
 // AsOf checks a table built by ps against an export (with an overlay of
 // incremental exports, or nil) while the table may go on changing
-// (projections.AsOfCheck): items whose state in the table is newer than
+// (engine.AsOfCheck): items whose state in the table is newer than
 // the export's are told apart by their ledger entries and checked against
 // those, the others against their recomputation from the export. An
 // export whose point in time is not known (no manifest) is taken as newer
@@ -175,18 +176,18 @@ type Options struct {
 	// whose ledger holds others').
 	Keep func(line string) bool
 	// NewerInMemory and PartitionBytes tune what the check holds in
-	// memory (projections.AsOfCheck); zero: the defaults.
+	// memory (engine.AsOfCheck); zero: the defaults.
 	NewerInMemory  int
 	PartitionBytes int64
 }
 
 // Check is AsOf with options: memory does not grow with the export, the
-// table or the changes since (projections.AsOfCheck spills to Dir).
+// table or the changes since (engine.AsOfCheck spills to Dir).
 func Check(ctx context.Context, full *export.Export, overlay *export.Overlay, table driver.Reader, o Options, ps ...projections.Projection) (_ *Result, err error) {
 	res := &Result{AsOf: Watermark(full, overlay)}
 	asOf := Effective(res.AsOf)
 	opts := o.Decode
-	check := projections.NewAsOfCheck(asOf, opts.TypeAttribute, ps...)
+	check := engine.NewAsOfCheck(asOf, opts.TypeAttribute, ps...)
 	check.VersionAttribute = opts.WithDefaults().VersionAttribute
 	check.Dir, check.MaxNamed, check.Keep = o.Dir, o.MaxNamed, o.Keep
 	check.NewerInMemory, check.PartitionBytes = o.NewerInMemory, o.PartitionBytes

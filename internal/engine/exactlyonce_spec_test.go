@@ -1,4 +1,4 @@
-package projections_test
+package engine_test
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package projections_test
+package engine_test
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ import (
 // permanent, so that bisection and the on-failure destination isolate it;
 // every record before it is applied.
 func TestOverflowingSumBlamesItsRecord(t *testing.T) {
-	event, err := os.ReadFile(filepath.Join("..", "pipeline", "testdata", "streams", "overflowing-sum.json"))
+	event, err := os.ReadFile(filepath.Join("..", "..", "pipeline", "testdata", "streams", "overflowing-sum.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

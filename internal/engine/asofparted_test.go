@@ -1,4 +1,4 @@
-package projections_test
+package engine_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/projections"
+	"github.com/tributary/tributary/internal/engine"
 )
 
 // TestPartedLoadRefusesBadHandoffs: a hand-off that is not a step's
@@ -21,24 +21,24 @@ func TestPartedLoadRefusesBadHandoffs(t *testing.T) {
 		body      []byte
 		want      string
 	}{
-		{"an empty record", projections.HandoffParts, []byte{0}, "a record of 0 bytes"},
-		{"a record cut short", projections.HandoffParts, []byte{5, 'a', 'b'}, "cut short"},
-		{"a record of no kind", projections.HandoffParts, []byte{7, 'z', 0, 0, 0, 0, 0, 0}, "of kind"},
-		{"an item record cut short", projections.HandoffItems, []byte{9, 'e'}, "cut short"},
+		{"an empty record", engine.HandoffParts, []byte{0}, "a record of 0 bytes"},
+		{"a record cut short", engine.HandoffParts, []byte{5, 'a', 'b'}, "cut short"},
+		{"a record of no kind", engine.HandoffParts, []byte{7, 'z', 0, 0, 0, 0, 0, 0}, "of kind"},
+		{"an item record cut short", engine.HandoffItems, []byte{9, 'e'}, "cut short"},
 		{"another set", "nonsense", []byte{1, 'a'}, `no hand-off set "nonsense"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			check := projections.NewAsOfCheck(time.Now(), "")
+			check := engine.NewAsOfCheck(time.Now(), "")
 			check.Dir = t.TempDir()
 			if err := check.Parted(4); err != nil {
 				t.Fatal(err)
 			}
 			defer func() { _ = check.Close() }()
 			err := check.Load(tc.set, 0, bytes.NewReader(tc.body), "s3://work/verify/j/parts/0000/file-000001.x")
-			if err == nil && tc.set == projections.HandoffParts {
+			if err == nil && tc.set == engine.HandoffParts {
 				_, err = check.ComparePart(ctx, 0)
 			}
-			if err == nil && tc.set == projections.HandoffItems {
+			if err == nil && tc.set == engine.HandoffItems {
 				err = check.Join(0)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -46,7 +46,7 @@ func TestPartedLoadRefusesBadHandoffs(t *testing.T) {
 			}
 		})
 	}
-	check := projections.NewAsOfCheck(time.Now(), "")
+	check := engine.NewAsOfCheck(time.Now(), "")
 	for _, body := range [][]byte{{0}, {0xff, 0xff, 0xff, 0xff, 0x0f}, {4, 1, 'k'}} {
 		if err := check.ReadInTick(bytes.NewReader(body), "intick"); err == nil || !strings.Contains(err.Error(), "intick") {
 			t.Errorf("in-tick entries %x: %v, want an error naming them", body, err)
@@ -60,15 +60,15 @@ func FuzzPartedLoad(f *testing.F) {
 	f.Add([]byte{0}, false)
 	f.Add([]byte{3, 'a', 1, 2}, true)
 	f.Fuzz(func(t *testing.T, body []byte, items bool) {
-		check := projections.NewAsOfCheck(time.Now(), "")
+		check := engine.NewAsOfCheck(time.Now(), "")
 		check.Dir = t.TempDir()
 		if err := check.Parted(1); err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = check.Close() }()
-		set := projections.HandoffParts
+		set := engine.HandoffParts
 		if items {
-			set = projections.HandoffItems
+			set = engine.HandoffItems
 		}
 		if err := check.Load(set, 0, bytes.NewReader(body), "fuzz"); err != nil {
 			return

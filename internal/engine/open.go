@@ -1,4 +1,4 @@
-package projections
+package engine
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tributary/tributary/projections"
 
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
@@ -41,7 +43,7 @@ type Marker struct {
 	// Set is the IDs of the set's projections, sorted by name. A marker
 	// written before fingerprints were recorded has names only (empty
 	// fingerprints).
-	Set []ProjectionID
+	Set []projections.ProjectionID
 	// Since is when the marker was written.
 	Since time.Time
 }
@@ -49,9 +51,9 @@ type Marker struct {
 // markerBody is the marker's stored form. Markers of the first form held
 // only the names, under "projections".
 type markerBody struct {
-	Set   []ProjectionID `json:"set,omitempty"`
-	Names []string       `json:"projections,omitempty"`
-	Since time.Time      `json:"since"`
+	Set   []projections.ProjectionID `json:"set,omitempty"`
+	Names []string                   `json:"projections,omitempty"`
+	Since time.Time                  `json:"since"`
 }
 
 // ReadMarker returns the table's projection-set marker, or nil when it has
@@ -76,9 +78,9 @@ func decodeMarker(e driver.LedgerEntry) (*Marker, error) {
 	m := &Marker{Set: b.Set, Since: b.Since}
 	if m.Set == nil {
 		for _, n := range b.Names {
-			m.Set = append(m.Set, ProjectionID{Name: n})
+			m.Set = append(m.Set, projections.ProjectionID{Name: n})
 		}
-		slices.SortFunc(m.Set, func(a, b ProjectionID) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(m.Set, func(a, b projections.ProjectionID) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return m, nil
 }
@@ -89,7 +91,7 @@ type SetMismatchError struct {
 	// Table is the table's marker; nil when it has none.
 	Table *Marker
 	// Engine is the set of the engine about to write.
-	Engine []ProjectionID
+	Engine []projections.ProjectionID
 }
 
 // Is reports whether target is ErrProjectionSet.
@@ -125,11 +127,11 @@ func (e *SetMismatchError) Error() string {
 }
 
 // sameNames reports whether two sets name the same projections.
-func sameNames(a, b []ProjectionID) bool {
-	return slices.EqualFunc(a, b, func(x, y ProjectionID) bool { return x.Name == y.Name })
+func sameNames(a, b []projections.ProjectionID) bool {
+	return slices.EqualFunc(a, b, func(x, y projections.ProjectionID) bool { return x.Name == y.Name })
 }
 
-func legacy(ids []ProjectionID) bool {
+func legacy(ids []projections.ProjectionID) bool {
 	for _, id := range ids {
 		if id.Fingerprint == "" {
 			return true
@@ -140,7 +142,7 @@ func legacy(ids []ProjectionID) bool {
 
 // describeDiff names the projections that differ between a table's set and
 // an engine's.
-func describeDiff(table, engine []ProjectionID) string {
+func describeDiff(table, engine []projections.ProjectionID) string {
 	byName := map[string]string{}
 	for _, id := range table {
 		byName[id.Name] = id.Fingerprint
@@ -180,14 +182,14 @@ func describeDiff(table, engine []ProjectionID) string {
 // Anything else is a *SetMismatchError (matching ErrProjectionSet). Two
 // engines of one set that start on an empty table at once both succeed; of
 // two sets, one wins and the other is refused.
-func checkSet(ctx context.Context, t driver.Table, set *Set, now func() time.Time) error {
+func checkSet(ctx context.Context, t driver.Table, set *projections.Set, now func() time.Time) error {
 	for range 3 {
 		m, err := ReadMarker(ctx, t)
 		if err != nil {
 			return err
 		}
 		if m != nil {
-			if sameIDs(m.Set, set.ids) {
+			if slices.Equal(m.Set, set.IDs()) {
 				return nil
 			}
 			return &SetMismatchError{Table: m, Engine: set.IDs()}
@@ -215,7 +217,7 @@ func checkSet(ctx context.Context, t driver.Table, set *Set, now func() time.Tim
 // markers existed, or one whose projection changed its Definition without
 // changing what it contributes. Adopting a table another set built leaves
 // its aggregates wrong; rebuild instead (docs/backfill.md).
-func Adopt(ctx context.Context, st driver.Store, set *Set) (*Marker, error) {
+func Adopt(ctx context.Context, st driver.Store, set *projections.Set) (*Marker, error) {
 	got, err := st.ReadLedgers(ctx, []string{markerKey})
 	if err != nil {
 		return nil, fmt.Errorf("reading the projection-set marker: %w", err)
@@ -231,8 +233,8 @@ func Adopt(ctx context.Context, st driver.Store, set *Set) (*Marker, error) {
 	return old, nil
 }
 
-func writeMarker(ctx context.Context, st driver.Store, set *Set, rev int64, since time.Time) error {
-	body, err := json.Marshal(markerBody{Set: set.ids, Since: since.UTC()})
+func writeMarker(ctx context.Context, st driver.Store, set *projections.Set, rev int64, since time.Time) error {
+	body, err := json.Marshal(markerBody{Set: set.IDs(), Since: since.UTC()})
 	if err != nil {
 		return fmt.Errorf("encoding the projection-set marker: %w", err)
 	}
@@ -247,7 +249,7 @@ func writeMarker(ctx context.Context, st driver.Store, set *Set, rev int64, sinc
 // writing to t, after checkSet made sure t is set's table (marking it when
 // it is new). The entity types that only the projections set was selected
 // from read are added to cfg.Ignore.
-func Open(ctx context.Context, t driver.Table, set *Set, cfg Config) (*Engine, error) {
+func Open(ctx context.Context, t driver.Table, set *projections.Set, cfg Config) (*Engine, error) {
 	if set == nil {
 		return nil, errors.New("projections: Open without a projection set")
 	}
@@ -258,8 +260,8 @@ func Open(ctx context.Context, t driver.Table, set *Set, cfg Config) (*Engine, e
 	if err := checkSet(ctx, t, set, now); err != nil {
 		return nil, err
 	}
-	cfg.Ignore = append(slices.Clone(cfg.Ignore), set.ignored...)
-	return newEngine(t, cfg, set.ps...), nil
+	cfg.Ignore = append(slices.Clone(cfg.Ignore), set.Ignored()...)
+	return newEngine(t, cfg, set.Projections()...), nil
 }
 
 var errFound = errors.New("found")
@@ -278,4 +280,13 @@ func Empty(ctx context.Context, rd driver.Reader) (bool, error) {
 		return false, fmt.Errorf("checking whether the table is empty: %w", err)
 	}
 	return true, nil
+}
+
+// formatIDs lists ids as projections.Set's String does.
+func formatIDs(ids []projections.ProjectionID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = id.String()
+	}
+	return strings.Join(parts, ", ")
 }

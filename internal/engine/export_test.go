@@ -1,17 +1,17 @@
-package projections
+package engine
 
 import (
 	"context"
-	"slices"
 	"time"
 
+	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/driver"
 )
 
 // New makes an engine over a bare store, without Open's check of the
 // table's projection set: the engine's own tests drive stores that are not
 // tables (fault injectors, stores that fail on purpose).
-func New(store driver.Store, cfg Config, ps ...Projection) *Engine {
+func New(store driver.Store, cfg Config, ps ...projections.Projection) *Engine {
 	return newEngine(store, cfg, ps...)
 }
 
@@ -20,10 +20,6 @@ const MarkerKey = markerKey
 
 // CheckSet is checkSet at the time now: the tests of the marker drive it
 // on tables of their own.
-func CheckSet(ctx context.Context, t driver.Table, set *Set) error {
+func CheckSet(ctx context.Context, t driver.Table, set *projections.Set) error {
 	return checkSet(ctx, t, set, time.Now)
 }
-
-// Ignored returns the entity types that the set this one was selected from
-// reads and this one does not (see Select), sorted.
-func (s *Set) Ignored() []string { return slices.Clone(s.ignored) }

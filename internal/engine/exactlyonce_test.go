@@ -1,4 +1,4 @@
-package projections_test
+package engine_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -79,7 +80,7 @@ func deliverExactlyOnce(t *testing.T, src source, h *sim.History, want *projecti
 	ctx := context.Background()
 	st := boltstoretest.Open(t)
 	faulty := &sim.FaultyStore{Store: st, Seed: 11, CommitFailBefore: 0.02, CommitFailAfter: 0.02, ReadFail: 0.01}
-	e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, ps...)
+	e := engine.New(faulty, engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, ps...)
 	p := src.processor(e, pipeline.Config{Logger: quiet()})
 	invoke := &sim.FlakyInvoke{Invoke: p.Invoke, Seed: 13, FailBefore: 0.01, FailAfter: 0.01}
 	esm := &sim.ESM{BatchSize: 100, Bisect: true, RedeliverRate: 0.05, MaxAttempts: 1000, Seed: 17}

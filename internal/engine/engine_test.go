@@ -1,4 +1,4 @@
-package projections_test
+package engine_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/infra/boltstore/boltstoretest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -212,7 +213,7 @@ func TestPoisonStopsAtTheRecord(t *testing.T) {
 	s.write(nil, order("u3", "o3", "BROKEN", "3", 1))
 	s.write(nil, order("u4", "o4", "PAID", "4", 1))
 	st := boltstoretest.Open(t)
-	e := projections.New(st, projections.Config{Logger: quiet()}, failing{seed.All()[3]})
+	e := engine.New(st, engine.Config{Logger: quiet()}, failing{seed.All()[3]})
 	res := process(t, e, s.event())
 	if len(res.Failed) != 1 || res.Report != "4421584500000000017450000300" {
 		t.Fatalf("result %+v, want the third record reported", res)
@@ -300,7 +301,7 @@ func TestContentionBacksOff(t *testing.T) {
 			for run := range 50 {
 				var waits []time.Duration
 				st := &contended{Store: boltstoretest.Open(t), n: tt.refusals}
-				e := projections.New(st, projections.Config{Logger: quiet(), MaxAttempts: 8, Sleep: func(ctx context.Context, d time.Duration) error {
+				e := engine.New(st, engine.Config{Logger: quiet(), MaxAttempts: 8, Sleep: func(ctx context.Context, d time.Duration) error {
 					waits = append(waits, d)
 					return tt.sleepErr
 				}}, seed.All()...)

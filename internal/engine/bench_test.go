@@ -1,4 +1,4 @@
-package projections_test
+package engine_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/infra/boltstore"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -139,7 +140,7 @@ func engineUnits(b *testing.B, ps []projections.Projection, h *sim.History, batc
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, ps...)
+		e := engine.New(st, engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, ps...)
 		p := pipeline.NewStreamsProcessor(e, pipeline.Config{Logger: quiet()})
 		esm := &sim.ESM{BatchSize: batch}
 		if _, err := esm.Run(context.Background(), sim.StreamsShards(h.Records), p.Invoke); err != nil {
@@ -182,7 +183,7 @@ func BenchmarkHandler(b *testing.B) {
 					b.Error(err)
 				}
 			})
-			e := projections.New(st, projections.Config{Logger: quiet()}, seed.All()...)
+			e := engine.New(st, engine.Config{Logger: quiet()}, seed.All()...)
 			p := pipeline.NewStreamsProcessor(e, pipeline.Config{Logger: quiet()})
 			n := 0
 			for b.Loop() {

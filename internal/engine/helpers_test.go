@@ -1,4 +1,4 @@
-package projections_test
+package engine_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/projections"
@@ -142,11 +143,11 @@ func (s *stream) finalItems() []pipeline.Item {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newEngine(st driver.Store) *projections.Engine {
-	return projections.New(st, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+func newEngine(st driver.Store) *engine.Engine {
+	return engine.New(st, engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
 }
 
-func process(t testing.TB, e *projections.Engine, event []byte) pipeline.Result {
+func process(t testing.TB, e *engine.Engine, event []byte) pipeline.Result {
 	t.Helper()
 	p := pipeline.NewStreamsProcessor(e, pipeline.Config{Logger: quiet()})
 	res, err := p.Process(context.Background(), event)

@@ -1,4 +1,4 @@
-package projections
+package engine
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/tributary/tributary/projections"
 
 	"github.com/tributary/tributary/internal/metrics"
 	"github.com/tributary/tributary/internal/quote"
@@ -71,15 +72,15 @@ type Config struct {
 type Engine struct {
 	store driver.Store
 	cfg   Config
-	mux   *pipeline.Mux[Projection]
-	names map[string]Projection
+	mux   *pipeline.Mux[projections.Projection]
+	names map[string]projections.Projection
 	stats counters
 }
 
 // newEngine returns an engine writing to store for the given projections,
 // for Open, which has checked them. It panics on a nil projection or two
 // with the same name: those are wiring mistakes.
-func newEngine(store driver.Store, cfg Config, ps ...Projection) *Engine {
+func newEngine(store driver.Store, cfg Config, ps ...projections.Projection) *Engine {
 	if cfg.TombstoneTTL <= 0 {
 		cfg.TombstoneTTL = 400 * 24 * time.Hour
 	}
@@ -105,7 +106,7 @@ func newEngine(store driver.Store, cfg Config, ps ...Projection) *Engine {
 	if cfg.ClaimWait <= 0 {
 		cfg.ClaimWait = 5 * time.Minute
 	}
-	e := &Engine{store: store, cfg: cfg, mux: pipeline.NewMux[Projection](), names: map[string]Projection{}}
+	e := &Engine{store: store, cfg: cfg, mux: pipeline.NewMux[projections.Projection](), names: map[string]projections.Projection{}}
 	e.mux.Policy = cfg.Policy
 	e.mux.Logger = cfg.Logger
 	for _, t := range cfg.Ignore {
@@ -491,7 +492,7 @@ func (e *Engine) contributions(ctx context.Context, c *pipeline.Change, itemKey 
 	for _, p := range ps {
 		con, err := contribute(p, c.New)
 		if err != nil {
-			var ie *ItemError
+			var ie *projections.ItemError
 			if errors.As(err, &ie) && ie.Projection == p.Name() {
 				return set, err // it names the projection and the item already
 			}
@@ -572,12 +573,8 @@ func (e *Engine) checkKeys(set contribSet, c *pipeline.Change) error {
 }
 
 // contribute calls a projection, turning a panic into an error.
-func contribute(p Projection, img pipeline.Item) (c Contribution, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &pipeline.PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
+func contribute(p projections.Projection, img pipeline.Item) (c projections.Contribution, err error) {
+	defer pipeline.Recover(&err)
 	return p.Contribute(img)
 }
 
@@ -1191,4 +1188,21 @@ func (e *Engine) emit(ctx context.Context, before Stats, d time.Duration) {
 	if _, err := set.WriteTo(e.cfg.Metrics, time.Now()); err != nil {
 		e.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "engine metrics not written", slog.String("error", err.Error()))
 	}
+}
+
+// An OthersReader is a projection that may read items of entity types it
+// does not list, and items without one: one whose ReadsOtherTypes is true
+// is handed them too (a remodel that copies the types its transform does
+// not name).
+type OthersReader interface {
+	ReadsOtherTypes() bool
+}
+
+// A ClaimDescriber is a projection that names its rows itself in a
+// collision: two source items that claim one row. A remodel's rows are
+// target items, and two source items the transform maps to one key are
+// said so. DescribeClaim returns what the row is ("target item
+// PK=DOC#1 SK=CMT#2 of comments-table") and what to do about it.
+type ClaimDescriber interface {
+	DescribeClaim(ref driver.RowRef) (row, hint string)
 }

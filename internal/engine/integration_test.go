@@ -1,4 +1,4 @@
-package projections_test
+package engine_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/tributary/tributary/infra/dynamostore"
 	"github.com/tributary/tributary/internal/awstest"
+	"github.com/tributary/tributary/internal/engine"
 	"github.com/tributary/tributary/internal/seed"
 	"github.com/tributary/tributary/internal/sim"
 	"github.com/tributary/tributary/pipeline"
@@ -34,7 +35,7 @@ func TestIntegrationExactlyOnceDynamoDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	faulty := &sim.FaultyStore{Store: st, Seed: 5, CommitFailBefore: 0.03, CommitFailAfter: 0.03, ReadFail: 0.02}
-	e := projections.New(faulty, projections.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
+	e := engine.New(faulty, engine.Config{Logger: quiet(), Ignore: []string{"User", "Workspace", "Cart"}}, seed.All()...)
 	p := pipeline.NewStreamsProcessor(e, pipeline.Config{Logger: quiet()})
 	esm := &sim.ESM{BatchSize: 250, Bisect: true, RedeliverRate: 0.05, MaxAttempts: 1000, Seed: 9}
 	shards := sim.StreamsShards(h.Records)

@@ -1,4 +1,4 @@
-package projections
+package engine
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tributary/tributary/projections"
 
 	"github.com/tributary/tributary/internal/spill"
 	"github.com/tributary/tributary/pipeline"
@@ -86,8 +88,8 @@ type AsOfCheck struct {
 	inTick map[string]*ledger
 	// scratch and addScratch recompute one item's contributions, names
 	// the projections checked.
-	scratch    *View
-	addScratch func(pipeline.Item) (string, error)
+	scratch    *projections.View
+	addScratch func(pipeline.Item) error
 	names      map[string]bool
 	// newer holds the keys of items whose state is newer, seen in
 	// AddLedgers, until there are more than NewerInMemory; then items
@@ -157,15 +159,15 @@ const (
 
 // NewAsOfCheck returns a check of a table built by ps against an export
 // as of asOf, whose items keep their entity type in typeAttribute.
-func NewAsOfCheck(asOf time.Time, typeAttribute string, ps ...Projection) *AsOfCheck {
-	scratch := NewView()
+func NewAsOfCheck(asOf time.Time, typeAttribute string, ps ...projections.Projection) *AsOfCheck {
+	scratch := projections.NewView()
 	names := make(map[string]bool, len(ps))
 	for _, p := range ps {
 		names[p.Name()] = true
 	}
 	return &AsOfCheck{
 		asOf: AsOfToken(asOf), asOfTime: asOf, newer: map[string]bool{},
-		inTick: map[string]*ledger{}, scratch: scratch, addScratch: scratch.adder(typeAttribute, ps...), names: names,
+		inTick: map[string]*ledger{}, scratch: scratch, addScratch: scratch.Adder(typeAttribute, ps...), names: names,
 	}
 }
 
@@ -204,7 +206,7 @@ const (
 	recSeenTick = 's'
 )
 
-func aggHash(k AggregateKey) uint64 {
+func aggHash(k projections.AggregateKey) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(k.Projection))
 	h.Write([]byte{0})
@@ -273,7 +275,7 @@ func (a *AsOfCheck) begin(kind byte, h uint64, seq int64) error {
 
 // spillAgg spills an aggregate contribution (seq: the export item's, 0 for
 // a ledger entry's or a stored shard).
-func (a *AsOfCheck) spillAgg(kind byte, h uint64, seq int64, k AggregateKey, values map[string]decimal.Decimal) error {
+func (a *AsOfCheck) spillAgg(kind byte, h uint64, seq int64, k projections.AggregateKey, values map[string]decimal.Decimal) error {
 	if err := a.begin(kind, h, seq); err != nil {
 		return err
 	}
@@ -304,7 +306,7 @@ func (a *AsOfCheck) newerThan(tok Token) bool { return tok.Newer(a.asOf) }
 // expectLedger adds an item's contributions as its ledger entry says.
 func (a *AsOfCheck) expectLedger(l *ledger) error {
 	for _, c := range l.C.Aggs {
-		k := AggregateKey{c.Ref.Projection, c.Ref.Key}
+		k := projections.AggregateKey{Projection: c.Ref.Projection, Key: c.Ref.Key}
 		if err := a.spillAgg(recLedgerAgg, aggHash(k), 0, k, c.Values); err != nil {
 			return err
 		}
@@ -360,16 +362,16 @@ func (a *AsOfCheck) differing(it pipeline.Item, l *ledger) []string {
 	clear(a.scratch.Aggregates)
 	clear(a.scratch.Rows)
 	if it != nil {
-		if _, err := a.addScratch(it); err != nil {
+		if err := a.addScratch(it); err != nil {
 			return slices.Sorted(maps.Keys(a.names))
 		}
 	}
 	a.scratch.Prune()
-	led := NewView()
+	led := projections.NewView()
 	ledRows := map[driver.RowRef]string{}
 	for _, c := range l.C.Aggs {
 		if a.names[c.Ref.Projection] {
-			led.add(AggregateKey{c.Ref.Projection, c.Ref.Key}, c.Values)
+			led.Add(projections.AggregateKey{Projection: c.Ref.Projection, Key: c.Ref.Key}, c.Values)
 		}
 	}
 	for _, r := range l.C.Rows {
@@ -535,8 +537,12 @@ func (a *AsOfCheck) addExportItem(key string, keys, it pipeline.Item) error {
 	clear(a.scratch.Aggregates)
 	clear(a.scratch.Rows)
 	refused := ""
-	if p, err := a.addScratch(it); err != nil {
-		if ie, ok := errors.AsType[*ItemError](err); ok && ie.Projection == p {
+	if err := a.addScratch(it); err != nil {
+		p := ""
+		if re, ok := errors.AsType[*projections.RefusedError](err); ok {
+			p, err = re.Projection, re.Err
+		}
+		if ie, ok := errors.AsType[*projections.ItemError](err); ok && ie.Projection == p {
 			err = ie.Err
 			if ie.Attr != "" {
 				err = fmt.Errorf("%s: %w", ie.Attr, ie.Err)
@@ -556,7 +562,7 @@ func (a *AsOfCheck) addExportItem(key string, keys, it pipeline.Item) error {
 			return err
 		}
 	}
-	for _, ref := range slices.SortedFunc(maps.Keys(a.scratch.Rows), compareRowRefs) {
+	for _, ref := range slices.SortedFunc(maps.Keys(a.scratch.Rows), driver.RowRef.Compare) {
 		h := rowHash(ref)
 		touched = append(touched, h)
 		if err := a.spillRow(recExportRow, h, a.seq, ref, string(pipeline.AppendItem(nil, a.scratch.Rows[ref]))); err != nil {
@@ -578,21 +584,11 @@ func (a *AsOfCheck) addExportItem(key string, keys, it pipeline.Item) error {
 	return a.items.Write(a.placeAt(itemHash(key), 0), a.enc.B)
 }
 
-func compareAggKeys(x, y AggregateKey) int {
+func compareAggKeys(x, y projections.AggregateKey) int {
 	if c := strings.Compare(x.Projection, y.Projection); c != 0 {
 		return c
 	}
 	return strings.Compare(x.Key, y.Key)
-}
-
-func compareRowRefs(x, y driver.RowRef) int {
-	switch {
-	case rowLess(x, y):
-		return -1
-	case rowLess(y, x):
-		return 1
-	}
-	return 0
 }
 
 // withdraw joins the export items' keys with those of the items changed
@@ -703,7 +699,7 @@ func (a *AsOfCheck) addStored(ctx context.Context, r driver.Reader) error {
 }
 
 func (a *AsOfCheck) addStoredAgg(ref driver.AggregateRef, values map[string]decimal.Decimal) error {
-	k := AggregateKey{ref.Projection, ref.Key}
+	k := projections.AggregateKey{Projection: ref.Projection, Key: ref.Key}
 	return a.spillAgg(recStoredAgg, aggHash(k), 0, k, values)
 }
 
@@ -842,7 +838,7 @@ func (a *AsOfCheck) compare(s *spill.Set, p int, named *namedLines) error {
 		seq     uint64
 		content string
 	}
-	want, got := NewView(), NewView()
+	want, got := projections.NewView(), projections.NewView()
 	wantRows := map[driver.RowRef]exportRow{}
 	ledgerRows := map[driver.RowRef]string{}
 	gotRows := map[driver.RowRef]string{}
@@ -855,7 +851,7 @@ func (a *AsOfCheck) compare(s *spill.Set, p int, named *namedLines) error {
 		case recWithdrawn:
 			return d.Err
 		case recExportAgg, recLedgerAgg, recStoredAgg:
-			k := AggregateKey{d.Text(), d.Text()}
+			k := projections.AggregateKey{Projection: d.Text(), Key: d.Text()}
 			n := d.Uint()
 			if d.Err != nil {
 				return d.Err
@@ -867,19 +863,16 @@ func (a *AsOfCheck) compare(s *spill.Set, p int, named *namedLines) error {
 			if kind == recStoredAgg {
 				v = got
 			}
-			cur := v.Aggregates[k]
-			if cur == nil {
-				cur = map[string]decimal.Decimal{}
-				v.Aggregates[k] = cur
-			}
+			values := make(map[string]decimal.Decimal, n)
 			for range n {
 				name, s := d.Text(), d.Text()
 				x, err := decimal.Parse(s)
 				if err != nil {
 					return fmt.Errorf("%s %s %s: a value of %q spilled: %w", k.Projection, k.Key, name, s, err)
 				}
-				cur[name] = cur[name].Add(x)
+				values[name] = values[name].Add(x)
 			}
+			v.Add(k, values)
 			return d.Err
 		}
 		ref := driver.RowRef{Projection: d.Text(), Partition: d.Text(), Sort: d.Text()}
@@ -938,9 +931,32 @@ func (a *AsOfCheck) compare(s *spill.Set, p int, named *namedLines) error {
 	for ref, r := range wantRows {
 		wantContent[ref] = r.content
 	}
-	diffEncoded(got.Aggregates, want.Aggregates, compared, wantContent, named.add)
+	for _, line := range projections.Diff(got, want) {
+		named.add(line)
+	}
+	diffRows(compared, wantContent, named.add)
 	return nil
 }
 
 // Expected counts the expected view's aggregates and rows (after Diff).
 func (a *AsOfCheck) Expected() (aggregates, rows int) { return a.expAggs, a.expRows }
+
+// diffRows names, to line, each difference between two partitions' rows
+// (encoded as pipeline.AppendItem does), "want" being the reference, in
+// the words of projections.Diff, in no order.
+func diffRows(gotRows, wantRows map[driver.RowRef]string, line func(string)) {
+	for r, g := range gotRows {
+		w, ok := wantRows[r]
+		switch {
+		case !ok:
+			line(fmt.Sprintf("%s row %s/%s: unexpected", r.Projection, r.Partition, r.Sort))
+		case g != w:
+			line(fmt.Sprintf("%s row %s/%s: got %s, want %s", r.Projection, r.Partition, r.Sort, g, w))
+		}
+	}
+	for r := range wantRows {
+		if _, ok := gotRows[r]; !ok {
+			line(fmt.Sprintf("%s row %s/%s: missing", r.Projection, r.Partition, r.Sort))
+		}
+	}
+}

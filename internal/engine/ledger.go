@@ -1,4 +1,4 @@
-package projections
+package engine
 
 import (
 	"crypto/sha256"
@@ -100,7 +100,7 @@ func (r *rowContrib) UnmarshalJSON(b []byte) error {
 
 func (s *contribSet) sort() {
 	sort.Slice(s.Aggs, func(i, j int) bool { return refLess(s.Aggs[i].Ref, s.Aggs[j].Ref) })
-	sort.Slice(s.Rows, func(i, j int) bool { return rowLess(s.Rows[i].Ref, s.Rows[j].Ref) })
+	sort.Slice(s.Rows, func(i, j int) bool { return s.Rows[i].Ref.Compare(s.Rows[j].Ref) < 0 })
 }
 
 func refLess(a, b driver.AggregateRef) bool {
@@ -111,16 +111,6 @@ func refLess(a, b driver.AggregateRef) bool {
 		return a.Key < b.Key
 	}
 	return a.Shard < b.Shard
-}
-
-func rowLess(a, b driver.RowRef) bool {
-	if a.Projection != b.Projection {
-		return a.Projection < b.Projection
-	}
-	if a.Partition != b.Partition {
-		return a.Partition < b.Partition
-	}
-	return a.Sort < b.Sort
 }
 
 func encodeLedger(l *ledger) []byte {
