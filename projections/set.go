@@ -34,8 +34,8 @@ func (id ProjectionID) String() string { return id.Name + "@" + id.Fingerprint }
 
 // A Set is the projections one aggregate table is built from. Its identity,
 // the IDs of its projections, is what the table's projection-set marker
-// records: every engine that writes to a table must run exactly the set
-// that built it.
+// records (the projection-set marker, docs/engine.md): every engine that
+// writes to a table must run exactly the set that built it.
 //
 // A Set is immutable and safe for concurrent use.
 type Set struct {

@@ -34,7 +34,8 @@ func NewView() *View {
 	return &View{Aggregates: map[AggregateKey]map[string]decimal.Decimal{}, Rows: map[driver.RowRef]pipeline.Item{}}
 }
 
-// Add adds values to the aggregate k's values of the same names.
+// Add adds values to the aggregate k's values of the same names. v is one
+// NewView made (or one whose maps are made).
 func (v *View) Add(k AggregateKey, values map[string]decimal.Decimal) {
 	cur := v.Aggregates[k]
 	if cur == nil {
@@ -190,9 +191,9 @@ func (v *View) adder(typeAttribute string, ps ...Projection) func(item pipeline.
 }
 
 // othersReader is a projection that may read items of entity types it
-// does not list, and items without one, as the engine's OthersReader (a
-// remodel that copies the types its transform does not name): the view
-// hands it those items too.
+// does not list, and items without one: a remodel's, which copies the
+// types its transform does not name. A view hands it those items, as the
+// engine does.
 type othersReader interface {
 	ReadsOtherTypes() bool
 }

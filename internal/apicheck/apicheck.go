@@ -2,7 +2,7 @@
 // from other modules and its layers pointing one way: no exported
 // identifier of an importable package may name a type from an internal/
 // package (another module could not name it, nor build a value of it), and
-// no package imports one of a floor above its own (pipeline/, projections/,
-// infra/, internal/capabilities/, then functions/ and scripts/: the folders
-// are the floors, docs/api.md).
+// no package imports one of a floor above its own (pipeline/, projections/
+// with the engine in internal/engine/, infra/, internal/capabilities/, then
+// functions/ and scripts/: the folders are the floors, docs/api.md).
 package apicheck

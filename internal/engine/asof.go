@@ -839,6 +839,7 @@ func (a *AsOfCheck) compare(s *spill.Set, p int, named *namedLines) error {
 		content string
 	}
 	want, got := projections.NewView(), projections.NewView()
+	values := map[string]decimal.Decimal{} // one record's, reused
 	wantRows := map[driver.RowRef]exportRow{}
 	ledgerRows := map[driver.RowRef]string{}
 	gotRows := map[driver.RowRef]string{}
@@ -863,7 +864,7 @@ func (a *AsOfCheck) compare(s *spill.Set, p int, named *namedLines) error {
 			if kind == recStoredAgg {
 				v = got
 			}
-			values := make(map[string]decimal.Decimal, n)
+			clear(values)
 			for range n {
 				name, s := d.Text(), d.Text()
 				x, err := decimal.Parse(s)

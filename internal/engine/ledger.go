@@ -68,7 +68,7 @@ type rowContrib struct {
 	Ref   driver.RowRef `json:"-"`
 	Hash  string        `json:"-"`
 	Attrs pipeline.Item `json:"-"` // only on freshly computed contributions
-	// Expires is the row's Row.Expires; 0: none.
+	// Expires is the row's projections.Row.Expires; 0: none.
 	Expires int64 `json:"-"`
 }
 

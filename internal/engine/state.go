@@ -24,7 +24,7 @@ type RowState struct {
 	Ref driver.RowRef
 	// Hash is RowHash of the row's attributes.
 	Hash string
-	// Expires is the row's Row.Expires; 0: none.
+	// Expires is the row's projections.Row.Expires; 0: none.
 	Expires int64
 }
 

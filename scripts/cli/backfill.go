@@ -102,7 +102,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	engine, err := openEngine(ctx, st, sf.String(), set, engine.Config{Logger: log})
+	eng, err := openEngine(ctx, st, sf.String(), set, engine.Config{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func runBackfill(ctx context.Context, e *Env, args []string) (err error) {
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
 	return runBackfillJob(ctx, e, w, backfillRun{
-		verb: "backfill", src: src, overlay: overlay, engine: engine, store: st, set: set, workers: *workers,
+		verb: "backfill", src: src, overlay: overlay, engine: eng, store: st, set: set, workers: *workers,
 		opts:    backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, BatchSize: *batch, SkipMD5: xf.skipMD5, AsOf: asOf, Handoff: handoff},
 		handoff: true,
 		title:   fmt.Sprintf("backfill of %s into %s", src, sf.String()),

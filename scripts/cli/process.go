@@ -52,7 +52,7 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeStore()) }()
 	log := e.engineLog(*verbose)
-	engine, err := openEngine(ctx, st, sf.String(), set, engine.Config{Logger: log})
+	eng, err := openEngine(ctx, st, sf.String(), set, engine.Config{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	failed := false
 	for _, name := range files {
-		f, data, report, err := processEvent(ctx, e, engine, cfg, name, *format, "no projection reads their entity type")
+		f, data, report, err := processEvent(ctx, e, eng, cfg, name, *format, "no projection reads their entity type")
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func runProcess(ctx context.Context, e *Env, args []string) (err error) {
 			}
 		}
 	}
-	s := engine.Stats()
+	s := eng.Stats()
 	fmt.Fprintf(e.Stdout, "engine: %d changes, %d item states written in %d transactions, %d stale, %d superseded, %.0f write units\n",
 		s.Changes, s.Items, s.Transactions, s.Stale, s.Superseded, s.WriteUnits)
 	if archiver != nil {

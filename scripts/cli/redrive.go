@@ -93,7 +93,7 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	engine, err := openEngine(ctx, writeTo, sf.String(), set, engine.Config{Logger: log})
+	eng, err := openEngine(ctx, writeTo, sf.String(), set, engine.Config{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -105,10 +105,10 @@ func runRedrive(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	fmt.Fprintf(out, "redrive %s%s\n", where, note)
 	t0 := time.Now()
-	rep, err := redrive.Run(ctx, objs, redrive.Config{Handler: engine, Options: decode, Logger: log, Each: func(r redrive.ObjectResult) {
+	rep, err := redrive.Run(ctx, objs, redrive.Config{Handler: eng, Options: decode, Logger: log, Each: func(r redrive.ObjectResult) {
 		printRedriven(e, r)
 	}})
-	s := engine.Stats()
+	s := eng.Stats()
 	fmt.Fprintf(out, "objects:  %d read, %d fully applied, %d without a payload or unreadable (%.1fs)\n", rep.Objects, rep.Done, rep.Unreadable, time.Since(t0).Seconds())
 	fmt.Fprintf(out, "records:  %d; %d applied, %d skipped (no projection reads their entity type), %d failed again\n", rep.Records, rep.Applied, rep.Skipped, rep.Failed)
 	if dry != nil {

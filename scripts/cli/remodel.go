@@ -318,14 +318,14 @@ func remodelBackfill(ctx context.Context, e *Env, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeTarget()) }()
-	engine, err := r.Open(ctx, target, engine.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	eng, err := r.Open(ctx, target, engine.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		return fmt.Errorf("%s: %w", rf.target.String(), err)
 	}
 	w := bufio.NewWriter(e.Stdout)
 	defer flush(w, &err)
 	return runBackfillJob(ctx, e, w, backfillRun{
-		verb: "remodel backfill", src: src, overlay: overlay, engine: engine, store: target, set: r.Set(), workers: *workers,
+		verb: "remodel backfill", src: src, overlay: overlay, engine: eng, store: target, set: r.Set(), workers: *workers,
 		opts:  backfill.Options{Decode: pipeline.Options{Schema: xf.schema}, BatchSize: *batch, SkipMD5: xf.skipMD5, AsOf: asOf},
 		title: fmt.Sprintf("remodel backfill of %s by transform %s into %s, keyed %s", src, r.Name(), rf.target.String(), r.Key()),
 		words: [3]string{"source items' states", "target", "the transform does not take"}, reads: "the transform takes",
@@ -369,20 +369,20 @@ func remodelApply(ctx context.Context, e *Env, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, closeTarget()) }()
 	log := e.engineLog(*verbose)
-	engine, err := r.Open(ctx, target, engine.Config{Logger: log})
+	eng, err := r.Open(ctx, target, engine.Config{Logger: log})
 	if err != nil {
 		return fmt.Errorf("%s: %w", rf.target.String(), err)
 	}
 	cfg := pipeline.Config{Logger: log, Options: pipeline.Options{Schema: schema}}
 	failed := false
 	for _, name := range files {
-		_, _, report, err := processEvent(ctx, e, r.Handler(engine), cfg, name, *format, "types the transform does not take")
+		_, _, report, err := processEvent(ctx, e, r.Handler(eng), cfg, name, *format, "types the transform does not take")
 		if err != nil {
 			return err
 		}
 		failed = failed || report
 	}
-	s := engine.Stats()
+	s := eng.Stats()
 	fmt.Fprintf(e.Stdout, "engine: %d changes, %d source items' states written in %d transactions, %d stale, %d superseded, %.0f write units\n",
 		s.Changes, s.Items, s.Transactions, s.Stale, s.Superseded, s.WriteUnits)
 	if failed {

@@ -162,11 +162,11 @@ func simulatedStore(t *testing.T, dir string, changes int) *sim.History {
 		}
 	}()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	engine, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	eng, err := engine.Open(ctx, st, seed.Set(), engine.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pipeline.NewStreamsProcessor(engine, pipeline.Config{Logger: quiet})
+	p := pipeline.NewStreamsProcessor(eng, pipeline.Config{Logger: quiet})
 	invoke := &sim.FlakyInvoke{Invoke: p.Invoke, Seed: 2, FailBefore: 0.02, FailAfter: 0.02}
 	esm := &sim.ESM{BatchSize: 100, Bisect: true, RedeliverRate: 0.05, MaxAttempts: 10_000, Seed: 3}
 	if _, err := esm.Run(ctx, sim.StreamsShards(h.Records), invoke.Call); err != nil {

@@ -134,7 +134,7 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 		dry = engine.NewDryRun(st)
 		writeTo = dry
 	}
-	engine, err := openEngine(ctx, writeTo, target, selected, engine.Config{Logger: log})
+	eng, err := openEngine(ctx, writeTo, target, selected, engine.Config{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 		MaxRecords: f.limit, Logger: log,
 	}
 	rp := replay.New(replay.Config{
-		Source: src, Reader: rc, Handler: engine, Checkpoints: cps, Job: job, Restart: f.restart, ReadOnly: f.dryRun, Logger: log,
+		Source: src, Reader: rc, Handler: eng, Checkpoints: cps, Job: job, Restart: f.restart, ReadOnly: f.dryRun, Logger: log,
 		About: map[string]string{"source": srcName, "start": plan.spec.String(), "until": f.until, "projections": projList, "target": target},
 	})
 
@@ -179,7 +179,7 @@ func runReplay(ctx context.Context, e *Env, args []string) (err error) {
 	t0 := time.Now()
 	sum, runErr := rp.Run(ctx)
 	prog.stop()
-	stats := engine.Stats()
+	stats := eng.Stats()
 	printReplaySummary(e, sum, stats, dry, time.Since(t0))
 
 	switch {

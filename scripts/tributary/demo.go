@@ -126,14 +126,14 @@ func runDemo(ctx context.Context, e *cli.Env, args []string) (err error) {
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	faulty := &sim.FaultyStore{Store: st, Seed: *seedFlag + 1, CommitFailBefore: *faultRate, CommitFailAfter: *faultRate, ReadFail: *faultRate / 2}
-	engine, err := engine.Open(ctx, faulty.Table(st), set, engine.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
+	eng, err := engine.Open(ctx, faulty.Table(st), set, engine.Config{Logger: quiet, Ignore: []string{"User", "Workspace", "Cart"}})
 	if err != nil {
 		return fmt.Errorf("store %s: %w", *dir, err)
 	}
 	cfg := pipeline.Config{Logger: quiet}
-	p := pipeline.NewStreamsProcessor(engine, cfg)
+	p := pipeline.NewStreamsProcessor(eng, cfg)
 	if *source == "kinesis" {
-		p = pipeline.NewKinesisProcessor(engine, cfg)
+		p = pipeline.NewKinesisProcessor(eng, cfg)
 	}
 	invoke := &sim.FlakyInvoke{Invoke: p.Invoke, Seed: *seedFlag + 2, FailBefore: *faultRate / 2, FailAfter: *faultRate / 2}
 	prog := newProgress(e.Stderr, total)
@@ -150,7 +150,7 @@ func runDemo(ctx context.Context, e *cli.Env, args []string) (err error) {
 	_, failedCalls := invoke.Faults()
 	fmt.Fprintf(out, "delivered: %d invocations, %d retries, %d bisections, %d redelivered batches; injected %d store faults and %d failed invocations\n",
 		stats.Invocations, stats.Retries, stats.Bisections, stats.Redeliveries, f.Total(), failedCalls)
-	s := engine.Stats()
+	s := eng.Stats()
 	fmt.Fprintf(out, "engine: %d changes in %.1fs (%.0f changes/s), %d item states written in %d transactions, %d duplicates or stale skipped, %d superseded in batch; %.0f write units (%.0f per 1,000 changes)\n\n",
 		s.Changes, took.Seconds(), float64(s.Changes)/took.Seconds(), s.Items, s.Transactions, s.Stale, s.Superseded, s.WriteUnits, s.WriteUnits*1000/float64(len(h.Records)))
 

@@ -295,7 +295,7 @@ type Job struct {
 // overlay on top, or nil) through engine, an engine of the store's set
 // (engine.Open), writing to store. The export's point in time must be
 // known (its manifest's exportTime, or Options.AsOf).
-func Open(full *export.Export, overlay *export.Overlay, engine *engine.Engine, store driver.Store, set *projections.Set, opts Options) (*Job, error) {
+func Open(full *export.Export, overlay *export.Overlay, eng *engine.Engine, store driver.Store, set *projections.Set, opts Options) (*Job, error) {
 	if full.Summary.Incremental() {
 		return nil, fmt.Errorf("backfill: %s is an incremental export; give the full export, and this one as an incremental", full)
 	}
@@ -361,7 +361,7 @@ func Open(full *export.Export, overlay *export.Overlay, engine *engine.Engine, s
 		fmt.Fprintf(h, "%s\n", full.String())
 	}
 	j := &Job{
-		full: full, overlay: overlay, engine: engine, store: store, opts: opts,
+		full: full, overlay: overlay, engine: eng, store: store, opts: opts,
 		id: hex.EncodeToString(h.Sum(nil))[:16], asOf: asOf.UTC(), byKey: map[string]export.DataFile{},
 	}
 	for _, f := range full.Files {
