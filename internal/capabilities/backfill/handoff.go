@@ -40,6 +40,11 @@ type Handoff struct {
 	// (default 30 s); MinSample is how long the job runs before its rate
 	// is trusted enough to refuse on (default 1 minute).
 	Every, MinSample time.Duration
+
+	// now and ticks are the guard's clock: time.Now and a ticker of
+	// Every when nil (a test drives its own).
+	now   func() time.Time
+	ticks <-chan time.Time
 }
 
 // Estimate is when a job is expected to finish, against the time the
@@ -154,7 +159,11 @@ func (j *Job) guard(ctx context.Context) (context.Context, func(), error) {
 	if minSample <= 0 {
 		minSample = time.Minute
 	}
-	start := time.Now()
+	now := h.now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
 	base := j.read.Load()
 	if err := j.check(ctx, h, j.estimate(h, start, start, 0), false, start); err != nil {
 		return ctx, func() {}, err
@@ -162,15 +171,19 @@ func (j *Job) guard(ctx context.Context) (context.Context, func(), error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
+		ticks := h.ticks
+		if ticks == nil {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			ticks = t.C
+		}
 		for {
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
-			case now := <-t.C:
+			case now := <-ticks:
 				e := j.estimate(h, start, now, j.read.Load()-base)
 				e.Done += base
 				if err := j.check(ctx, h, e, now.Sub(start) >= minSample, now); err != nil {

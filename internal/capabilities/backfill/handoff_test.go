@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,16 +22,74 @@ import (
 	"github.com/tributary/tributary/projections/spec"
 )
 
-// slowStore reads ledgers slowly: a backfill that would take longer than
-// the stream keeps the export's second.
+// slowStore reads ledgers slowly on the job's clock: once the clock runs
+// (from the guard's first reading of it), each read takes it readTime, and at every tick it passes it hands the
+// guard the time, waiting until the guard takes it (or the job ends). A
+// backfill on it would take longer than the stream keeps the export's
+// second, on every machine alike.
 type slowStore struct {
 	*boltstore.Store
 	CommitGroup struct{} // commit one by one, as DynamoDB does
+	clock       *jobClock
 }
 
 func (s slowStore) ReadLedgers(ctx context.Context, keys []string) (map[string]driver.LedgerEntry, error) {
-	time.Sleep(15 * time.Millisecond)
+	if at, tick := s.clock.advance(); tick {
+		select {
+		case s.clock.ticks <- at:
+		case <-ctx.Done():
+		}
+	}
 	return s.Store.ReadLedgers(ctx, keys)
+}
+
+// jobClock is a backfill's time: it stands still until the guard first
+// reads it (its start), then moves readTime at each ledger read and ticks
+// every every after that.
+type jobClock struct {
+	mu        sync.Mutex
+	now, next time.Time // next: the next tick
+	running   bool
+	readTime  time.Duration
+	every     time.Duration
+	ticks     chan time.Time
+}
+
+func newJobClock(readTime, every time.Duration) *jobClock {
+	now := time.Now()
+	return &jobClock{now: now, next: now.Add(every), readTime: readTime, every: every, ticks: make(chan time.Time)}
+}
+
+// start is the clock's time before it runs, for the test's deadline.
+func (c *jobClock) start() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Now is the guard's clock: its first reading starts the clock.
+func (c *jobClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running = true
+	return c.now
+}
+
+// advance moves the clock by one read, and says whether it passed a tick.
+func (c *jobClock) advance() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.running {
+		return c.now, false
+	}
+	c.now = c.now.Add(c.readTime)
+	if c.now.Before(c.next) {
+		return c.now, false
+	}
+	for !c.now.Before(c.next) {
+		c.next = c.next.Add(c.every)
+	}
+	return c.now, true
 }
 
 // paymentsExport writes a payments-ledger export of n items taken at
@@ -80,11 +139,16 @@ func TestHandoffGuard(t *testing.T) {
 		{name: "stream keeps it", retention: 24 * time.Hour},
 		{name: "trimmed already", retention: time.Hour, refused: "keeps its records 1h0m0s"},
 		{name: "trimmed already, shadow attached before the export", retention: time.Hour, attached: true},
-		{name: "would finish too late", slack: 400 * time.Millisecond, slow: true, refused: "items/s"},
+		// 3,000 items, 100 a batch, at least one ledger read of 15 ms
+		// a batch: 450 ms at the least, past the deadline at 350 ms; the
+		// rate is sampled after 150 ms, and the estimate refuses then,
+		// long before the deadline passes.
+		{name: "would finish too late", slack: 350 * time.Millisecond, slow: true, refused: "items/s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			clock := newJobClock(15*time.Millisecond, 50*time.Millisecond)
 			if tt.slack > 0 {
-				tt.retention = time.Since(asOf.Truncate(time.Second)) + tt.slack
+				tt.retention = clock.start().Sub(asOf.Truncate(time.Second)) + tt.slack
 			}
 			bs, err := boltstore.Open(t.TempDir()+"/aggregates.db", boltstore.WithoutSync())
 			if err != nil {
@@ -93,7 +157,7 @@ func TestHandoffGuard(t *testing.T) {
 			defer func() { _ = bs.Close() }()
 			var st driver.Table = bs
 			if tt.slow {
-				st = slowStore{Store: bs}
+				st = slowStore{Store: bs, clock: clock}
 			}
 			e, err := engine.Open(ctx, st, set, engine.Config{Logger: quiet(), Ignore: []string{"Audit"}})
 			if err != nil {
@@ -103,10 +167,13 @@ func TestHandoffGuard(t *testing.T) {
 				attachBefore(t, bs, asOf.Add(-time.Minute))
 			}
 			var metrics bytes.Buffer
+			handoff := &backfill.Handoff{Retention: tt.retention, Stream: "the table's stream", Metrics: &metrics,
+				Every: 50 * time.Millisecond, MinSample: 150 * time.Millisecond}
+			if tt.slow {
+				handoff.WithClock(clock.Now, clock.ticks)
+			}
 			job, err := backfill.Open(full, nil, e, st, set, backfill.Options{
-				Decode: pipeline.Options{Schema: exportgen.PaymentsSchema()}, BatchSize: 100,
-				Handoff: &backfill.Handoff{Retention: tt.retention, Stream: "the table's stream", Metrics: &metrics,
-					Every: 50 * time.Millisecond, MinSample: 150 * time.Millisecond},
+				Decode: pipeline.Options{Schema: exportgen.PaymentsSchema()}, BatchSize: 100, Handoff: handoff,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -125,6 +192,9 @@ func TestHandoffGuard(t *testing.T) {
 			}
 			if sum.Complete {
 				t.Error("a refused job completed")
+			}
+			if tt.slow && he.Done*2 > he.Items {
+				t.Errorf("refused with %d of %d items read: not on the estimate, sampled after 150 ms of 450, but once the deadline had passed", he.Done, he.Items)
 			}
 			t.Log(err)
 			if !strings.Contains(metrics.String(), `"HandoffHeadroom"`) {
