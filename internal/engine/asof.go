@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/projections"
-
 	"github.com/tributary/tributary/internal/spill"
 	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/projections"
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 )

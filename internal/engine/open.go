@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/projections"
-
 	"github.com/tributary/tributary/projections/decimal"
 	"github.com/tributary/tributary/projections/driver"
 )
